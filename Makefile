@@ -1,0 +1,29 @@
+# make test — the one test command: installs redis-server if missing, checks gofmt and
+#             go vet, runs every test with the race detector.
+# make bench — the benchmarks, ours and the peers' (bench/ is a module of its own).
+
+GO ?= go
+
+.PHONY: test bench redis
+
+test: redis
+	@files=$$(gofmt -l .); if [ -n "$$files" ]; then echo "gofmt -l reports:"; echo "$$files"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The tests start their own redis-server processes (a single node and a 3-node cluster on
+# loopback ports they pick); they only need the binaries.
+redis:
+	@if command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1; then \
+		exit 0; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing redis-server with apt-get"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
+	else \
+		echo "redis-server and redis-cli are needed by the tests and are not in PATH."; \
+		echo "Install them, e.g. 'sudo apt-get install redis-server' or 'brew install redis', then run make test again."; \
+		exit 1; \
+	fi

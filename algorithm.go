@@ -1,0 +1,48 @@
+package ratelimit
+
+import "strconv"
+
+// Algorithm selects how a backend decides. It is chosen per limiter, with an option of the
+// backend's constructor. One Limit means the same on every algorithm: a window of
+// W = Burst/Rate seconds holding at most Burst requests, so PerMinute(100) is 100 requests a
+// minute whichever algorithm enforces it.
+//
+// A backend built with an algorithm it does not implement answers every call with
+// ErrNotSupported.
+type Algorithm int
+
+const (
+	// TokenBucket refills Rate tokens per second up to Burst and admits a request when the
+	// bucket holds enough tokens. It is the default, and equivalent to GCRA: the local
+	// backend runs golang.org/x/time/rate, the Redis backend stores a theoretical arrival time.
+	TokenBucket Algorithm = iota
+	// FixedWindow admits at most Burst requests per window of length W aligned to the Unix
+	// epoch, so that every instance agrees on where windows start.
+	FixedWindow
+	// SlidingWindowLog admits at most Burst requests in any interval of length W, exactly,
+	// by remembering the time of each admitted request (O(Burst) state per key).
+	SlidingWindowLog
+	// SlidingWindowCounter approximates SlidingWindowLog with two fixed windows weighted by
+	// their overlap with the sliding one (O(1) state per key).
+	SlidingWindowCounter
+	// LeakyBucket shapes traffic: a queue of Burst requests drained at Rate. An allowed
+	// request carries a Result.Delay to wait before proceeding.
+	LeakyBucket
+)
+
+// String returns the algorithm's name, such as "TokenBucket".
+func (a Algorithm) String() string {
+	switch a {
+	case TokenBucket:
+		return "TokenBucket"
+	case FixedWindow:
+		return "FixedWindow"
+	case SlidingWindowLog:
+		return "SlidingWindowLog"
+	case SlidingWindowCounter:
+		return "SlidingWindowCounter"
+	case LeakyBucket:
+		return "LeakyBucket"
+	}
+	return "Algorithm(" + strconv.Itoa(int(a)) + ")"
+}

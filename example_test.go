@@ -1,0 +1,49 @@
+package ratelimit_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/local"
+)
+
+// The seed timeline: Rate 1/s, Burst 2, requests A, B and C at 0.1 s and D at 1.5 s. The
+// limiter reads a hand-moved clock so that the output is the same on every run.
+func Example() {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	limiter := local.New(local.WithClock(func() time.Time { return now }))
+	defer limiter.Close()
+
+	limit := ratelimit.Limit{Rate: 1, Burst: 2}
+	for _, req := range []struct {
+		name string
+		at   time.Duration
+	}{{"A", 100 * time.Millisecond}, {"B", 100 * time.Millisecond}, {"C", 100 * time.Millisecond}, {"D", 1500 * time.Millisecond}} {
+		now = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(req.at)
+		res, err := limiter.Allow(context.Background(), "client", limit)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Printf("%s at %v: allowed=%t remaining=%d retry-after=%v\n",
+			req.name, req.at, res.Allowed, res.Remaining, res.RetryAfter)
+	}
+	// Output:
+	// A at 100ms: allowed=true remaining=1 retry-after=0s
+	// B at 100ms: allowed=true remaining=0 retry-after=0s
+	// C at 100ms: allowed=false remaining=0 retry-after=1s
+	// D at 1.5s: allowed=true remaining=0 retry-after=0s
+}
+
+// Errors are told apart with errors.Is; a denial is not an error.
+func ExampleLimit_Validate() {
+	for _, l := range []ratelimit.Limit{ratelimit.PerMinute(100), {Rate: 0, Burst: 5}, {}} {
+		fmt.Println(l, "→", l.Validate())
+	}
+	// Output:
+	// 100/min burst 100 → <nil>
+	// 0/s burst 5 → ratelimit: invalid limit: rate 0 is not a finite number greater than zero
+	// 0/s burst 0 → ratelimit: invalid limit: rate 0 is not a finite number greater than zero
+}

@@ -1,0 +1,277 @@
+package local
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/conformance"
+)
+
+func TestConformance(t *testing.T) {
+	conformance.Run(t, func(t *testing.T) conformance.Harness {
+		clock := conformance.NewClock()
+		l := New(WithClock(clock.Now))
+		t.Cleanup(func() { l.Close() })
+		return conformance.Harness{Limiter: l, Advance: clock.Advance, CanWait: true}
+	})
+}
+
+// TestSystemClock plays the seed timeline on the default, monotonic clock; synctest moves it.
+func TestSystemClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New()
+		defer l.Close()
+		ctx := context.Background()
+		limit := ratelimit.Limit{Rate: 1, Burst: 2}
+		time.Sleep(100 * time.Millisecond)
+		for _, want := range []bool{true, true, false} {
+			res, err := l.Allow(ctx, "seed", limit)
+			require.NoError(t, err)
+			require.Equal(t, want, res.Allowed)
+		}
+		time.Sleep(1400 * time.Millisecond)
+		res, err := l.Allow(ctx, "seed", limit)
+		require.NoError(t, err)
+		want := ratelimit.Result{Allowed: true, Limit: limit, ResetAfter: 1600 * time.Millisecond}
+		require.Equal(t, want, res)
+	})
+}
+
+var perSecond = ratelimit.Limit{Rate: 1, Burst: 1}
+
+func TestWaitBlocksUntilAllowed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New()
+		defer l.Close()
+		ctx := context.Background()
+		limit := ratelimit.Limit{Rate: 10, Burst: 1} // a token every 100 ms
+		require.NoError(t, l.Wait(ctx, "k", limit))
+
+		start := time.Now()
+		require.NoError(t, l.Wait(ctx, "k", limit))
+		assert.Equal(t, 100*time.Millisecond, time.Since(start))
+	})
+}
+
+func TestWaitManyWaiters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New()
+		defer l.Close()
+		ctx := context.Background()
+		limit := ratelimit.Limit{Rate: 10, Burst: 1}
+		require.NoError(t, l.Wait(ctx, "k", limit))
+
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range 5 {
+			wg.Go(func() { assert.NoError(t, l.Wait(ctx, "k", limit)) })
+		}
+		wg.Wait()
+		// One token per 100 ms, five waiters: the last one is served at 500 ms, not before.
+		assert.Equal(t, 500*time.Millisecond, time.Since(start))
+	})
+}
+
+func TestWaitReturnsWhenContextEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New()
+		defer l.Close()
+		limit := ratelimit.Limit{Rate: 1, Burst: 1}
+		res, err := l.Allow(context.Background(), "k", limit)
+		require.NoError(t, err)
+		require.True(t, res.Allowed)
+
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(300*time.Millisecond, cancel)
+		start := time.Now()
+		require.ErrorIs(t, l.Wait(ctx, "k", limit), context.Canceled)
+		assert.Equal(t, 300*time.Millisecond, time.Since(start))
+
+		// The canceled Wait took nothing: the token arrives at 1 s as it would have.
+		time.Sleep(700 * time.Millisecond)
+		res, err = l.Allow(context.Background(), "k", limit)
+		require.NoError(t, err)
+		assert.True(t, res.Allowed)
+	})
+}
+
+func TestWaitFailsFastOnDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New()
+		defer l.Close()
+		limit := ratelimit.Limit{Rate: 1, Burst: 1}
+		_, err := l.Allow(context.Background(), "k", limit)
+		require.NoError(t, err)
+
+		ctx, cancel := context.WithTimeout(context.Background(), 999*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		require.ErrorIs(t, l.Wait(ctx, "k", limit), context.DeadlineExceeded)
+		assert.Zero(t, time.Since(start))
+
+		// A deadline the token can meet is waited for.
+		ctx, cancel = context.WithTimeout(context.Background(), time.Second+time.Millisecond)
+		defer cancel()
+		require.NoError(t, l.Wait(ctx, "k", limit))
+		assert.Equal(t, time.Second, time.Since(start))
+	})
+}
+
+func TestCloseWakesWaiters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New()
+		_, err := l.Allow(context.Background(), "k", perSecond)
+		require.NoError(t, err)
+		done := make(chan error)
+		go func() { done <- l.Wait(context.Background(), "k", perSecond) }()
+		synctest.Wait()
+		require.NoError(t, l.Close())
+		require.ErrorIs(t, <-done, ratelimit.ErrClosed)
+	})
+}
+
+// TestCleanupDropsOnlyFullBuckets: a sweep drops a bucket that has been full for the idle
+// timeout and keeps one that is still refilling, however long it has been idle.
+func TestCleanupDropsOnlyFullBuckets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New() // sweeps every minute, drops buckets full for 5 minutes
+		defer l.Close()
+		ctx := context.Background()
+		fast := ratelimit.Limit{Rate: 1, Burst: 5}          // full again 1 s after one request
+		slow := ratelimit.Limit{Rate: 1.0 / 3600, Burst: 2} // a token an hour
+		_, err := l.Allow(ctx, "fast", fast)
+		require.NoError(t, err)
+		_, err = l.AllowN(ctx, "slow", slow, 2)
+		require.NoError(t, err)
+		require.Equal(t, 2, l.Len())
+
+		// The sweep at 5 min looks back to 0 s, when "fast" was not yet full: kept.
+		time.Sleep(5*time.Minute + time.Second)
+		synctest.Wait()
+		require.Equal(t, 2, l.Len())
+
+		// The sweep at 6 min looks back to 1 min: "fast" was full then and untouched since.
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		require.Equal(t, 1, l.Len())
+
+		// "slow" was idle as long but is still refilling: it was kept, so it still denies.
+		// At 6 min 1 s it holds 361/3600 of a token; the rest takes 3239 s.
+		res, err := l.Allow(ctx, "slow", slow)
+		require.NoError(t, err)
+		assert.False(t, res.Allowed)
+		assert.Equal(t, 3239*time.Second, res.RetryAfter)
+	})
+}
+
+func TestCleanupOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(WithCleanupInterval(0), WithIdleTimeout(0))
+		_, err := l.Allow(context.Background(), "k", perSecond)
+		require.NoError(t, err)
+		time.Sleep(24 * time.Hour)
+		synctest.Wait()
+		assert.Equal(t, 1, l.Len())
+		require.NoError(t, l.Close())
+	})
+}
+
+// TestKeySpray floods a capped limiter with a million distinct keys whose buckets cannot
+// refill (the clock stands still). Memory stays at the cap, keys that got a bucket keep it,
+// and the rest share one overflow bucket instead of passing unlimited.
+func TestKeySpray(t *testing.T) {
+	const keys, maxBuckets = 1_000_000, 100_000
+	clock := conformance.NewClock()
+	l := New(WithMaxBuckets(maxBuckets), WithClock(clock.Now), WithCleanupInterval(0))
+	defer l.Close()
+	ctx := context.Background()
+	limit := ratelimit.Limit{Rate: 1, Burst: 1}
+
+	admitted := 0
+	for i := range keys {
+		res, err := l.Allow(ctx, strconv.Itoa(i), limit)
+		require.NoError(t, err)
+		if res.Allowed {
+			admitted++
+		}
+	}
+	// 64 shards of 100000/64 = 1562 buckets each: every shard sees ~15600 keys and fills.
+	require.Equal(t, 64*1562, l.Len())
+	// One request per tracked key, plus the overflow bucket's single token.
+	require.Equal(t, l.Len()+1, admitted)
+
+	// Tracked keys keep their state; so does the overflow bucket.
+	for _, key := range []string{"0", "1", "999999"} {
+		res, err := l.Allow(ctx, key, limit)
+		require.NoError(t, err)
+		assert.False(t, res.Allowed, key)
+	}
+
+	// Once buckets refill, a new key may take the place of a full one.
+	clock.Advance(time.Second)
+	res, err := l.Allow(ctx, "new", limit)
+	require.NoError(t, err)
+	assert.True(t, res.Allowed)
+	assert.Equal(t, 64*1562, l.Len())
+}
+
+// TestEvictionAtCap: with one bucket per shard, a second key in a shard evicts the first
+// only once it is full again.
+func TestEvictionAtCap(t *testing.T) {
+	clock := conformance.NewClock()
+	l := New(WithMaxBuckets(64), WithClock(clock.Now), WithCleanupInterval(0))
+	defer l.Close()
+	limit := ratelimit.Limit{Rate: 1, Burst: 1}
+	spray := func(prefix string) (admitted int) {
+		for i := range 2000 {
+			res, err := l.Allow(context.Background(), prefix+strconv.Itoa(i), limit)
+			require.NoError(t, err)
+			if res.Allowed {
+				admitted++
+			}
+		}
+		return admitted
+	}
+	// 64 keys get a bucket, one more gets the overflow token.
+	require.Equal(t, 65, spray("a"))
+	require.Equal(t, 64, l.Len())
+	// A second later every bucket is full: each shard's first new key evicts its full
+	// bucket, and the overflow bucket has its token back.
+	clock.Advance(time.Second)
+	require.Equal(t, 65, spray("b"))
+	require.Equal(t, 64, l.Len())
+}
+
+func TestAlgorithmsNotYetImplemented(t *testing.T) {
+	for _, a := range []ratelimit.Algorithm{ratelimit.FixedWindow, ratelimit.SlidingWindowLog,
+		ratelimit.SlidingWindowCounter, ratelimit.LeakyBucket} {
+		t.Run(a.String(), func(t *testing.T) {
+			l := New(WithAlgorithm(a))
+			defer l.Close()
+			_, err := l.Allow(context.Background(), "k", perSecond)
+			require.ErrorIs(t, err, ratelimit.ErrNotSupported)
+			require.ErrorIs(t, l.Wait(context.Background(), "k", perSecond), ratelimit.ErrNotSupported)
+		})
+	}
+}
+
+// TestAllowAllocatesNothing pins the hot path at zero allocations, allowed and denied.
+func TestAllowAllocatesNothing(t *testing.T) {
+	l := New()
+	defer l.Close()
+	ctx := context.Background()
+	limit := ratelimit.Limit{Rate: 1e9, Burst: 1000}
+	slow := ratelimit.Limit{Rate: 1e-3, Burst: 1}
+	_, _ = l.Allow(ctx, "hot", limit)
+	_, _ = l.Allow(ctx, "cold", slow)
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = l.Allow(ctx, "hot", limit) }))
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = l.Allow(ctx, "cold", slow) }))
+}

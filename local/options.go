@@ -1,0 +1,85 @@
+package local
+
+import (
+	"time"
+
+	"github.com/sluice-go/ratelimit"
+)
+
+// Defaults of the options.
+const (
+	// DefaultCleanupInterval is how often idle buckets are swept away.
+	DefaultCleanupInterval = time.Minute
+	// DefaultIdleTimeout is how long a bucket must have been full before a sweep drops it.
+	DefaultIdleTimeout = 5 * time.Minute
+	// DefaultMaxBuckets caps the number of buckets a Limiter holds: about 150 MB of memory
+	// at the cap (see docs/benchmarks.md for the measured cost of a bucket).
+	DefaultMaxBuckets = 1 << 20
+)
+
+// Option configures a Limiter built by New.
+type Option func(*options)
+
+type options struct {
+	cleanupInterval time.Duration
+	idleTimeout     time.Duration
+	maxBuckets      int
+	clock           func() time.Time
+	algorithm       ratelimit.Algorithm
+}
+
+func defaultOptions() options {
+	return options{
+		cleanupInterval: DefaultCleanupInterval,
+		idleTimeout:     DefaultIdleTimeout,
+		maxBuckets:      DefaultMaxBuckets,
+	}
+}
+
+// WithCleanupInterval sets how often the background sweep drops idle buckets. Default:
+// DefaultCleanupInterval (1 minute). A value of zero or less turns the sweep off, and no
+// goroutine is started; buckets then leave only to make room at the cap (WithMaxBuckets).
+func WithCleanupInterval(d time.Duration) Option {
+	return func(o *options) { o.cleanupInterval = d }
+}
+
+// WithIdleTimeout sets how long a bucket must have been full, with no request taking a token
+// from it, before a sweep drops it. Default: DefaultIdleTimeout (5 minutes). Only full
+// buckets are dropped, because a dropped bucket comes back full: dropping one that was still
+// refilling would let its key through sooner than keeping it. A negative value counts as zero.
+func WithIdleTimeout(d time.Duration) Option {
+	return func(o *options) { o.idleTimeout = max(d, 0) }
+}
+
+// WithMaxBuckets caps the number of buckets the limiter holds, so that a flood of distinct
+// keys (spoofed or random client IPs, say) cannot exhaust memory. Default: DefaultMaxBuckets
+// (1,048,576). A value below 1 means the default.
+//
+// At the cap, a new key first takes the place of a full bucket, found by sampling a few
+// buckets; dropping a full bucket changes no decision. When every sampled bucket is still
+// refilling, the new key is limited by an overflow bucket that all such keys with the same
+// limit share. Keys already tracked keep their own buckets. Traffic is never admitted
+// unlimited: under a key flood, new keys together get one limit's worth of requests until
+// buckets refill and make room.
+func WithMaxBuckets(n int) Option {
+	return func(o *options) {
+		if n < 1 {
+			n = DefaultMaxBuckets
+		}
+		o.maxBuckets = n
+	}
+}
+
+// WithClock makes the limiter read the time from now instead of the system's monotonic
+// clock, so tests can move time by hand. Default: the system clock. Wait still sleeps on real
+// timers, so a test of Wait should move now forward as real (or synctest) time passes. A nil
+// now means the default.
+func WithClock(now func() time.Time) Option {
+	return func(o *options) { o.clock = now }
+}
+
+// WithAlgorithm selects the algorithm. Default: ratelimit.TokenBucket, the only one this
+// backend implements so far; with any other, every call returns ratelimit.ErrNotSupported.
+func WithAlgorithm(a ratelimit.Algorithm) Option {
+	return func(o *options) { o.algorithm = a }
+}

@@ -1,0 +1,154 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// Limit is a rate limit: Rate tokens are added per second, up to Burst tokens, the capacity of
+// the bucket. A full bucket admits Burst requests at once; after that, one request per 1/Rate
+// seconds. The zero Limit is not a valid limit; middleware reads it as "do not limit this
+// request".
+type Limit struct {
+	// Rate is the refill rate in tokens per second. It must be finite and greater than zero.
+	Rate float64
+	// Burst is the capacity of the bucket in tokens. It must be at least 1.
+	Burst int
+}
+
+// PerSecond returns a limit of n requests per second with a burst of n.
+func PerSecond(n int) Limit { return Limit{Rate: float64(n), Burst: n} }
+
+// PerMinute returns a limit of n requests per minute with a burst of n.
+func PerMinute(n int) Limit { return Limit{Rate: float64(n) / 60, Burst: n} }
+
+// PerHour returns a limit of n requests per hour with a burst of n.
+func PerHour(n int) Limit { return Limit{Rate: float64(n) / 3600, Burst: n} }
+
+// Validate returns nil if l can be enforced, or an error wrapping ErrInvalidLimit that says
+// which field is wrong.
+func (l Limit) Validate() error {
+	if math.IsNaN(l.Rate) || math.IsInf(l.Rate, 0) || l.Rate <= 0 {
+		return fmt.Errorf("%w: rate %v is not a finite number greater than zero", ErrInvalidLimit, l.Rate)
+	}
+	if l.Burst < 1 {
+		return fmt.Errorf("%w: burst %d is less than 1", ErrInvalidLimit, l.Burst)
+	}
+	return nil
+}
+
+// IsZero reports whether l is the zero Limit, which middleware reads as "no limit".
+func (l Limit) IsZero() bool { return l == Limit{} }
+
+// String formats l for people, in the first unit (second, minute, hour) in which the rate is
+// a whole number, or else in the largest unit that shows at least one request:
+// "10/s burst 10", "100/min burst 100", "0.0416667/h burst 1".
+func (l Limit) String() string {
+	rate, unit := l.Rate, "s"
+	switch {
+	case !(l.Rate > 0) || math.IsInf(l.Rate, 1) || isWhole(l.Rate):
+	case isWhole(l.Rate * 60):
+		rate, unit = l.Rate*60, "min"
+	case isWhole(l.Rate*3600) || l.Rate*60 < 1:
+		rate, unit = l.Rate*3600, "h"
+	case l.Rate < 1:
+		rate, unit = l.Rate*60, "min"
+	}
+	return strconv.FormatFloat(rate, 'g', 6, 64) + "/" + unit + " burst " + strconv.Itoa(l.Burst)
+}
+
+// isWhole reports whether v is a whole number, give or take float64 rounding.
+func isWhole(v float64) bool {
+	return v != 0 && math.Abs(v-math.Round(v)) <= 1e-9*math.Abs(v)
+}
+
+// Result is the outcome of one decision.
+type Result struct {
+	// Allowed reports whether the request may proceed.
+	Allowed bool
+	// Limit is the limit the decision was made under.
+	Limit Limit
+	// Remaining is the number of whole tokens left in the bucket after this decision, between
+	// 0 and Limit.Burst.
+	Remaining int
+	// RetryAfter is, when the request was denied, how long until the same request would be
+	// allowed if nothing else used the bucket. It is zero exactly when Allowed is true.
+	RetryAfter time.Duration
+	// ResetAfter is how long until the bucket is full again if nothing else uses it.
+	ResetAfter time.Duration
+	// Delay is, when a shaping algorithm (LeakyBucket) allowed the request, how long to hold
+	// it before it proceeds. It is zero for every policing algorithm.
+	Delay time.Duration
+}
+
+// Limiter decides whether requests identified by a key may proceed under a limit. Each
+// (key, limit.Rate, limit.Burst) triple names one bucket: calling with a new limit for the
+// same key starts a fresh, full bucket.
+//
+// Being limited is not an error: a denial is a Result with Allowed false and a nil error. A
+// non-nil error means the limiter could not decide (bad input, backend down, closed); the
+// Result then has Allowed false and only its Limit field set.
+//
+// Implementations are safe for concurrent use.
+type Limiter interface {
+	// Allow is AllowN with n = 1.
+	Allow(ctx context.Context, key string, limit Limit) (Result, error)
+	// AllowN takes n tokens from the bucket if it holds at least n, and denies the request
+	// otherwise. A denial takes nothing. n greater than limit.Burst can never be allowed:
+	// AllowN returns Allowed false and ErrExceedsBurst.
+	AllowN(ctx context.Context, key string, limit Limit, n int) (Result, error)
+	// Wait blocks until one token can be taken, then takes it. It returns ctx's error
+	// promptly when ctx ends, and fails at once, with an error wrapping
+	// context.DeadlineExceeded, when ctx's deadline comes before the token would. Backends
+	// that cannot wait return ErrNotSupported.
+	Wait(ctx context.Context, key string, limit Limit) error
+	// Close releases the limiter's resources. Every call after Close returns ErrClosed; a
+	// second Close returns nil.
+	Close() error
+}
+
+// Errors returned by limiters, possibly wrapped: test them with errors.Is.
+var (
+	// ErrKeyEmpty is returned for an empty key.
+	ErrKeyEmpty = errors.New("ratelimit: empty key")
+	// ErrInvalidLimit is returned for a limit whose Rate is not finite and greater than zero
+	// or whose Burst is less than 1.
+	ErrInvalidLimit = errors.New("ratelimit: invalid limit")
+	// ErrInvalidCost is returned when n, the number of tokens asked for, is less than 1.
+	ErrInvalidCost = errors.New("ratelimit: invalid cost")
+	// ErrExceedsBurst is returned, with Allowed false, when n is greater than the limit's
+	// Burst: such a request can never be allowed.
+	ErrExceedsBurst = errors.New("ratelimit: cost exceeds burst")
+	// ErrNotSupported is returned by an operation or algorithm a backend does not implement,
+	// such as Wait on the Redis backend.
+	ErrNotSupported = errors.New("ratelimit: not supported")
+	// ErrClosed is returned by every call made after Close.
+	ErrClosed = errors.New("ratelimit: limiter closed")
+)
+
+// ErrorPolicy says what middleware does with a request when the limiter returns an error
+// instead of a decision.
+type ErrorPolicy int
+
+const (
+	// FailOpen lets the request through and reports the error. It is the default: a broken
+	// limiter should not take the service down with it.
+	FailOpen ErrorPolicy = iota
+	// FailClosed rejects the request as unavailable (HTTP 503, gRPC Unavailable).
+	FailClosed
+)
+
+// String returns "FailOpen" or "FailClosed".
+func (p ErrorPolicy) String() string {
+	switch p {
+	case FailOpen:
+		return "FailOpen"
+	case FailClosed:
+		return "FailClosed"
+	}
+	return "ErrorPolicy(" + strconv.Itoa(int(p)) + ")"
+}
