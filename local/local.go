@@ -63,8 +63,7 @@ func (l *Limiter) AllowN(_ context.Context, key string, limit ratelimit.Limit, n
 	if err := l.check(key, limit, n); err != nil {
 		return ratelimit.Result{Limit: limit}, err
 	}
-	k := bucketKey{key: key, rate: limit.Rate, burst: limit.Burst}
-	return l.store.decide(k, l.now(), n), nil
+	return l.store.decide(key, limit.Rate, limit.Burst, l.now(), n), nil
 }
 
 // Wait blocks until one token of the bucket of (key, limit) can be taken, and takes it. It

@@ -21,13 +21,22 @@ const evictionSamples = 8
 // maxOverflowLimits bounds the overflow buckets, one per distinct limit seen at the cap.
 const maxOverflowLimits = 1024
 
-// bucketKey names a bucket. It is a comparable struct rather than a formatted string so that
-// looking a bucket up allocates nothing.
-type bucketKey struct {
-	key   string
+// bucket is one (key, rate, burst) bucket. The map is keyed by the key string alone, which
+// hashes several times faster than a struct holding the limit too; the rare keys checked
+// against more than one limit chain their buckets through next.
+type bucket struct {
 	rate  float64
 	burst int
+	lim   *rate.Limiter
+	next  *bucket
 }
+
+func newBucket(r float64, burst int, next *bucket) *bucket {
+	return &bucket{rate: r, burst: burst, lim: rate.NewLimiter(rate.Limit(r), burst), next: next}
+}
+
+// full reports whether b holds Burst tokens at t.
+func (b *bucket) full(t time.Time) bool { return b.lim.TokensAt(t) >= float64(b.burst) }
 
 // limitKey names an overflow bucket: the limit without the key.
 type limitKey struct {
@@ -39,8 +48,45 @@ type limitKey struct {
 // line.
 type shard struct {
 	mu      sync.RWMutex
-	buckets map[bucketKey]*rate.Limiter
-	_       [128 - 32]byte
+	buckets map[string]*bucket
+	count   int // buckets in the shard, counting chains
+	_       [128 - 40]byte
+}
+
+// find returns the bucket of (key, r, burst), or nil. The caller holds sh.mu.
+func (sh *shard) find(key string, r float64, burst int) *bucket {
+	for b := sh.buckets[key]; b != nil; b = b.next {
+		if b.rate == r && b.burst == burst {
+			return b
+		}
+	}
+	return nil
+}
+
+// removeIf drops the buckets of key that drop approves, and returns how many it dropped.
+// The caller holds sh.mu for writing.
+func (sh *shard) removeIf(key string, head *bucket, drop func(*bucket) bool) int {
+	removed := 0
+	var kept *bucket
+	for b := head; b != nil; {
+		next := b.next
+		if drop(b) {
+			removed++
+		} else {
+			b.next, kept = kept, b
+		}
+		b = next
+	}
+	if removed == 0 {
+		return 0
+	}
+	if kept == nil {
+		delete(sh.buckets, key)
+	} else {
+		sh.buckets[key] = kept
+	}
+	sh.count -= removed
+	return removed
 }
 
 // store holds the buckets. Decisions run under the shard's read lock, and buckets are removed
@@ -52,17 +98,17 @@ type store struct {
 	shards   [numShards]shard
 
 	overflowMu sync.Mutex
-	overflow   map[limitKey]*rate.Limiter
+	overflow   map[limitKey]*bucket
 }
 
 func newStore(maxBuckets int) *store {
 	s := &store{
 		seed:     maphash.MakeSeed(),
 		perShard: max(maxBuckets/numShards, 1),
-		overflow: make(map[limitKey]*rate.Limiter),
+		overflow: make(map[limitKey]*bucket),
 	}
 	for i := range s.shards {
-		s.shards[i].buckets = make(map[bucketKey]*rate.Limiter)
+		s.shards[i].buckets = make(map[string]*bucket)
 	}
 	return s
 }
@@ -74,37 +120,38 @@ func (s *store) shardFor(key string) *shard {
 	return &s.shards[maphash.String(s.seed, key)&(numShards-1)]
 }
 
-// decide takes n tokens from the bucket k names, creating it if needed.
-func (s *store) decide(k bucketKey, now time.Time, n int) ratelimit.Result {
-	sh := s.shardFor(k.key)
+// decide takes n tokens from the bucket of (key, r, burst), creating it if needed.
+func (s *store) decide(key string, r float64, burst int, now time.Time, n int) ratelimit.Result {
+	sh := s.shardFor(key)
 	sh.mu.RLock()
-	if b := sh.buckets[k]; b != nil {
-		r := take(b, k, now, n)
+	if b := sh.find(key, r, burst); b != nil {
+		res := b.take(now, n)
 		sh.mu.RUnlock()
-		return r
+		return res
 	}
 	sh.mu.RUnlock()
 
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	b := sh.buckets[k]
+	b := sh.find(key, r, burst)
 	if b == nil {
-		if len(sh.buckets) >= s.perShard && !evictFull(sh, now) {
-			return s.decideOverflow(k, now, n)
+		if sh.count >= s.perShard && !sh.evictFull(now) {
+			return s.decideOverflow(r, burst, now, n)
 		}
-		b = rate.NewLimiter(rate.Limit(k.rate), k.burst)
-		sh.buckets[k] = b
+		b = newBucket(r, burst, sh.buckets[key])
+		sh.buckets[key] = b
+		sh.count++
 	}
-	return take(b, k, now, n)
+	return b.take(now, n)
 }
 
-// evictFull drops one full bucket among a few sampled ones (Go randomises where a map
-// iteration starts) and reports whether it found one. The caller holds sh.mu for writing.
-func evictFull(sh *shard, now time.Time) bool {
+// evictFull drops the full buckets of the first of a few sampled keys that has any (Go
+// randomises where a map iteration starts), and reports whether it dropped one. The caller
+// holds sh.mu for writing.
+func (sh *shard) evictFull(now time.Time) bool {
 	seen := 0
-	for k, b := range sh.buckets {
-		if b.TokensAt(now) >= float64(k.burst) {
-			delete(sh.buckets, k)
+	for key, head := range sh.buckets {
+		if sh.removeIf(key, head, func(b *bucket) bool { return b.full(now) }) > 0 {
 			return true
 		}
 		if seen++; seen == evictionSamples {
@@ -116,39 +163,41 @@ func evictFull(sh *shard, now time.Time) bool {
 
 // decideOverflow decides for a key that found no room: all such keys with one limit share
 // one bucket, so a flood of new keys is limited as a whole instead of let through.
-func (s *store) decideOverflow(k bucketKey, now time.Time, n int) ratelimit.Result {
-	lk := limitKey{rate: k.rate, burst: k.burst}
+func (s *store) decideOverflow(r float64, burst int, now time.Time, n int) ratelimit.Result {
+	lk := limitKey{rate: r, burst: burst}
 	s.overflowMu.Lock()
 	defer s.overflowMu.Unlock()
 	b := s.overflow[lk]
 	if b == nil {
 		if len(s.overflow) >= maxOverflowLimits {
 			// Thousands of distinct limits under a key flood: refuse rather than grow.
-			limit := ratelimit.Limit{Rate: k.rate, Burst: k.burst}
-			return ratelimit.Result{Limit: limit, RetryAfter: durationOf(1 / k.rate), ResetAfter: durationOf(float64(k.burst) / k.rate)}
+			return ratelimit.Result{
+				Limit:      ratelimit.Limit{Rate: r, Burst: burst},
+				RetryAfter: durationOf(1 / r),
+				ResetAfter: durationOf(float64(burst) / r),
+			}
 		}
-		b = rate.NewLimiter(rate.Limit(k.rate), k.burst)
+		b = newBucket(r, burst, nil)
 		s.overflow[lk] = b
 	}
-	return take(b, k, now, n)
+	return b.take(now, n)
 }
 
 // sweep drops every bucket that has been full since cutoff: no request has taken a token
 // from it since then, and dropping it changes no future decision.
 func (s *store) sweep(cutoff time.Time) {
+	idle := func(b *bucket) bool { return fullSince(b, cutoff) }
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		for k, b := range sh.buckets {
-			if fullSince(b, k.burst, cutoff) {
-				delete(sh.buckets, k)
-			}
+		for key, head := range sh.buckets {
+			sh.removeIf(key, head, idle)
 		}
 		sh.mu.Unlock()
 	}
 	s.overflowMu.Lock()
 	for k, b := range s.overflow {
-		if fullSince(b, k.burst, cutoff) {
+		if idle(b) {
 			delete(s.overflow, k)
 		}
 	}
@@ -159,9 +208,7 @@ func (s *store) sweep(cutoff time.Time) {
 // its last update, TokensAt reports the tokens stored at that update, which are below burst
 // after any admitted request; so b counts only if its last admission came before cutoff and
 // it had refilled by then.
-func fullSince(b *rate.Limiter, burst int, cutoff time.Time) bool {
-	return b.TokensAt(cutoff) >= float64(burst)
-}
+func fullSince(b *bucket, cutoff time.Time) bool { return b.full(cutoff) }
 
 // len returns the number of buckets, overflow buckets aside.
 func (s *store) len() int {
@@ -169,35 +216,35 @@ func (s *store) len() int {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.RLock()
-		n += len(sh.buckets)
+		n += sh.count
 		sh.mu.RUnlock()
 	}
 	return n
 }
 
 // take asks b for n tokens at now and describes the outcome. Reading the tokens first lets a
-// denial cost one lock instead of two.
-func take(b *rate.Limiter, k bucketKey, now time.Time, n int) ratelimit.Result {
-	limit := ratelimit.Limit{Rate: k.rate, Burst: k.burst}
-	tokens := b.TokensAt(now)
+// denial skip the bucket's decision.
+func (b *bucket) take(now time.Time, n int) ratelimit.Result {
+	limit := ratelimit.Limit{Rate: b.rate, Burst: b.burst}
+	tokens := b.lim.TokensAt(now)
 	if tokens >= float64(n) {
-		if b.AllowN(now, n) {
+		if b.lim.AllowN(now, n) {
 			left := tokens - float64(n)
 			return ratelimit.Result{
 				Allowed:    true,
 				Limit:      limit,
-				Remaining:  wholeTokens(left, k.burst),
-				ResetAfter: durationOf((float64(k.burst) - left) / k.rate),
+				Remaining:  wholeTokens(left, b.burst),
+				ResetAfter: durationOf((float64(b.burst) - left) / b.rate),
 			}
 		}
 		// Another goroutine took the tokens between the two calls.
-		tokens = b.TokensAt(now)
+		tokens = b.lim.TokensAt(now)
 	}
 	return ratelimit.Result{
 		Limit:      limit,
-		Remaining:  wholeTokens(tokens, k.burst),
-		RetryAfter: retryAfter(b, now, tokens, n, k.rate),
-		ResetAfter: durationOf((float64(k.burst) - tokens) / k.rate),
+		Remaining:  wholeTokens(tokens, b.burst),
+		RetryAfter: retryAfter(b.lim, now, tokens, n, b.rate),
+		ResetAfter: durationOf((float64(b.burst) - tokens) / b.rate),
 	}
 }
 
