@@ -9,10 +9,13 @@ GO ?= go
 test: redis
 	@files=$$(gofmt -l .); if [ -n "$$files" ]; then echo "gofmt -l reports:"; echo "$$files"; exit 1; fi
 	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
+# Our own benchmarks, then the comparison with other limiters (figures: docs/benchmarks.md).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+	cd bench && $(GO) test -run '^$$' -bench . -benchmem -count 1
 
 # The tests start their own redis-server processes (a single node and a 3-node cluster on
 # loopback ports they pick); they only need the binaries.
