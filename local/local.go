@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 )
 
 var _ ratelimit.Limiter = (*Limiter)(nil)
@@ -124,19 +125,7 @@ func (l *Limiter) check(key string, limit ratelimit.Limit, n int) error {
 	if l.algorithm != ratelimit.TokenBucket {
 		return fmt.Errorf("%w: algorithm %v on the local backend", ratelimit.ErrNotSupported, l.algorithm)
 	}
-	if key == "" {
-		return ratelimit.ErrKeyEmpty
-	}
-	if err := limit.Validate(); err != nil {
-		return err
-	}
-	if n < 1 {
-		return fmt.Errorf("%w: n = %d", ratelimit.ErrInvalidCost, n)
-	}
-	if n > limit.Burst {
-		return fmt.Errorf("%w: n = %d, burst %d", ratelimit.ErrExceedsBurst, n, limit.Burst)
-	}
-	return nil
+	return args.Check(key, limit, n)
 }
 
 // now reads the injected clock, or else the monotonic clock: time.Since on a time that

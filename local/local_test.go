@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"sync"
 	"testing"
@@ -261,6 +262,60 @@ func TestAlgorithmsNotYetImplemented(t *testing.T) {
 			require.ErrorIs(t, l.Wait(context.Background(), "k", perSecond), ratelimit.ErrNotSupported)
 		})
 	}
+}
+
+// TestExtremeLimits: the slowest and fastest limits decide without overflow, and durations
+// too long to represent saturate instead of wrapping.
+func TestExtremeLimits(t *testing.T) {
+	clock := conformance.NewClock()
+	l := New(WithClock(clock.Now))
+	defer l.Close()
+	ctx := context.Background()
+	day := 24 * time.Hour
+
+	// A token a day, a billion of them: the whole burst passes at once, then one a day.
+	huge := ratelimit.Limit{Rate: 1.0 / 86400, Burst: 1e9}
+	res, err := l.AllowN(ctx, "huge", huge, 1e9)
+	require.NoError(t, err)
+	require.True(t, res.Allowed)
+	require.Equal(t, time.Duration(math.MaxInt64), res.ResetAfter, "1e9 days saturates")
+	res, err = l.Allow(ctx, "huge", huge)
+	require.NoError(t, err)
+	require.False(t, res.Allowed)
+	require.Equal(t, day, res.RetryAfter)
+	clock.Advance(day)
+	res, err = l.Allow(ctx, "huge", huge)
+	require.NoError(t, err)
+	require.True(t, res.Allowed)
+
+	// A million a second: one token per microsecond.
+	fast := ratelimit.Limit{Rate: 1e6, Burst: 1}
+	_, err = l.Allow(ctx, "fast", fast)
+	require.NoError(t, err)
+	res, err = l.Allow(ctx, "fast", fast)
+	require.NoError(t, err)
+	require.Equal(t, ratelimit.Result{Limit: fast, RetryAfter: time.Microsecond, ResetAfter: time.Microsecond}, res)
+
+	// A rate so small that the next token is past the largest Duration.
+	tiny := ratelimit.Limit{Rate: 1e-300, Burst: 1}
+	_, err = l.Allow(ctx, "tiny", tiny)
+	require.NoError(t, err)
+	res, err = l.Allow(ctx, "tiny", tiny)
+	require.NoError(t, err)
+	require.False(t, res.Allowed)
+	require.Equal(t, time.Duration(math.MaxInt64), res.RetryAfter)
+	require.Equal(t, time.Duration(math.MaxInt64), res.ResetAfter)
+}
+
+// TestSmallCap: a cap below the shard count still bounds memory, at one bucket a shard.
+func TestSmallCap(t *testing.T) {
+	l := New(WithMaxBuckets(1), WithCleanupInterval(0))
+	defer l.Close()
+	for i := range 1000 {
+		_, err := l.Allow(context.Background(), strconv.Itoa(i), perSecond)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 64, l.Len())
 }
 
 // TestAllowAllocatesNothing pins the hot path at zero allocations, allowed and denied.

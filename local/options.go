@@ -53,7 +53,8 @@ func WithIdleTimeout(d time.Duration) Option {
 
 // WithMaxBuckets caps the number of buckets the limiter holds, so that a flood of distinct
 // keys (spoofed or random client IPs, say) cannot exhaust memory. Default: DefaultMaxBuckets
-// (1,048,576). A value below 1 means the default.
+// (1,048,576). A value below 1 means the default. The buckets are split into 64 shards with
+// a cap each, so the cap is n rounded down to a multiple of 64, and at least 64.
 //
 // At the cap, a new key first takes the place of a full bucket, found by sampling a few
 // buckets; dropping a full bucket changes no decision. When every sampled bucket is still

@@ -255,10 +255,11 @@ func (b *bucket) take(now time.Time, n int) ratelimit.Result {
 func retryAfter(b *rate.Limiter, now time.Time, tokens float64, n int, r float64) time.Duration {
 	d := max(durationOf((float64(n)-tokens)/r), 1)
 	for range 4 {
-		if b.TokensAt(now.Add(d)) >= float64(n) {
+		step := 1 + d>>50
+		if d > math.MaxInt64-step || b.TokensAt(now.Add(d)) >= float64(n) {
 			break
 		}
-		d += 1 + d>>50
+		d += step
 	}
 	return d
 }

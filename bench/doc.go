@@ -1,0 +1,43 @@
+// Package bench compares the in-process backend of ratelimit with two other in-memory
+// limiters and with a prototype of our own, under the same load, in one go test run. It is
+// a module of its own, so the limiters it compares against never become dependencies of
+// ratelimit.
+//
+// # Contenders
+//
+//   - ours: [github.com/sluice-go/ratelimit/local], built with its defaults.
+//   - sethvargo: the memorystore of github.com/sethvargo/go-limiter. Its limit is set per
+//     store, so each scenario builds a store with that scenario's limit.
+//   - seed: the local limiter of the Genesis ratelimit component as our seed document
+//     describes it (a sync.Map keyed by a formatted "key:rate:burst" string, one
+//     golang.org/x/time/rate limiter per entry), reconstructed in seed.go for measurement
+//     only.
+//   - sketch: a measurement prototype, in sketch.go, of an in-process limiter that does not
+//     use golang.org/x/time/rate (GCRA on one atomic int64 per bucket, in the same sharded
+//     map layout as ours), to measure what replacing x/time/rate in local would buy. It is
+//     not shipped code.
+//
+// # Scenarios
+//
+// BenchmarkAllow runs every contender on each combination of
+//
+//   - keys: hot (every call on one key) or 100k (calls walk 100,000 keys, whose buckets all
+//     exist before the timer starts);
+//   - traffic: allow (a limit the run cannot exhaust, so every call is allowed) or deny (each
+//     bucket drained before the timer, and refilling too slowly to admit anything during the
+//     run, so every call is denied);
+//   - mode: serial (one goroutine) or parallel (b.RunParallel, each goroutine walking the keys
+//     from its own starting point).
+//
+// Each benchmark checks its setup and fails if any timed call strayed from its path (an
+// allow-mode call denied, or the reverse), so that a figure always measures what its name
+// says. BenchmarkMemory reports the heap each contender holds per idle bucket, at 1,000,000
+// buckets, as the custom metric B/bucket.
+//
+// # Running
+//
+//	cd bench && go test -run '^$' -bench . -benchmem -count 1
+//
+// README.md says how the figures are turned into the ratios our performance targets are
+// stated in.
+package bench

@@ -1,0 +1,29 @@
+// Package args validates the arguments of a limiter call, so that every backend rejects the
+// same inputs with the same errors, in the same order, before doing any work.
+package args
+
+import (
+	"fmt"
+
+	"github.com/sluice-go/ratelimit"
+)
+
+// Check returns nil when key, limit and n make a valid AllowN call, or else the first error
+// of: ratelimit.ErrKeyEmpty, ratelimit.ErrInvalidLimit, ratelimit.ErrInvalidCost (n < 1),
+// ratelimit.ErrExceedsBurst (n > limit.Burst), the last three wrapped with the offending
+// values.
+func Check(key string, limit ratelimit.Limit, n int) error {
+	if key == "" {
+		return ratelimit.ErrKeyEmpty
+	}
+	if err := limit.Validate(); err != nil {
+		return err
+	}
+	if n < 1 {
+		return fmt.Errorf("%w: n = %d", ratelimit.ErrInvalidCost, n)
+	}
+	if n > limit.Burst {
+		return fmt.Errorf("%w: n = %d, burst %d", ratelimit.ErrExceedsBurst, n, limit.Burst)
+	}
+	return nil
+}
