@@ -113,9 +113,6 @@ func newStore(maxBuckets int) *store {
 	return s
 }
 
-// capacity is the most buckets the store holds, overflow buckets aside.
-func (s *store) capacity() int { return s.perShard * numShards }
-
 func (s *store) shardFor(key string) *shard {
 	return &s.shards[maphash.String(s.seed, key)&(numShards-1)]
 }
