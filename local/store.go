@@ -181,9 +181,12 @@ func (s *store) decideOverflow(r float64, burst int, now time.Time, n int) ratel
 }
 
 // sweep drops every bucket that has been full since cutoff: no request has taken a token
-// from it since then, and dropping it changes no future decision.
+// from it since then, and dropping it changes no future decision. Asked about a time before
+// its last update, TokensAt reports the tokens stored at that update, which are below burst
+// after any admitted request; so a bucket is full at cutoff only if its last admission came
+// before cutoff and it had refilled by then.
 func (s *store) sweep(cutoff time.Time) {
-	idle := func(b *bucket) bool { return fullSince(b, cutoff) }
+	idle := func(b *bucket) bool { return b.full(cutoff) }
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
@@ -200,12 +203,6 @@ func (s *store) sweep(cutoff time.Time) {
 	}
 	s.overflowMu.Unlock()
 }
-
-// fullSince reports whether b was full at cutoff and untouched after it. For a time before
-// its last update, TokensAt reports the tokens stored at that update, which are below burst
-// after any admitted request; so b counts only if its last admission came before cutoff and
-// it had refilled by then.
-func fullSince(b *bucket, cutoff time.Time) bool { return b.full(cutoff) }
 
 // len returns the number of buckets, overflow buckets aside.
 func (s *store) len() int {
