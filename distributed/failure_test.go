@@ -233,4 +233,3 @@ func TestConcurrentRefill(t *testing.T) {
 	require.GreaterOrEqual(t, got, lower)
 	t.Logf("admitted %v in %v (bounds %.1f..%.1f)", got, elapsed, lower, upper)
 }
-
