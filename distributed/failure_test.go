@@ -183,31 +183,42 @@ func TestConcurrentClients(t *testing.T) {
 
 // TestConcurrentRefill: 4 clients × 16 goroutines on a bucket of 200/s for 2 s on the Redis
 // clock. Admitted requests number at most burst + rate × elapsed, and at least 99 % of it:
-// the bucket never hands out a token twice and wastes almost none. Tokens are wasted only
-// while the bucket is full, which happens when no request reaches Redis for Burst/Rate; a
-// burst of 100 makes that half a second, so that a loaded machine pausing the test process
-// does not fail it (with a burst of 10, a 50 ms pause would).
+// the bucket never hands out a token twice and wastes almost none.
+//
+// Elapsed is bracketed on the test's side, so the bounds hold however the machine schedules
+// the test: every decision happened after the first request was sent and before the last
+// reply came back (the upper bound), and the decisions spanned at least from the first reply
+// to the last send (the lower one). Tokens can only be wasted while the bucket is full, which
+// takes Burst/Rate without any request; a burst of 100 makes that half a second, so that a
+// loaded machine pausing the whole test process does not fail it.
 func TestConcurrentRefill(t *testing.T) {
 	server := redistest.NewServer(t)
 	prefix := distributed.WithPrefix(uniquePrefix())
 	limit := ratelimit.Limit{Rate: 200, Burst: 100}
+	type span struct{ firstSend, firstReply, lastSend, lastReply time.Time }
+	spans := make([]span, 64)
 	var admitted atomic.Int64
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
-	start := make(chan struct{})
-	for range 4 {
+	for c := range 4 {
 		l, err := distributed.New(newClient(t, server.Addr()), prefix, distributed.WithTimeout(10*time.Second))
 		require.NoError(t, err)
-		for range 16 {
+		for g := range 16 {
+			sp := &spans[c*16+g]
 			wg.Go(func() {
-				<-start
 				for !stop.Load() {
+					sent := time.Now()
 					res, err := l.Allow(context.Background(), "hot", limit)
 					if err != nil {
 						errs <- err
 						return
 					}
+					replied := time.Now()
+					if sp.firstSend.IsZero() {
+						sp.firstSend, sp.firstReply = sent, replied
+					}
+					sp.lastSend, sp.lastReply = sent, replied
 					if res.Allowed {
 						admitted.Add(1)
 					}
@@ -215,21 +226,40 @@ func TestConcurrentRefill(t *testing.T) {
 			})
 		}
 	}
-	begin := time.Now()
-	close(start)
-	time.Sleep(2 * time.Second) // the test's load runs for this long; no time is faked here
+	time.Sleep(2 * time.Second) // the load runs this long on the real clocks; nothing is faked
 	stop.Store(true)
-	stopped := time.Since(begin)
 	wg.Wait()
-	elapsed := time.Since(begin)
 	close(errs)
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	upper := float64(limit.Burst) + limit.Rate*elapsed.Seconds()
-	lower := 0.99 * (float64(limit.Burst) + limit.Rate*stopped.Seconds())
+	all := spans[0]
+	for _, sp := range spans[1:] {
+		all.firstSend = earliest(all.firstSend, sp.firstSend)
+		all.firstReply = earliest(all.firstReply, sp.firstReply)
+		all.lastSend = latest(all.lastSend, sp.lastSend)
+		all.lastReply = latest(all.lastReply, sp.lastReply)
+	}
+	most := all.lastReply.Sub(all.firstSend)
+	least := all.lastSend.Sub(all.firstReply)
+	upper := float64(limit.Burst) + limit.Rate*most.Seconds()
+	lower := 0.99 * (float64(limit.Burst) + limit.Rate*least.Seconds())
 	got := float64(admitted.Load())
+	t.Logf("admitted %v; decisions spanned %v to %v; bounds %.1f..%.1f", got, least, most, lower, upper)
 	require.LessOrEqual(t, got, upper)
 	require.GreaterOrEqual(t, got, lower)
-	t.Logf("admitted %v in %v (bounds %.1f..%.1f)", got, elapsed, lower, upper)
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
