@@ -1,0 +1,229 @@
+package distributed
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
+)
+
+// MaxRate is the highest Limit.Rate the Redis backend accepts, in tokens per second: one
+// token per microsecond, the resolution of the Redis clock. Higher rates return
+// ratelimit.ErrInvalidLimit. To limit in finer units (bytes, say), count in larger ones.
+const MaxRate = 1e6
+
+//go:embed gcra.lua
+var gcraSource string
+
+var gcra = redis.NewScript(gcraSource)
+
+// epoch is the zero of the script's test clock (ARGV[4]) and of its TIME arithmetic.
+var epoch = time.Date(2020, time.January, 1, 0, 0, 0, 0, time.UTC)
+
+// Limiter is a ratelimit.Limiter whose buckets live in Redis, so that every instance of a
+// service shares them. Each decision is one atomic Lua script run on one key, timed by the
+// Redis clock. It is safe for concurrent use.
+type Limiter struct {
+	client    redis.Scripter
+	prefix    string
+	timeout   time.Duration
+	algorithm ratelimit.Algorithm
+	clock     func() time.Time
+	// guard: the client ignores context deadlines while it waits on the network, so the
+	// limiter waits for the reply in a goroutine of its own and stops at the deadline.
+	guard  bool
+	closed atomic.Bool
+}
+
+var _ ratelimit.Limiter = (*Limiter)(nil)
+
+// New returns a Limiter that keeps its buckets in Redis through client, which may be any
+// go-redis v9 client: *redis.Client (also from redis.NewFailoverClient, for Sentinel),
+// *redis.ClusterClient, *redis.Ring, or a redis.UniversalClient holding one of them.
+//
+// New does not contact Redis, so a service starts while Redis is down; the script is loaded
+// on first use, and again whenever Redis has lost it (SCRIPT FLUSH, restart, failover).
+// It returns an error only for a nil client.
+//
+// For the limiter's deadline (WithTimeout) to cut a stalled network read short without
+// extra cost, build the client with ContextTimeoutEnabled: true. Otherwise go-redis ignores
+// context deadlines on the socket (it would wait out its ReadTimeout, seconds by default, and retry), and
+// the limiter instead waits for each reply in a goroutine of its own, returning at the
+// deadline while the abandoned call finishes in the background.
+func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
+	if client == nil {
+		return nil, errors.New("distributed: New: nil client")
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return &Limiter{
+		client:    client,
+		prefix:    o.prefix,
+		timeout:   o.timeout,
+		algorithm: o.algorithm,
+		clock:     o.clock,
+		guard:     !honoursContext(client),
+	}, nil
+}
+
+// honoursContext reports whether client stops waiting on the network when a context ends.
+func honoursContext(client redis.Scripter) bool {
+	switch c := client.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
+}
+
+// Allow takes one token from the bucket of (key, limit) if it holds one. It is AllowN with
+// n = 1.
+func (l *Limiter) Allow(ctx context.Context, key string, limit ratelimit.Limit) (ratelimit.Result, error) {
+	return l.AllowN(ctx, key, limit, 1)
+}
+
+// AllowN takes n tokens from the bucket of (key, limit) if it holds n, and otherwise takes
+// none. Invalid arguments are rejected before any round trip, with the same errors as every
+// backend. When Redis fails or the deadline passes, AllowN returns the error with a Result
+// that has only Limit set, and the caller's ErrorPolicy decides.
+func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
+	if err := l.check(key, limit, n); err != nil {
+		return ratelimit.Result{Limit: limit}, err
+	}
+	r, err := l.run(ctx, l.key(key, limit), limit, n)
+	if err != nil {
+		return ratelimit.Result{Limit: limit}, err
+	}
+	return ratelimit.Result{
+		Allowed:    r[0] == 1,
+		Limit:      limit,
+		Remaining:  int(r[1]),
+		RetryAfter: time.Duration(r[2]) * time.Microsecond,
+		ResetAfter: time.Duration(r[3]) * time.Microsecond,
+	}, nil
+}
+
+// Wait returns ratelimit.ErrNotSupported (or ratelimit.ErrClosed after Close): waiting on a
+// shared bucket would need a reservation the token bucket cannot hold fairly across
+// instances. Use Allow and the Result's RetryAfter.
+func (l *Limiter) Wait(context.Context, string, ratelimit.Limit) error {
+	if l.closed.Load() {
+		return ratelimit.ErrClosed
+	}
+	return fmt.Errorf("%w: Wait on the Redis backend", ratelimit.ErrNotSupported)
+}
+
+// Close makes every later call return ratelimit.ErrClosed. It does not close the client,
+// which belongs to the caller. Close is idempotent and always returns nil.
+func (l *Limiter) Close() error {
+	l.closed.Store(true)
+	return nil
+}
+
+func (l *Limiter) check(key string, limit ratelimit.Limit, n int) error {
+	if l.closed.Load() {
+		return ratelimit.ErrClosed
+	}
+	if l.algorithm != ratelimit.TokenBucket {
+		return fmt.Errorf("%w: algorithm %v on the Redis backend", ratelimit.ErrNotSupported, l.algorithm)
+	}
+	if err := args.Check(key, limit, n); err != nil {
+		return err
+	}
+	if limit.Rate > MaxRate {
+		return fmt.Errorf("%w: rate %v is above the Redis backend's maximum of %v per second",
+			ratelimit.ErrInvalidLimit, limit.Rate, MaxRate)
+	}
+	return nil
+}
+
+// key returns the Redis key of the bucket: prefix, the caller's key, the algorithm, then the
+// limit, as in "ratelimit:user:42:tb:10:20" for 10 tokens a second with a burst of 20. The
+// rate and burst hold no colon, so the caller's key is everything between the prefix and the
+// last three fields, whatever it contains.
+func (l *Limiter) key(key string, limit ratelimit.Limit) string {
+	b := make([]byte, 0, len(l.prefix)+len(key)+40)
+	b = append(b, l.prefix...)
+	b = append(b, key...)
+	b = append(b, ":tb:"...)
+	b = strconv.AppendFloat(b, limit.Rate, 'g', -1, 64)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, int64(limit.Burst), 10)
+	return unsafe.String(unsafe.SliceData(b), len(b)) // b is never written again
+}
+
+// run runs the script within the limiter's deadline and returns its four integers.
+func (l *Limiter) run(ctx context.Context, key string, limit ratelimit.Limit, n int) ([]int64, error) {
+	if l.timeout > 0 {
+		if d, ok := ctx.Deadline(); !ok || time.Until(d) > l.timeout {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, l.timeout)
+			defer cancel()
+		}
+	}
+	keys := []string{key}
+	argv := []any{limit.Rate, limit.Burst, n}
+	if l.clock != nil {
+		argv = append(argv, l.clock().Sub(epoch).Microseconds())
+	}
+	if !l.guard || ctx.Done() == nil {
+		vals, err := gcra.Run(ctx, l.client, keys, argv...).Int64Slice()
+		return reply(ctx, vals, err)
+	}
+	type result struct {
+		vals []int64
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		vals, err := gcra.Run(ctx, l.client, keys, argv...).Int64Slice()
+		done <- result{vals, err}
+	}()
+	select {
+	case r := <-done:
+		return reply(ctx, r.vals, r.err)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("ratelimit: redis: %w", context.Cause(ctx))
+	}
+}
+
+// reply checks the script's answer. An error that came from the deadline (go-redis
+// reports an i/o timeout) also wraps the context's error, so that callers can tell.
+func reply(ctx context.Context, vals []int64, err error) ([]int64, error) {
+	if err != nil {
+		if cause := ended(ctx); cause != nil && !errors.Is(err, cause) {
+			return nil, fmt.Errorf("ratelimit: redis: %w: %w", cause, err)
+		}
+		return nil, fmt.Errorf("ratelimit: redis: %w", err)
+	}
+	if len(vals) != 4 {
+		return nil, fmt.Errorf("ratelimit: redis: the script returned %d values, want 4", len(vals))
+	}
+	return vals, nil
+}
+
+// ended returns why ctx has ended, or nil. A socket deadline set from ctx can fire a moment
+// before ctx's own timer does, so a deadline in the past counts as ended.
+func ended(ctx context.Context) error {
+	if cause := context.Cause(ctx); cause != nil {
+		return cause
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}

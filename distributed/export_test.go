@@ -1,0 +1,9 @@
+package distributed
+
+import "time"
+
+// WithClock makes the script take "now" from now instead of Redis TIME, so that tests can
+// play exact timelines. It exists only in tests: production always uses the Redis clock.
+func WithClock(now func() time.Time) Option {
+	return func(o *options) { o.clock = now }
+}

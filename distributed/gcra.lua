@@ -1,0 +1,79 @@
+-- GCRA (the token bucket as a "theoretical arrival time") for one bucket, atomically.
+--
+-- KEYS[1]  the bucket's key
+-- ARGV[1]  rate: tokens per second (0 < rate <= 1e6)
+-- ARGV[2]  burst: the bucket's capacity (1 <= burst)
+-- ARGV[3]  cost: tokens this request takes (1 <= cost <= burst)
+-- ARGV[4]  optional, for tests only: "now" in whole microseconds since 2020-01-01T00:00:00Z.
+--          Without it the clock is Redis TIME, so application servers' clocks never matter.
+--
+-- Time is counted in tokens: a clock reading t microseconds is worth t * rate / 1e6 tokens.
+-- In those units the emission interval T is 1 and the tolerance tau is burst, so taking a
+-- token adds exactly 1 to the TAT: no fraction of an interval is ever rounded away, whatever
+-- the rate. (A TAT kept in whole microseconds would round 1e6/rate on every request: at
+-- 300,000/s, T = 3.33 us would become 3 us and the bucket would admit 11% too much.)
+-- The TAT is stored as a float; it stays far below 2^53 (rate * seconds since 2020).
+--
+-- Returns {allowed (1 or 0), remaining tokens, retry-after us, reset-after us}, all
+-- integers: Redis would truncate a fractional Lua number.
+
+local rate = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local cost = tonumber(ARGV[3])
+
+local now_us = tonumber(ARGV[4])
+if not now_us then
+  local t = redis.call('TIME') -- {seconds, microseconds}
+  now_us = (tonumber(t[1]) - 1577836800) * 1000000 + tonumber(t[2])
+end
+local now = now_us * rate / 1000000
+
+-- A missing key is a full bucket: its TAT is now or earlier.
+local tat = tonumber(redis.call('GET', KEYS[1])) or now
+if tat < now then
+  tat = now
+end
+
+-- Taking cost tokens moves the TAT by cost intervals; the request conforms when the new TAT
+-- is at most tau ahead of now.
+local new = tat + cost
+local allowed = new - now <= burst
+if allowed then
+  tat = new
+end
+
+-- ahead: how far the TAT runs ahead of now, which is what the bucket is missing.
+local ahead = tat - now
+local remaining = math.floor(burst - ahead)
+if remaining < 0 then
+  remaining = 0 -- only if Redis's clock stepped back
+end
+
+-- Durations leave as whole microseconds, capped at 2^53 (285 years) so they stay exact.
+local cap = 9007199254740992
+local reset = math.min(math.floor(ahead * 1000000 / rate + 0.5), cap)
+
+if allowed then
+  -- Keep the key until the bucket is full again; after that a missing key means the same.
+  local ttl = math.max(math.ceil(reset / 1000), 1)
+  if ARGV[4] then
+    ttl = math.max(ttl, 3600000) -- test clock: Redis's own clock, which expires keys, runs on
+  end
+  redis.call('SET', KEYS[1], tat, 'PX', ttl)
+  return {1, remaining, 0, reset}
+end
+
+-- Denied: nothing is written. The request would conform once now reaches new - burst. Take
+-- the nearest microsecond, then step forward until this same arithmetic admits it, so that
+-- a caller coming back after exactly retry is let in.
+local free = new - burst
+local retry = math.min(math.floor((free - now) * 1000000 / rate + 0.5), cap)
+if retry < cap then
+  for _ = 1, 3 do
+    if (now_us + retry) * rate / 1000000 >= free then
+      break
+    end
+    retry = retry + 1
+  end
+end
+return {0, remaining, math.max(retry, 1), reset}

@@ -1,0 +1,57 @@
+package distributed
+
+import (
+	"time"
+
+	"github.com/sluice-go/ratelimit"
+)
+
+// Defaults of the options.
+const (
+	// DefaultPrefix starts every key the limiter writes to Redis.
+	DefaultPrefix = "ratelimit:"
+	// DefaultTimeout bounds each decision's round trip to Redis.
+	DefaultTimeout = 50 * time.Millisecond
+)
+
+// Option configures a Limiter built by New.
+type Option func(*options)
+
+type options struct {
+	prefix    string
+	timeout   time.Duration
+	algorithm ratelimit.Algorithm
+	clock     func() time.Time // tests only: see export_test.go
+}
+
+func defaultOptions() options {
+	return options{prefix: DefaultPrefix, timeout: DefaultTimeout}
+}
+
+// WithPrefix sets the string every Redis key of the limiter starts with. Default:
+// DefaultPrefix ("ratelimit:"). Give each application sharing a Redis its own prefix. A
+// prefix containing a Redis Cluster hash tag ("{…}") sends every bucket to one slot, and so
+// to one node: leave braces out unless that is what you want.
+func WithPrefix(p string) Option {
+	return func(o *options) { o.prefix = p }
+}
+
+// WithTimeout bounds each decision: the limiter gives up on Redis after d, or at the
+// caller's deadline if that comes first. Default: DefaultTimeout (50 ms), about a hundred
+// times a healthy round trip inside a data centre, so that a dead or stalled Redis costs a
+// request that long and no more. Zero or less means no bound of the limiter's own: only the
+// caller's context (and the client's own timeouts) apply.
+//
+// The bound holds whatever the client's settings. Clients built with
+// ContextTimeoutEnabled: true honour it themselves; with any other client the limiter
+// stops waiting at the bound and leaves the call to finish in the background, which costs a
+// goroutine per call (see New).
+func WithTimeout(d time.Duration) Option {
+	return func(o *options) { o.timeout = max(d, 0) }
+}
+
+// WithAlgorithm selects the algorithm. Default: ratelimit.TokenBucket, the only one this
+// backend implements so far; with any other, every call returns ratelimit.ErrNotSupported.
+func WithAlgorithm(a ratelimit.Algorithm) Option {
+	return func(o *options) { o.algorithm = a }
+}
