@@ -23,8 +23,8 @@
 //
 //   - [github.com/sluice-go/ratelimit/local]: in memory, one golang.org/x/time/rate limiter
 //     per bucket; for one instance, or per-instance limits.
-//   - distributed (Redis): one atomic Lua script per decision on the Redis clock, shared by
-//     every instance.
+//   - [github.com/sluice-go/ratelimit/distributed]: in Redis, one atomic Lua script per
+//     decision on the Redis clock, shared by every instance.
 //
 // Both give the same answers to the same sequence of calls; one conformance suite checks it.
 //

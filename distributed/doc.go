@@ -1,0 +1,47 @@
+// Package distributed is the Redis backend of ratelimit: every instance of a service shares
+// the same buckets, kept in Redis and decided there by one atomic Lua script per request.
+// It works with any go-redis v9 client: a single node, Sentinel (redis.NewFailoverClient),
+// Redis Cluster, or a Ring.
+//
+// # The algorithm
+//
+// Each bucket is one Redis string holding its theoretical arrival time (TAT), as in GCRA:
+// with the interval T = 1/Rate and the tolerance τ = Burst·T, a request for n tokens at time
+// now is allowed when max(TAT, now) + n·T − now ≤ τ, and the new TAT is stored only when it
+// is. The script reads the clock with Redis TIME, so application servers' clocks never
+// matter, and it counts time in tokens (a microsecond is worth Rate/10⁶ of one), so taking a
+// token adds exactly one to the TAT at any rate. Answers are the same as the local backend's,
+// to the microsecond; one conformance suite runs against both.
+//
+// # Keys
+//
+// A bucket is named by (key, limit.Rate, limit.Burst). Its Redis key is the prefix
+// (WithPrefix, default "ratelimit:"), the caller's key, "tb" for the algorithm, then the
+// rate and the burst:
+//
+//	ratelimit:user:42:tb:10:20
+//
+// Any non-empty key works, including ones with colons, braces, NUL bytes or unicode. Each
+// call touches one key, so Redis Cluster never answers CROSSSLOT; a key containing a hash
+// tag ({…}) is placed by that tag, as Redis Cluster always does. A key expires once its
+// bucket would be full again, so idle buckets cost Redis nothing. Keys may carry personal
+// data (IP addresses, user IDs): hash them first if Redis must not hold it.
+//
+// # Limits
+//
+// Rates from one a day (or less) up to MaxRate, a million tokens per second, and bursts up
+// to a billion decide exactly. Durations in a Result are whole microseconds, and stop at
+// 2⁵³ µs (about 285 years). Higher rates are rejected with ratelimit.ErrInvalidLimit: Redis
+// TIME counts microseconds.
+//
+// # When Redis is slow or down
+//
+// New does not contact Redis, so a service starts while Redis is down. Every decision has a
+// deadline (WithTimeout, default 50 ms); past it, or when Redis fails, AllowN returns an
+// error and a Result with Allowed false, and the middleware's error policy decides whether
+// the request goes on. Build the client with ContextTimeoutEnabled: true so go-redis itself
+// stops waiting at the deadline; otherwise the limiter enforces it by waiting for each
+// reply in a goroutine of its own.
+//
+// Wait is not supported (ratelimit.ErrNotSupported); Close does not close the client.
+package distributed

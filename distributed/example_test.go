@@ -1,0 +1,39 @@
+package distributed_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/distributed"
+)
+
+// A limiter on a redis.UniversalClient: one address makes a single-node client, several a
+// Cluster client, and a MasterName a Sentinel (failover) client. ContextTimeoutEnabled lets
+// the limiter's deadline cut a stalled read short.
+func ExampleNew() {
+	client := redis.NewUniversalClient(&redis.UniversalOptions{
+		Addrs:                 []string{"127.0.0.1:6379"},
+		ContextTimeoutEnabled: true,
+	})
+	defer client.Close()
+
+	limiter, err := distributed.New(client) // does not contact Redis
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer limiter.Close() // leaves the client open
+
+	res, err := limiter.Allow(context.Background(), "user:42", ratelimit.PerMinute(100))
+	switch {
+	case err != nil:
+		log.Printf("no decision (Redis down?): %v", err)
+	case !res.Allowed:
+		fmt.Printf("limited; retry in %v\n", res.RetryAfter)
+	default:
+		fmt.Printf("allowed; %d left\n", res.Remaining)
+	}
+}
