@@ -28,6 +28,15 @@
 //
 // Both give the same answers to the same sequence of calls; one conformance suite checks it.
 //
+// # Around the limiter
+//
+//   - [github.com/sluice-go/ratelimit/ginmw]: Gin middleware (429 with Retry-After, rate-limit
+//     headers, fail open or closed); see Example_gin.
+//   - [github.com/sluice-go/ratelimit/keyfuncs] and its grpckeys subpackage: keys that
+//     clients cannot forge (socket peer unless proxies are trusted), users, routes, methods.
+//   - [github.com/sluice-go/ratelimit/headers]: Retry-After, X-RateLimit-* and the IETF
+//     draft's RateLimit and RateLimit-Policy fields, as pure functions.
+//
 // # Semantics
 //
 // A bucket is named by (key, Rate, Burst), so a new limit for a key starts a fresh bucket.

@@ -3,9 +3,14 @@ package ratelimit_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"time"
 
+	"github.com/gin-gonic/gin"
+
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/ginmw"
 	"github.com/sluice-go/ratelimit/local"
 )
 
@@ -46,4 +51,31 @@ func ExampleLimit_Validate() {
 	// 100/min burst 100 → <nil>
 	// 0/s burst 5 → ratelimit: invalid limit: rate 0 is not a finite number greater than zero
 	// 0/s burst 0 → ratelimit: invalid limit: rate 0 is not a finite number greater than zero
+}
+
+// Limiting a Gin API: PerMinute(2) per client address, so the third request in a row is
+// denied with Retry-After 30 (one token comes back every 30 s). The limiter reads a fixed
+// clock so that the output is the same on every run.
+func Example_gin() {
+	gin.SetMode(gin.ReleaseMode)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	limiter := local.New(local.WithClock(func() time.Time { return now }))
+	defer limiter.Close()
+
+	r := gin.New()
+	r.Use(ginmw.New(limiter, ginmw.WithLimit(ratelimit.PerMinute(2))))
+	r.GET("/hello", func(c *gin.Context) { c.String(http.StatusOK, "hello") })
+
+	for range 3 {
+		req := httptest.NewRequest(http.MethodGet, "/hello", nil)
+		req.RemoteAddr = "203.0.113.9:50000"
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, req)
+		fmt.Printf("%d remaining=%s retry-after=%q %s\n", w.Code,
+			w.Header().Get("X-RateLimit-Remaining"), w.Header().Get("Retry-After"), w.Body.String())
+	}
+	// Output:
+	// 200 remaining=1 retry-after="" hello
+	// 200 remaining=0 retry-after="" hello
+	// 429 remaining=0 retry-after="30" {"error":"rate limit exceeded","retry_after":30}
 }

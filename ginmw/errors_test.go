@@ -1,0 +1,116 @@
+package ginmw_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/ginmw"
+	"github.com/sluice-go/ratelimit/keyfuncs"
+)
+
+// A request that cannot be keyed is limited in one shared bucket, not let through.
+func TestUnkeyedRequestsShareABucket(t *testing.T) {
+	l, _ := newLimiter(t)
+	var reported []error
+	r := newRouter(ginmw.New(l, ginmw.WithLimit(ratelimit.PerMinute(2)),
+		ginmw.WithKeyFunc(keyfuncs.Header("X-API-Key")),
+		ginmw.WithErrorHandler(func(_ *gin.Context, err error) { reported = append(reported, err) })))
+
+	// Different peers, no key: one bucket between them.
+	got := []int{
+		perform(r, http.MethodGet, "/v1/items/1", "192.0.2.1:1").Code,
+		perform(r, http.MethodGet, "/v1/items/1", "192.0.2.2:1").Code,
+		perform(r, http.MethodGet, "/v1/items/1", "192.0.2.3:1").Code,
+	}
+	assert.Equal(t, []int{200, 200, 429}, got)
+	require.Len(t, reported, 3)
+	assert.ErrorIs(t, reported[0], ratelimit.ErrKeyEmpty)
+	assert.EqualError(t, reported[0],
+		`ginmw: no key, limiting as "unkeyed": ratelimit: empty key: header X-API-Key is missing or blank`)
+
+	// A keyed client has its own bucket.
+	assert.Equal(t, []int{200, 200, 429}, codes(r, 3, client, "X-API-Key", "k1"))
+
+	// A key function returning "" with no error counts as a failure too.
+	l2, _ := newLimiter(t)
+	r = newRouter(ginmw.New(l2, ginmw.WithLimit(ratelimit.PerMinute(1)),
+		ginmw.WithKeyFunc(func(*gin.Context) (string, error) { return "", nil })))
+	assert.Equal(t, []int{200, 429}, codes(r, 2, client))
+}
+
+// An error handler may refuse unkeyed requests instead.
+func TestErrorHandlerCanAnswer(t *testing.T) {
+	l, _ := newLimiter(t)
+	r := newRouter(ginmw.New(l, ginmw.WithLimit(ratelimit.PerMinute(2)),
+		ginmw.WithKeyFunc(keyfuncs.Header("X-API-Key")),
+		ginmw.WithErrorHandler(func(c *gin.Context, err error) {
+			c.AbortWithStatusJSON(http.StatusUnauthorized, gin.H{"error": "missing API key"})
+		})))
+	w := perform(r, http.MethodGet, "/v1/items/1", client)
+	assert.Equal(t, http.StatusUnauthorized, w.Code)
+	assert.Equal(t, `{"error":"missing API key"}`, w.Body.String())
+}
+
+// The limiter fails for a real reason: it is closed, and answers ErrClosed.
+func TestErrorPolicy(t *testing.T) {
+	tests := []struct {
+		policy   ratelimit.ErrorPolicy
+		wantCode int
+		wantBody string
+	}{
+		{ratelimit.FailOpen, http.StatusOK, "ok"},
+		{ratelimit.FailClosed, http.StatusServiceUnavailable, `{"error":"rate limiter unavailable"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.policy.String(), func(t *testing.T) {
+			l, _ := newLimiter(t)
+			require.NoError(t, l.Close())
+			var reported []error
+			r := newRouter(ginmw.New(l, ginmw.WithLimit(ratelimit.PerMinute(1)), ginmw.WithErrorPolicy(tt.policy),
+				ginmw.WithErrorHandler(func(_ *gin.Context, err error) { reported = append(reported, err) })))
+			for range 3 {
+				w := perform(r, http.MethodGet, "/v1/items/1", client)
+				assert.Equal(t, tt.wantCode, w.Code)
+				assert.Equal(t, tt.wantBody, w.Body.String())
+				assert.Equal(t, [6]string{}, rateHeaders(w), "no decision, no rate-limit headers")
+			}
+			require.Len(t, reported, 3)
+			assert.ErrorIs(t, reported[0], ratelimit.ErrClosed)
+		})
+	}
+}
+
+// By default the error goes to c.Errors, where gin.Logger prints it.
+func TestDefaultErrorHandlerUsesGinErrors(t *testing.T) {
+	l, _ := newLimiter(t)
+	require.NoError(t, l.Close())
+	var errs []string
+	r := gin.New()
+	r.Use(func(c *gin.Context) { c.Next(); errs = c.Errors.Errors() })
+	r.Use(ginmw.New(l, ginmw.WithLimit(ratelimit.PerMinute(1))))
+	r.GET("/", func(c *gin.Context) { c.Status(http.StatusNoContent) })
+	assert.Equal(t, http.StatusNoContent, perform(r, http.MethodGet, "/", client).Code)
+	assert.Equal(t, []string{"ginmw: ratelimit: limiter closed"}, errs)
+}
+
+func TestNewPanics(t *testing.T) {
+	l, _ := newLimiter(t)
+	assert.PanicsWithValue(t, "ginmw: New: nil Limiter",
+		func() { ginmw.New(nil, ginmw.WithLimit(ratelimit.PerMinute(1))) })
+	assert.PanicsWithValue(t, "ginmw: New: no limit configured: pass WithLimit or WithLimitFunc",
+		func() { ginmw.New(l) })
+	assert.PanicsWithValue(t, "ginmw: New: no limit configured: pass WithLimit or WithLimitFunc",
+		func() { ginmw.New(l, ginmw.WithLimitFunc(nil)) })
+	assert.PanicsWithValue(t, "ginmw: New: WithLimit(0/s burst 5): ratelimit: invalid limit: rate 0 is not a finite number greater than zero",
+		func() { ginmw.New(l, ginmw.WithLimit(ratelimit.Limit{Burst: 5})) })
+	// The last of WithLimit and WithLimitFunc applies: a valid func replaces a bad fixed limit.
+	assert.NotPanics(t, func() {
+		ginmw.New(l, ginmw.WithLimit(ratelimit.Limit{Burst: 5}),
+			ginmw.WithLimitFunc(func(*gin.Context) ratelimit.Limit { return ratelimit.PerSecond(1) }))
+	})
+}

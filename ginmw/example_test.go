@@ -1,0 +1,47 @@
+package ginmw_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/ginmw"
+	"github.com/sluice-go/ratelimit/headers"
+	"github.com/sluice-go/ratelimit/keyfuncs"
+	"github.com/sluice-go/ratelimit/local"
+)
+
+// A strict limit on one route and a generous one on a group, keyed by the client address
+// behind a load balancer in 10.0.0.0/8. The limiter reads a fixed clock so that the output
+// is the same on every run.
+func ExampleNew() {
+	gin.SetMode(gin.ReleaseMode)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	limiter := local.New(local.WithClock(func() time.Time { return now }))
+	defer limiter.Close()
+
+	byClient := ginmw.WithKeyFunc(keyfuncs.ClientIP(
+		keyfuncs.WithTrustedProxies(netip.MustParsePrefix("10.0.0.0/8"))))
+	r := gin.New()
+	r.POST("/login", ginmw.New(limiter, byClient, ginmw.WithLimit(ratelimit.PerMinute(2)),
+		ginmw.WithHeaderStyle(headers.StyleIETF), ginmw.WithPolicyName("login")),
+		func(c *gin.Context) { c.String(http.StatusOK, "welcome") })
+
+	for range 3 {
+		req := httptest.NewRequest(http.MethodPost, "/login", nil)
+		req.RemoteAddr = "10.0.0.2:443" // the load balancer
+		req.Header.Set("X-Forwarded-For", "198.51.100.7")
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, req)
+		fmt.Println(w.Code, w.Header().Get("RateLimit"), w.Header().Get("Retry-After"), w.Body.String())
+	}
+	// Output:
+	// 200 "login";r=1;t=30  welcome
+	// 200 "login";r=0;t=60  welcome
+	// 429 "login";r=0;t=30 30 {"error":"rate limit exceeded","retry_after":30}
+}

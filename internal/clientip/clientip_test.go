@@ -1,0 +1,137 @@
+package clientip
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseAddr(t *testing.T) {
+	tests := []struct {
+		in   string
+		want string // "" for not an address
+	}{
+		{"192.0.2.1", "192.0.2.1"},
+		{" 192.0.2.1\t", "192.0.2.1"},
+		{"192.0.2.1:8080", "192.0.2.1"},
+		{"[2001:db8::1]:443", "2001:db8::1"},
+		{"[2001:db8::1]", "2001:db8::1"},
+		{"2001:db8::1", "2001:db8::1"},
+		{"::ffff:192.0.2.1", "192.0.2.1"},          // unmapped
+		{"[::ffff:192.0.2.1]:80", "192.0.2.1"},     // unmapped
+		{"fe80::1%eth0", "fe80::1"},                // zone dropped
+		{"", ""}, {"unknown", ""}, {"_hidden", ""}, // RFC 7239 obfuscated names are not addresses
+		{"192.0.2.1:", ""}, {"[192.0.2.1]", ""}, {"300.0.0.1", ""}, {"@", ""}, {"/tmp/sock", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			a, ok := ParseAddr(tt.in)
+			if tt.want == "" {
+				assert.False(t, ok)
+				return
+			}
+			require.True(t, ok)
+			assert.Equal(t, tt.want, a.String())
+		})
+	}
+}
+
+func TestForwarded(t *testing.T) {
+	proxies := NewSet(netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::ffff:172.16.0.0/108"))
+	tests := []struct {
+		name    string
+		peer    string
+		lines   []string
+		trusted Set
+		want    string
+	}{
+		{"no trusted proxies: header ignored", "203.0.113.9", []string{"198.51.100.1"}, nil, "203.0.113.9"},
+		{"untrusted peer: header ignored", "203.0.113.9", []string{"198.51.100.1"}, proxies, "203.0.113.9"},
+		{"trusted peer, one hop", "10.0.0.1", []string{"198.51.100.1"}, proxies, "198.51.100.1"},
+		// The client prepended a fake address; the proxy appended the real one on the right.
+		{"spoofed left entries", "10.0.0.1", []string{"1.1.1.1, 2.2.2.2, 198.51.100.1"}, proxies, "198.51.100.1"},
+		{"trusted hops skipped", "10.0.0.1", []string{"1.1.1.1, 198.51.100.1, 10.0.0.7, 10.9.9.9"}, proxies, "198.51.100.1"},
+		// Two lines are one list: the walk continues on the line before.
+		{"across lines", "10.0.0.1", []string{"1.1.1.1, 198.51.100.1", "10.0.0.7"}, proxies, "198.51.100.1"},
+		{"mapped prefix matches", "172.16.0.5", []string{"198.51.100.1"}, proxies, "198.51.100.1"},
+		{"mapped entry unmapped", "10.0.0.1", []string{"::ffff:198.51.100.1"}, proxies, "198.51.100.1"},
+		{"entry with port", "10.0.0.1", []string{"[2001:db8::5]:1234"}, proxies, "2001:db8::5"},
+		{"empty entries skipped", "10.0.0.1", []string{"198.51.100.1,, ", ""}, proxies, "198.51.100.1"},
+		// Garbage stops the walk at the last address reached: the trusted proxy.
+		{"garbage stops at proxy", "10.0.0.1", []string{"198.51.100.1, bogus"}, proxies, "10.0.0.1"},
+		{"garbage after hop", "10.0.0.1", []string{"bogus, 10.0.0.2"}, proxies, "10.0.0.2"},
+		{"all trusted: leftmost", "10.0.0.1", []string{"10.0.0.3, 10.0.0.2"}, proxies, "10.0.0.3"},
+		{"no header", "10.0.0.1", nil, proxies, "10.0.0.1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			peer, ok := ParseAddr(tt.peer)
+			require.True(t, ok)
+			assert.Equal(t, tt.want, Forwarded(peer, tt.lines, tt.trusted).String())
+		})
+	}
+}
+
+func TestKey(t *testing.T) {
+	tests := []struct {
+		addr   string
+		v4, v6 int
+		want   string
+	}{
+		{"192.0.2.7", 32, 64, "ip:192.0.2.7"},
+		{"192.0.2.7", 24, 64, "ip:192.0.2.0/24"},
+		{"2001:db8:1:2:aaaa::1", 32, 64, "ip:2001:db8:1:2::/64"},
+		{"2001:db8:1:2:bbbb::9", 32, 64, "ip:2001:db8:1:2::/64"}, // same /64, same key
+		{"2001:db8:1:3::1", 32, 64, "ip:2001:db8:1:3::/64"},
+		{"2001:db8:1:2:aaaa::1", 32, 128, "ip:2001:db8:1:2:aaaa::1"},
+		{"2001:db8:1:2:aaaa::1", 32, 48, "ip:2001:db8:1::/48"},
+		{"::ffff:192.0.2.7", 32, 64, "ip:192.0.2.7"}, // mapped: IPv4 rules
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			assert.Equal(t, tt.want, Key(netip.MustParseAddr(tt.addr), tt.v4, tt.v6))
+		})
+	}
+	assert.Equal(t, "ip:invalid", Key(netip.Addr{}, 32, 64))
+}
+
+// FuzzForwarded checks the walk's invariants on any header: it never panics; it returns the
+// peer itself when the peer is not trusted; otherwise it returns the peer or an address
+// written in the header.
+func FuzzForwarded(f *testing.F) {
+	f.Add("10.0.0.1", "1.1.1.1, 198.51.100.1, 10.0.0.7", "")
+	f.Add("10.0.0.1", "bogus, [2001:db8::1]:80", "::ffff:10.0.0.2")
+	f.Add("203.0.113.9", "10.0.0.1", ",,,")
+	f.Add("10.0.0.1", "\x00,\xff, ,", "10.0.0.1")
+	trusted := NewSet(netip.MustParsePrefix("10.0.0.0/8"))
+	f.Fuzz(func(t *testing.T, peerStr, line1, line2 string) {
+		peer, ok := ParseAddr(peerStr)
+		if !ok {
+			return
+		}
+		got := Forwarded(peer, []string{line1, line2}, trusted)
+		require.True(t, got.IsValid())
+		if !trusted.Contains(peer) {
+			require.Equal(t, peer, got)
+			return
+		}
+		if got == peer {
+			return
+		}
+		require.True(t, written(got, line1+","+line2),
+			"%v is neither the peer nor in the header", got)
+	})
+}
+
+// written reports whether some entry of the comma-separated list parses to a.
+func written(a netip.Addr, list string) bool {
+	for _, e := range strings.Split(list, ",") {
+		if b, ok := ParseAddr(e); ok && b == a {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,185 @@
+package keyfuncs_test
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/keyfuncs"
+)
+
+func TestMain(m *testing.M) {
+	gin.SetMode(gin.TestMode)
+	m.Run()
+}
+
+// newRouter returns an engine whose routes answer with the key f finds, or with "error: "
+// and the error. setUser, when not nil, runs first and may c.Set values.
+func newRouter(f keyfuncs.Func, setUser gin.HandlerFunc) *gin.Engine {
+	r := gin.New()
+	if setUser != nil {
+		r.Use(setUser)
+	}
+	answer := func(c *gin.Context) {
+		key, err := f(c)
+		if err != nil {
+			if !errors.Is(err, ratelimit.ErrKeyEmpty) {
+				c.String(http.StatusInternalServerError, "error does not wrap ErrKeyEmpty: %v", err)
+				return
+			}
+			c.String(http.StatusOK, "error: %v", err)
+			return
+		}
+		c.String(http.StatusOK, "%s", key)
+	}
+	r.Any("/v1/items/:id", answer)
+	r.NoRoute(answer)
+	return r
+}
+
+// key sends a request from remoteAddr with the given header lines ("Name", "value", ...) and
+// returns the body: the key, or "error: ...".
+func key(t *testing.T, r http.Handler, method, path, remoteAddr string, header ...string) string {
+	t.Helper()
+	req := httptest.NewRequest(method, path, nil)
+	req.RemoteAddr = remoteAddr
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Add(header[i], header[i+1])
+	}
+	w := httptest.NewRecorder()
+	r.ServeHTTP(w, req)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	return w.Body.String()
+}
+
+var (
+	proxies    = keyfuncs.WithTrustedProxies(netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8"))
+	cloudflare = keyfuncs.WithPlatformHeader("CF-Connecting-IP", netip.MustParsePrefix("173.245.48.0/20"))
+)
+
+func TestClientIP(t *testing.T) {
+	tests := []struct {
+		name   string
+		opts   []keyfuncs.IPOption
+		remote string
+		header []string
+		want   string
+	}{
+		{"peer", nil, "203.0.113.9:5555", nil, "ip:203.0.113.9"},
+		// No proxies trusted: spoofing headers are ignored.
+		{"xff ignored by default", nil, "203.0.113.9:5555",
+			[]string{"X-Forwarded-For", "198.51.100.1", "X-Real-IP", "198.51.100.2", "CF-Connecting-IP", "198.51.100.3"},
+			"ip:203.0.113.9"},
+		{"xff ignored from untrusted peer", []keyfuncs.IPOption{proxies}, "203.0.113.9:5555",
+			[]string{"X-Forwarded-For", "198.51.100.1"}, "ip:203.0.113.9"},
+		{"xff from trusted proxy", []keyfuncs.IPOption{proxies}, "10.1.2.3:5555",
+			[]string{"X-Forwarded-For", "1.1.1.1, 198.51.100.1"}, "ip:198.51.100.1"},
+		{"xff over two lines, trusted hops skipped", []keyfuncs.IPOption{proxies}, "10.1.2.3:5555",
+			[]string{"X-Forwarded-For", "1.1.1.1, 198.51.100.1", "X-Forwarded-For", "10.0.0.9"}, "ip:198.51.100.1"},
+		{"ipv6 proxy", []keyfuncs.IPOption{proxies}, "[fd00::1]:443",
+			[]string{"X-Forwarded-For", "2001:db8:1:2::77"}, "ip:2001:db8:1:2::/64"},
+		{"platform header from platform", []keyfuncs.IPOption{cloudflare}, "173.245.48.1:443",
+			[]string{"CF-Connecting-IP", "198.51.100.7"}, "ip:198.51.100.7"},
+		{"platform header from elsewhere", []keyfuncs.IPOption{cloudflare}, "203.0.113.9:443",
+			[]string{"CF-Connecting-IP", "198.51.100.7"}, "ip:203.0.113.9"},
+		// Cloudflare → our proxy → us: the hop before our proxy is Cloudflare's.
+		{"platform behind proxy", []keyfuncs.IPOption{proxies, cloudflare}, "10.1.2.3:443",
+			[]string{"X-Forwarded-For", "173.245.48.1", "CF-Connecting-IP", "198.51.100.7"}, "ip:198.51.100.7"},
+		{"platform header malformed", []keyfuncs.IPOption{cloudflare}, "173.245.48.1:443",
+			[]string{"CF-Connecting-IP", "198.51.100.7, 1.1.1.1"}, "ip:173.245.48.1"},
+		{"ipv6 grouped by /64", nil, "[2001:db8:1:2:aaaa::1]:443", nil, "ip:2001:db8:1:2::/64"},
+		{"ipv6 per address", []keyfuncs.IPOption{keyfuncs.WithIPv6Prefix(128)}, "[2001:db8:1:2:aaaa::1]:443", nil,
+			"ip:2001:db8:1:2:aaaa::1"},
+		{"ipv4 by /24", []keyfuncs.IPOption{keyfuncs.WithIPv4Prefix(24)}, "192.0.2.77:1", nil, "ip:192.0.2.0/24"},
+		{"mapped ipv4 peer", nil, "[::ffff:192.0.2.1]:80", nil, "ip:192.0.2.1"},
+		{"unix socket peer", nil, "@", nil,
+			`error: ratelimit: empty key: remote address "@" is not an IP address`},
+		{"empty peer", nil, "", nil, `error: ratelimit: empty key: remote address "" is not an IP address`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRouter(keyfuncs.ClientIP(tt.opts...), nil)
+			assert.Equal(t, tt.want, key(t, r, http.MethodGet, "/v1/items/1", tt.remote, tt.header...))
+		})
+	}
+}
+
+func TestClientIPGinOptIn(t *testing.T) {
+	r := newRouter(keyfuncs.ClientIP(keyfuncs.WithGinClientIP()), nil)
+	// With gin's defaults every proxy is trusted: the header wins. This is why it is opt-in.
+	assert.Equal(t, "ip:198.51.100.1",
+		key(t, r, http.MethodGet, "/v1/items/1", "203.0.113.9:1", "X-Forwarded-For", "198.51.100.1"))
+	require.NoError(t, r.SetTrustedProxies([]string{"10.0.0.0/8"}))
+	assert.Equal(t, "ip:203.0.113.9",
+		key(t, r, http.MethodGet, "/v1/items/1", "203.0.113.9:1", "X-Forwarded-For", "198.51.100.1"))
+}
+
+func TestClientIPPanicsOnBadPrefix(t *testing.T) {
+	assert.PanicsWithValue(t, "keyfuncs: WithIPv6Prefix(129): bits must be between 0 and 128",
+		func() { keyfuncs.ClientIP(keyfuncs.WithIPv6Prefix(129)) })
+	assert.PanicsWithValue(t, "keyfuncs: WithIPv4Prefix(-1): bits must be between 0 and 32",
+		func() { keyfuncs.ClientIP(keyfuncs.WithIPv4Prefix(-1)) })
+}
+
+type userID int
+
+func (u userID) String() string { return fmt.Sprintf("u%d", int(u)) }
+
+func TestValues(t *testing.T) {
+	set := func(k string, v any) gin.HandlerFunc { return func(c *gin.Context) { c.Set(k, v) } }
+	const peer = "192.0.2.1:1"
+	tests := []struct {
+		name   string
+		f      keyfuncs.Func
+		set    gin.HandlerFunc
+		method string
+		path   string
+		header []string
+		want   string
+	}{
+		{"header", keyfuncs.Header("X-API-Key"), nil, "GET", "/v1/items/1", []string{"X-API-Key", " abc "}, "x-api-key:abc"},
+		{"header missing", keyfuncs.Header("X-API-Key"), nil, "GET", "/v1/items/1", nil,
+			"error: ratelimit: empty key: header X-API-Key is missing or blank"},
+		{"context string", keyfuncs.ContextValue("user"), set("user", "alice"), "GET", "/v1/items/1", nil, "user:alice"},
+		{"context int", keyfuncs.ContextValue("user"), set("user", 42), "GET", "/v1/items/1", nil, "user:42"},
+		{"context stringer", keyfuncs.ContextValue("user"), set("user", userID(7)), "GET", "/v1/items/1", nil, "user:u7"},
+		{"context missing", keyfuncs.ContextValue("user"), nil, "GET", "/v1/items/1", nil,
+			`error: ratelimit: empty key: no value for "user" in the gin context`},
+		{"context pointer refused", keyfuncs.ContextValue("user"), set("user", &struct{}{}), "GET", "/v1/items/1", nil,
+			`error: ratelimit: empty key: gin context value "user": value of type *struct {} cannot be a key: use a string, an integer or a fmt.Stringer`},
+		{"context empty", keyfuncs.ContextValue("user"), set("user", ""), "GET", "/v1/items/1", nil,
+			`error: ratelimit: empty key: gin context value "user" is empty`},
+		{"route template, not path", keyfuncs.Route(), nil, "GET", "/v1/items/12345", nil, "route:/v1/items/:id"},
+		{"route unmatched", keyfuncs.Route(), nil, "GET", "/random/path", nil, "route:(unmatched)"},
+		{"method", keyfuncs.Method(), nil, "PATCH", "/v1/items/1", nil, "method:PATCH"},
+		{"method unknown", keyfuncs.Method(), nil, "BREW", "/v1/items/1", nil, "method:OTHER"},
+		{"compose", keyfuncs.Compose(keyfuncs.ContextValue("user"), keyfuncs.Route()), set("user", 42),
+			"GET", "/v1/items/9", nil, "user:42|route:/v1/items/:id"},
+		{"compose escapes", keyfuncs.Compose(keyfuncs.Header("X-Tenant"), keyfuncs.Method()), nil,
+			"GET", "/v1/items/9", []string{"X-Tenant", "a|method:PUT"}, "x-tenant:a%7Cmethod:PUT|method:GET"},
+		{"compose fails with a part", keyfuncs.Compose(keyfuncs.Route(), keyfuncs.ContextValue("user")), nil,
+			"GET", "/v1/items/9", nil, `error: ratelimit: empty key: no value for "user" in the gin context`},
+		{"hashed", keyfuncs.Hashed([]byte("k"), keyfuncs.ClientIP()), nil, "GET", "/v1/items/1", nil,
+			"h:avoJEoIKCspjgRPYJH1IFA"}, // base64url(HMAC-SHA256("k", "ip:192.0.2.1")[:16]), checked with Python's hmac
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRouter(tt.f, tt.set)
+			assert.Equal(t, tt.want, key(t, r, tt.method, tt.path, peer, tt.header...))
+		})
+	}
+}
+
+func TestComposePanics(t *testing.T) {
+	assert.PanicsWithValue(t, "keyfuncs: Compose needs at least one Func", func() { keyfuncs.Compose() })
+	assert.PanicsWithValue(t, "keyfuncs: Compose: Func 1 is nil", func() { keyfuncs.Compose(keyfuncs.Route(), nil) })
+	assert.PanicsWithValue(t, "keyfuncs: Hashed: nil Func", func() { keyfuncs.Hashed(nil, nil) })
+}
