@@ -200,14 +200,25 @@ func TestConcurrentRefill(t *testing.T) {
 	spans := make([]span, 64)
 	var admitted atomic.Int64
 	var stop atomic.Bool
-	var wg sync.WaitGroup
-	errs := make(chan error, 64)
+	var wg, ready sync.WaitGroup
+	ready.Add(64)
+	start := make(chan struct{})
+	errs := make(chan error, 128)
 	for c := range 4 {
 		l, err := distributed.New(newClient(t, server.Addr()), prefix, distributed.WithTimeout(10*time.Second))
 		require.NoError(t, err)
 		for g := range 16 {
 			sp := &spans[c*16+g]
 			wg.Go(func() {
+				// Warm up (a connection each, goroutines running) on a key of its own, so
+				// that the load starts at full speed: while requests trickle in slower
+				// than the refill, the bucket stays full and the refill is lost, as a token
+				// bucket's should be.
+				if _, err := l.Allow(context.Background(), "warm", limit); err != nil {
+					errs <- err
+				}
+				ready.Done()
+				<-start
 				for !stop.Load() {
 					sent := time.Now()
 					res, err := l.Allow(context.Background(), "hot", limit)
@@ -227,6 +238,8 @@ func TestConcurrentRefill(t *testing.T) {
 			})
 		}
 	}
+	ready.Wait()
+	close(start)
 	time.Sleep(2 * time.Second) // the load runs this long on the real clocks; nothing is faked
 	stop.Store(true)
 	wg.Wait()
