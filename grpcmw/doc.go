@@ -38,14 +38,14 @@
 //     Description is the limit ("rate limit 2/min burst 2 exceeded").
 //   - The grpc-retry-pushback-ms trailer (PushbackKey), the same delay in milliseconds. A
 //     grpc-go client whose retry policy lists RESOURCE_EXHAUSTED waits exactly that long
-//     before retrying, instead of its own backoff, and gives up when that comes after the
-//     call's deadline. A call whose cost exceeds the limit's Burst can never be allowed: it
+//     before retrying, instead of its own backoff; when that comes after the call's
+//     deadline it makes no further attempt, and the call ends at its deadline. A call whose cost exceeds the limit's Burst can never be allowed: it
 //     ends with ResourceExhausted, a QuotaFailure and a pushback of -1, which tells the
 //     client not to retry.
 //
-// All trailer metadata is sent as trailers, never as headers: gRPC clients retry only
-// calls answered with trailers alone. WithMetadata adds metadata mirroring the HTTP
-// rate-limit headers of package headers.
+// The interceptors send metadata only as trailers, never as headers: gRPC clients retry
+// only calls answered with trailers alone. WithMetadata adds metadata mirroring the HTTP
+// rate-limit headers of package headers. docs/grpc.md has a client retry configuration.
 //
 // A denial is never codes.Unavailable: clients and proxies retry Unavailable at once, on
 // every replica, as a transient failure, which turns a rate limit into a retry storm.
