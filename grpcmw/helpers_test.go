@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -209,4 +210,9 @@ func denialOf(t *testing.T, err error) denial {
 		}
 	}
 	return d
+}
+
+// Every server, client and limiter a test starts is stopped by its cleanups.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/grpcmw"
+	"github.com/sluice-go/ratelimit/headers"
 )
 
 // A stream is charged once, when it opens, however many messages it carries.
@@ -108,7 +109,7 @@ func TestStreamServerDirect(t *testing.T) {
 	t.Run("per message", func(t *testing.T) {
 		l, _ := newLimiter(t)
 		icpt := grpcmw.StreamServerInterceptor(l, grpcmw.WithLimit(ratelimit.PerMinute(3)), grpcmw.WithPerMessage(),
-			grpcmw.WithMetadata(0))
+			grpcmw.WithMetadata(headers.StyleXRateLimit))
 		ss := &serverStream{ctx: context.Background(), n: 5}
 		var got int
 		err := icpt(nil, ss, info, drain(&got))
@@ -120,7 +121,7 @@ func TestStreamServerDirect(t *testing.T) {
 	t.Run("per message, all allowed", func(t *testing.T) {
 		l, _ := newLimiter(t)
 		icpt := grpcmw.StreamServerInterceptor(l, grpcmw.WithLimit(ratelimit.PerMinute(3)), grpcmw.WithPerMessage(),
-			grpcmw.WithMetadata(0))
+			grpcmw.WithMetadata(headers.StyleXRateLimit))
 		ss := &serverStream{ctx: context.Background(), n: 2}
 		var got int
 		require.NoError(t, icpt(nil, ss, info, drain(&got)))
