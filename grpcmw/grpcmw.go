@@ -141,8 +141,8 @@ func (m *interceptor) fail(ctx context.Context, fullMethod, key string, limit ra
 		return metadata.Pairs(PushbackKey, "-1"), statusError(codes.ResourceExhausted, msgExceedsBurst,
 			quotaFailure(key, fmt.Sprintf("cost exceeds the burst of rate limit %v", limit)))
 	case m.policy == ratelimit.FailClosed:
-		// Unavailable is what the issue of a broken dependency looks like to clients; a
-		// denial never is (see the package documentation).
+		// Unavailable says "cannot serve right now", true of a broken limiter; a denial
+		// never says it (see the package documentation).
 		return nil, status.Error(codes.Unavailable, msgUnavailable)
 	}
 	return nil, nil
