@@ -32,6 +32,9 @@
 //
 //   - [github.com/sluice-go/ratelimit/ginmw]: Gin middleware (429 with Retry-After, rate-limit
 //     headers, fail open or closed); see Example_gin.
+//   - [github.com/sluice-go/ratelimit/grpcmw]: gRPC interceptors, unary and stream, server and
+//     client (ResourceExhausted with RetryInfo, QuotaFailure and the retry pushback trailer);
+//     see Example_grpc.
 //   - [github.com/sluice-go/ratelimit/keyfuncs] and its grpckeys subpackage: keys that
 //     clients cannot forge (socket peer unless proxies are trusted), users, routes, methods.
 //   - [github.com/sluice-go/ratelimit/headers]: Retry-After, X-RateLimit-* and the IETF

@@ -3,14 +3,23 @@ package ratelimit_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/ginmw"
+	"github.com/sluice-go/ratelimit/grpcmw"
 	"github.com/sluice-go/ratelimit/local"
 )
 
@@ -78,4 +87,44 @@ func Example_gin() {
 	// 200 remaining=1 retry-after="" hello
 	// 200 remaining=0 retry-after="" hello
 	// 429 remaining=0 retry-after="30" {"error":"rate limit exceeded","retry_after":30}
+}
+
+// Limiting a gRPC service: PerMinute(2) per method on grpc-go's health service, served over
+// an in-memory connection. The third call in a row is denied with ResourceExhausted, a
+// RetryInfo of 30 s (one token comes back every 30 s) and the grpc-retry-pushback-ms
+// trailer, which grpc-go clients with a retry policy obey. The limiter reads a fixed clock
+// so that the output is the same on every run.
+func Example_grpc() {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	limiter := local.New(local.WithClock(func() time.Time { return now }))
+	defer limiter.Close()
+
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(
+		grpcmw.UnaryServerInterceptor(limiter, grpcmw.WithLimit(ratelimit.PerMinute(2)))))
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	lis := bufconn.Listen(1 << 16)
+	go func() { _ = srv.Serve(lis) }()
+	defer srv.Stop()
+
+	conn, err := grpc.NewClient("passthrough:///health",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer conn.Close()
+
+	client := healthpb.NewHealthClient(conn)
+	for range 3 {
+		var trailer metadata.MD
+		_, err := client.Check(context.Background(), &healthpb.HealthCheckRequest{}, grpc.Trailer(&trailer))
+		delay, _ := grpcmw.RetryDelay(err)
+		fmt.Printf("%v %q retry-delay=%v pushback-ms=%v\n", status.Code(err), status.Convert(err).Message(),
+			delay, trailer.Get(grpcmw.PushbackKey))
+	}
+	// Output:
+	// OK "" retry-delay=0s pushback-ms=[]
+	// OK "" retry-delay=0s pushback-ms=[]
+	// ResourceExhausted "rate limit exceeded" retry-delay=30s pushback-ms=[30000]
 }

@@ -1,0 +1,63 @@
+package grpcmw
+
+import (
+	"context"
+
+	"google.golang.org/grpc"
+
+	"github.com/sluice-go/ratelimit"
+)
+
+// UnaryClientInterceptor returns a client interceptor that asks l whether each unary call
+// may be sent. A denied call never leaves the process: it ends with the same
+// codes.ResourceExhausted status, details and trailer as a server's denial (the trailer
+// reaches the caller through a grpc.Trailer call option). With WithWait it waits for its
+// turn instead. Limits, keys, costs, skipping and errors work as on the server side, the
+// context being the outgoing one.
+//
+// It panics if l is nil, if no limit was configured, if a fixed limit is neither zero nor
+// valid, or if WithWait and WithCostFunc are both given.
+func UnaryClientInterceptor(l ratelimit.Limiter, opts ...Option) grpc.UnaryClientInterceptor {
+	m := newClientInterceptor("UnaryClientInterceptor", l, opts)
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
+		if err := m.admitClient(ctx, method, callOpts); err != nil {
+			return err
+		}
+		return invoker(ctx, method, req, reply, cc, callOpts...)
+	}
+}
+
+// StreamClientInterceptor returns a client interceptor that asks l whether each stream may
+// be opened, once, before it is: a denied stream is never opened. It otherwise works as
+// UnaryClientInterceptor, and panics in the same cases.
+func StreamClientInterceptor(l ratelimit.Limiter, opts ...Option) grpc.StreamClientInterceptor {
+	m := newClientInterceptor("StreamClientInterceptor", l, opts)
+	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
+		if err := m.admitClient(ctx, method, callOpts); err != nil {
+			return nil, err
+		}
+		return streamer(ctx, desc, cc, method, callOpts...)
+	}
+}
+
+func newClientInterceptor(name string, l ratelimit.Limiter, opts []Option) *interceptor {
+	m := newInterceptor(name, l, opts)
+	if m.wait && m.cost != nil {
+		panic("grpcmw: " + name + ": WithWait and WithCostFunc cannot be combined: Limiter.Wait takes one token")
+	}
+	return m
+}
+
+// admitClient decides a call on the client side. The trailer of a denial goes where a server's
+// would: into the caller's grpc.Trailer call options.
+func (m *interceptor) admitClient(ctx context.Context, method string, callOpts []grpc.CallOption) error {
+	md, err := m.admit(ctx, method, m.wait)
+	if err != nil && md != nil {
+		for _, o := range callOpts {
+			if t, ok := o.(grpc.TrailerCallOption); ok && t.TrailerAddr != nil {
+				*t.TrailerAddr = md.Copy()
+			}
+		}
+	}
+	return err
+}

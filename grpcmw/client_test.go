@@ -1,0 +1,101 @@
+package grpcmw_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/grpcmw"
+	"github.com/sluice-go/ratelimit/headers"
+	"github.com/sluice-go/ratelimit/local"
+)
+
+// With WithWait, calls over the limit wait for their turn instead of failing. The limit is
+// 1000/s with a burst of 1, on the real clock, so each wait is about a millisecond.
+func TestClientWait(t *testing.T) {
+	l := local.New(local.WithCleanupInterval(0))
+	t.Cleanup(func() { _ = l.Close() })
+	limit := grpcmw.WithLimit(ratelimit.Limit{Rate: 1000, Burst: 1})
+	e := newEnv(t, server{},
+		grpc.WithUnaryInterceptor(grpcmw.UnaryClientInterceptor(l, limit, grpcmw.WithWait())),
+		grpc.WithStreamInterceptor(grpcmw.StreamClientInterceptor(l, limit, grpcmw.WithWait())))
+	for range 3 {
+		_, err := e.unaryCall(ctx(t), "A")
+		require.NoError(t, err)
+		_, _, err = e.streamCall(ctx(t), "SA", 1)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, int64(6), e.attempts.Load())
+}
+
+// A call whose deadline comes before its turn fails at once, without being sent; so does a
+// call whose context has ended.
+func TestClientWaitPastDeadline(t *testing.T) {
+	l, _ := newLimiter(t) // the clock never moves: no turn ever comes
+	e := newEnv(t, server{}, grpc.WithUnaryInterceptor(
+		grpcmw.UnaryClientInterceptor(l, grpcmw.WithLimit(ratelimit.PerMinute(1)), grpcmw.WithWait())))
+	_, err := e.unaryCall(ctx(t), "A")
+	require.NoError(t, err)
+
+	short, cancel := context.WithTimeout(ctx(t), 5*time.Second) // the turn is 60 s away
+	defer cancel()
+	_, err = e.unaryCall(short, "A")
+	assert.Equal(t, codes.DeadlineExceeded, status.Code(err))
+	assert.Equal(t, "rate limit: the call's deadline comes before its turn", status.Convert(err).Message())
+	assert.NoError(t, short.Err(), "failed at once, not at the deadline")
+
+	canceled, cancel := context.WithCancel(ctx(t))
+	cancel()
+	_, err = e.unaryCall(canceled, "A")
+	assert.Equal(t, codes.Canceled, status.Code(err))
+	assert.Equal(t, int64(1), e.attempts.Load())
+}
+
+// A limiter that cannot wait (the Redis backend answers ErrNotSupported) is a limiter error:
+// the error policy decides.
+func TestClientWaitNotSupported(t *testing.T) {
+	for _, policy := range []ratelimit.ErrorPolicy{ratelimit.FailOpen, ratelimit.FailClosed} {
+		t.Run(policy.String(), func(t *testing.T) {
+			var rec recorder
+			l := &stub{err: ratelimit.ErrNotSupported}
+			e := newEnv(t, server{}, grpc.WithUnaryInterceptor(grpcmw.UnaryClientInterceptor(l,
+				grpcmw.WithLimit(ratelimit.PerMinute(1)), grpcmw.WithWait(), grpcmw.WithErrorPolicy(policy),
+				grpcmw.WithErrorHandler(rec.handle))))
+			_, err := e.unaryCall(ctx(t), "A")
+			if policy == ratelimit.FailOpen {
+				assert.NoError(t, err)
+			} else {
+				assert.Equal(t, codes.Unavailable, status.Code(err))
+			}
+			require.Len(t, rec.all(), 1)
+			assert.ErrorIs(t, rec.all()[0], ratelimit.ErrNotSupported)
+		})
+	}
+}
+
+// A client-side denial fills the caller's grpc.Trailer as a server's would, and RetryDelay
+// reads its delay.
+func TestClientDenialTrailer(t *testing.T) {
+	l, _ := newLimiter(t)
+	e := newEnv(t, server{}, grpc.WithUnaryInterceptor(grpcmw.UnaryClientInterceptor(l,
+		grpcmw.WithLimit(ratelimit.PerMinute(2)), grpcmw.WithMetadata(headers.StyleXRateLimit))))
+	for range 2 {
+		md, err := e.unaryCall(ctx(t), "A")
+		require.NoError(t, err)
+		assert.Empty(t, md, "an allowed call's trailer is the server's")
+	}
+	md, err := e.unaryCall(ctx(t), "A")
+	assert.Equal(t, metadata.Pairs("retry-after", "30", "x-ratelimit-limit", "2", "x-ratelimit-remaining", "0",
+		"x-ratelimit-reset", "60", grpcmw.PushbackKey, "30000"), md)
+	d, ok := grpcmw.RetryDelay(err)
+	assert.True(t, ok)
+	assert.Equal(t, 30*time.Second, d)
+}

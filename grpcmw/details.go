@@ -1,0 +1,110 @@
+package grpcmw
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/protoadapt"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/sluice-go/ratelimit"
+)
+
+// deniedError is the status of a denial: ResourceExhausted with RetryInfo and QuotaFailure.
+func deniedError(key string, res ratelimit.Result) error {
+	return statusError(codes.ResourceExhausted, msgDenied,
+		&errdetails.RetryInfo{RetryDelay: durationpb.New(retryDelay(res.RetryAfter))},
+		quotaFailure(key, fmt.Sprintf("rate limit %v exceeded", res.Limit)))
+}
+
+// statusError returns the error of a status with details.
+func statusError(c codes.Code, msg string, details ...protoadapt.MessageV1) error {
+	st := status.New(c, msg)
+	if withDetails, err := st.WithDetails(details...); err == nil {
+		st = withDetails
+	} // WithDetails fails only for an OK status or a message that cannot be marshalled
+	return st.Err()
+}
+
+// quotaFailure names the kind of key that was limited, never the key itself.
+func quotaFailure(key, description string) *errdetails.QuotaFailure {
+	return &errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{
+		Subject:     keyKind(key),
+		Description: description,
+	}}}
+}
+
+// retryDelay returns d rounded up to the millisecond, the unit of the pushback trailer, and
+// at least 1 ms: a client that waits that long is never early, and RetryInfo and the
+// pushback say the same.
+func retryDelay(d time.Duration) time.Duration {
+	if d <= time.Millisecond {
+		return time.Millisecond
+	}
+	r := d.Truncate(time.Millisecond)
+	if r < d && r <= math.MaxInt64-time.Millisecond {
+		r += time.Millisecond
+	}
+	return r
+}
+
+// pushback returns the value of the pushback trailer for a RetryAfter of d.
+func pushback(d time.Duration) string {
+	return strconv.FormatInt(retryDelay(d).Milliseconds(), 10)
+}
+
+// keyKind returns what a key is made of, for the QuotaFailure subject: the labels of its
+// parts ("ip", "x-api-key", "user|rpc"), never their values, which may be personal data. A
+// part without a label, or whose label does not look like one (lower-case letters, digits,
+// '.', '_' and '-', at most 32 bytes), counts as "key". Hashed keys are "h".
+func keyKind(key string) string {
+	if key == UnkeyedKey {
+		return UnkeyedKey
+	}
+	parts := strings.Split(key, "|")
+	for i, p := range parts {
+		label, _, ok := strings.Cut(p, ":")
+		if !ok || !isLabel(label) {
+			label = "key"
+		}
+		parts[i] = label
+	}
+	return strings.Join(parts, "|")
+}
+
+// isLabel reports whether s looks like a label a program chose rather than a value a client
+// sent.
+func isLabel(s string) bool {
+	if s == "" || len(s) > 32 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// RetryDelay returns the retry delay of a denial made by these interceptors, or of any
+// status error with an errdetails.RetryInfo detail, and whether err had one. Clients that
+// do their own retrying can wait that long: it is the limiter's RetryAfter rounded up to the
+// millisecond.
+func RetryDelay(err error) (time.Duration, bool) {
+	st, ok := status.FromError(err)
+	if !ok {
+		return 0, false
+	}
+	for _, d := range st.Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok && ri.GetRetryDelay() != nil {
+			return ri.GetRetryDelay().AsDuration(), true
+		}
+	}
+	return 0, false
+}

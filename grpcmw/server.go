@@ -1,0 +1,88 @@
+package grpcmw
+
+import (
+	"context"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/sluice-go/ratelimit"
+)
+
+// UnaryServerInterceptor returns a server interceptor that asks l whether each unary call
+// may proceed, before the handler runs.
+//
+// For each call not skipped (WithSkipFunc) it finds the limit (WithLimit, WithMethodLimits
+// or WithLimitFunc; the zero Limit means the call is not limited), the key (WithKeyFunc,
+// the full method name by default) and the cost (WithCostFunc), and calls l.AllowN. A
+// denied call ends with codes.ResourceExhausted, RetryInfo and QuotaFailure details and the
+// grpc-retry-pushback-ms trailer; the handler does not run. When l fails, the error handler
+// is told and the error policy decides (WithErrorPolicy: proceed by default, or
+// codes.Unavailable).
+//
+// It panics if l is nil, if no limit was configured, or if a fixed limit is neither zero
+// nor valid: these are mistakes in the program, not conditions to handle at run time.
+func UnaryServerInterceptor(l ratelimit.Limiter, opts ...Option) grpc.UnaryServerInterceptor {
+	m := newInterceptor("UnaryServerInterceptor", l, opts)
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		md, err := m.admit(ctx, info.FullMethod, false)
+		if md != nil {
+			// Fails only without a server stream in ctx, when the interceptor is called
+			// directly; there is then no one to send the trailer to.
+			_ = grpc.SetTrailer(ctx, md)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return handler(ctx, req)
+	}
+}
+
+// StreamServerInterceptor returns a server interceptor that asks l whether each stream may
+// open, once, before the handler runs, as UnaryServerInterceptor does for a unary call.
+// With WithPerMessage it charges each message the handler receives instead; see "Streams"
+// in the package documentation. It panics as UnaryServerInterceptor does.
+func StreamServerInterceptor(l ratelimit.Limiter, opts ...Option) grpc.StreamServerInterceptor {
+	m := newInterceptor("StreamServerInterceptor", l, opts)
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		if m.perMessage {
+			ms := &messageStream{ServerStream: ss, m: m, method: info.FullMethod}
+			err := handler(srv, ms)
+			if ms.trailer != nil {
+				ss.SetTrailer(ms.trailer)
+			}
+			return err
+		}
+		md, err := m.admit(ss.Context(), info.FullMethod, false)
+		if md != nil {
+			ss.SetTrailer(md)
+		}
+		if err != nil {
+			return err
+		}
+		return handler(srv, ss)
+	}
+}
+
+// messageStream charges each message the handler receives.
+type messageStream struct {
+	grpc.ServerStream
+	m       *interceptor
+	method  string
+	trailer metadata.MD // of the latest decision; sent once, when the handler returns
+}
+
+// RecvMsg receives a message and then charges it: a message the limiter denies has been
+// read from the stream, and is dropped.
+func (s *messageStream) RecvMsg(msg any) error {
+	if err := s.ServerStream.RecvMsg(msg); err != nil {
+		return err
+	}
+	md, err := s.m.admit(s.Context(), s.method, false)
+	if md != nil {
+		// Kept rather than set: SetTrailer adds to what earlier calls set, and a trailer
+		// with two pushback values makes clients give up retrying.
+		s.trailer = md
+	}
+	return err
+}
