@@ -1,7 +1,7 @@
 // Package bench compares the in-process backend of ratelimit with two other in-memory
-// limiters and with a prototype of our own, under the same load, in one go test run. It is
-// a module of its own, so the limiters it compares against never become dependencies of
-// ratelimit.
+// limiters and with a prototype of our own, and its Redis backend with another Redis
+// limiter, under the same load, in one go test run. It is a module of its own, so the
+// limiters it compares against never become dependencies of ratelimit.
 //
 // # Contenders
 //
@@ -33,6 +33,12 @@
 // allow-mode call denied, or the reverse), so that a figure always measures what its name
 // says. BenchmarkMemory reports the heap each contender holds per idle bucket, at 1,000,000
 // buckets, as the custom metric B/bucket.
+//
+// BenchmarkRedis compares the Redis backend, [github.com/sluice-go/ratelimit/distributed],
+// with github.com/go-redis/redis_rate/v10 and with a script that does nothing ("evalsha",
+// the cost of a script round trip), on a redis-server it starts, at exactly 1, 8 and 64
+// goroutines, reporting ops/s and p50/p99 latency as well as what each decision cost Redis.
+// TestRedisOneRoundTripPerDecision checks that a decision of ours is one round trip.
 //
 // # Running
 //
