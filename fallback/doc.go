@@ -55,9 +55,11 @@
 // between t and its answer, so the same request cannot conform before t + r: r is, by the
 // ratelimit contract, the earliest time it would if nothing else used the bucket, and other
 // traffic can only push that time later (for every algorithm: more traffic never frees
-// capacity sooner). A request of cost n or more can therefore be denied locally until t + r
-// without asking the primary, and that denial is one the primary would give. Requests of
-// lower cost go to the primary.
+// capacity sooner). A request of cost n can therefore be denied locally until t + r without
+// asking the primary, and that denial is one the primary would give. Requests of other costs
+// go to the primary (a higher cost is denied too, but only the primary knows its RetryAfter),
+// and so does every request once the primary has admitted one on the bucket, which forgets
+// the denial.
 //
 // The cache never admits anything. It can only deny what the primary would admit when the
 // two clocks disagree on how long r lasts: the local monotonic clock against Redis's wall
@@ -65,13 +67,16 @@
 // Redis clock; or when Redis lost the bucket (a restart, a failover to a replica that had
 // not received it), after which the cache keeps denying for what is left of r, which is at
 // most Burst/Rate. The cached Result is the primary's, aged by the time since the request
-// was sent: RetryAfter and ResetAfter shrink, and Remaining is what a bucket full in
-// ResetAfter holds, below the cost.
+// was sent, as if nothing else had used the bucket since: RetryAfter and ResetAfter shrink,
+// and Remaining is what a bucket full in ResetAfter holds, below the cost. When other
+// instances use the bucket meanwhile, the true RetryAfter is longer, as it would be an
+// instant after the primary's own answer.
 //
-// The cache is on by default: a hit costs a few tens of nanoseconds and allocates nothing,
-// a miss adds about as much to a round trip to Redis of tens of microseconds, and it takes a
-// hot key being hammered off Redis altogether (see docs/benchmarks.md). Its size is capped
-// (WithDenialCacheSize); entries expire when their denial does.
+// The cache is on by default: a hit costs well under a microsecond and allocates nothing,
+// a miss adds less than that to a round trip to Redis of tens of microseconds, and it takes
+// a hammered key off Redis almost entirely (see docs/benchmarks.md). Its size is capped
+// (WithDenialCacheSize); entries expire when their denial does. Only the primary's denials
+// are remembered, never the secondary's.
 //
 // # Hooks
 //
