@@ -2,9 +2,11 @@ package faults
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -116,10 +118,31 @@ type stack struct {
 	limiter *fallback.Limiter
 	events  *events
 	timed   *timed
+	primary *counted
 }
 
-// timed is a Limiter that records how long each AllowN of the Limiter it wraps took: the
-// latency the limiter adds to a request, without the noise of the rest of the request.
+// counted is a Limiter that counts the calls to AllowN of the Limiter it wraps.
+type counted struct {
+	ratelimit.Limiter
+	calls, failures atomic.Int64
+}
+
+func (c *counted) Allow(ctx context.Context, key string, limit ratelimit.Limit) (ratelimit.Result, error) {
+	return c.AllowN(ctx, key, limit, 1)
+}
+
+func (c *counted) AllowN(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
+	c.calls.Add(1)
+	res, err := c.Limiter.AllowN(ctx, key, limit, n)
+	if err != nil {
+		c.failures.Add(1)
+	}
+	return res, err
+}
+
+// timed is a Limiter that records how long each AllowN of the Limiter it wraps took (the
+// latency the limiter adds to a request, without the noise of the rest of the request) and
+// its outcome, as the HTTP status the middleware would answer with (500 for an error).
 type timed struct {
 	ratelimit.Limiter
 	mu      sync.Mutex
@@ -134,8 +157,15 @@ func (t *timed) AllowN(ctx context.Context, key string, limit ratelimit.Limit, n
 	start := time.Now()
 	res, err := t.Limiter.AllowN(ctx, key, limit, n)
 	took := time.Since(start)
+	code := http.StatusOK
+	switch {
+	case err != nil:
+		code = http.StatusInternalServerError
+	case !res.Allowed:
+		code = http.StatusTooManyRequests
+	}
 	t.mu.Lock()
-	t.samples = append(t.samples, sample{at: start, took: took})
+	t.samples = append(t.samples, sample{at: start, took: took, code: code})
 	t.mu.Unlock()
 	return res, err
 }
@@ -159,8 +189,8 @@ func newStack(t *testing.T, client *redis.Client, degrade bool, opts ...fallback
 		t.Cleanup(func() { _ = sec.Close() })
 		secondary = sec
 	}
-	s := &stack{events: &events{}}
-	s.limiter = fallback.New(primary, secondary, append([]fallback.Option{
+	s := &stack{events: &events{}, primary: &counted{Limiter: primary}}
+	s.limiter = fallback.New(s.primary, secondary, append([]fallback.Option{
 		fallback.WithStateHook(s.events.hook), fallback.WithErrorHandler(s.events.fail),
 	}, opts...)...)
 	t.Cleanup(func() { _ = s.limiter.Close() })
@@ -240,4 +270,62 @@ func (p phase) log(t *testing.T, d phase) {
 		p.name, p.to.Sub(p.from).Seconds(), p.n, p.ok, p.limited, p.failed,
 		p.p50.Round(time.Microsecond), p.p99.Round(time.Microsecond), p.max.Round(time.Microsecond),
 		d.p50.Round(time.Microsecond), d.p99.Round(time.Microsecond), d.max.Round(time.Microsecond))
+}
+
+// stalls measures how long this process was kept from running, by a machine busy with
+// other work: it ticks every 5 ms and records each tick. A recovery time less the stalls
+// within it is what the limiter can answer for.
+type stalls struct {
+	mu    sync.Mutex
+	ticks []time.Time
+}
+
+// measureStalls starts ticking until the test's cleanup.
+func measureStalls(t *testing.T) *stalls {
+	s := &stalls{}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		ticker := time.NewTicker(5 * time.Millisecond)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case now := <-ticker.C:
+				s.mu.Lock()
+				s.ticks = append(s.ticks, now)
+				s.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+	return s
+}
+
+// within returns the time lost to stalls between from and to: the excess over 5 ms of every
+// gap longer than 10 ms between two ticks in that span.
+func (s *stalls) within(from, to time.Time) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var lost time.Duration
+	for i := 1; i < len(s.ticks); i++ {
+		a, b := s.ticks[i-1], s.ticks[i]
+		if b.Before(from) || a.After(to) {
+			continue
+		}
+		if gap := b.Sub(a); gap > 10*time.Millisecond {
+			lost += gap - 5*time.Millisecond
+		}
+	}
+	return lost
+}
+
+// waitFor waits until the breaker has entered state to at or after since, or for limit.
+func (e *events) waitFor(to fallback.State, since time.Time, limit time.Duration) {
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, ok := e.first(to, since); ok {
+			return
+		}
+	}
 }
