@@ -20,7 +20,7 @@
 // # Circuit breaker
 //
 // After WithFailureThreshold failures of the primary in a row (5 by default) the breaker
-// opens: for WithCooldown (500 ms by default) the primary is not called and every decision
+// opens: for WithCooldown (250 ms by default) the primary is not called and every decision
 // comes from the secondary at once. Then the breaker is half-open: the next call, the probe,
 // goes to the primary, and the others keep going to the secondary until the probe answers.
 // Its success closes the breaker; its failure opens it for another cooldown. A probe that

@@ -11,9 +11,11 @@ const (
 	// circuit breaker.
 	DefaultFailureThreshold = 5
 	// DefaultCooldown is how long the breaker stays open before a probe tries the primary
-	// again: short enough that limiting through Redis resumes within a second of Redis
-	// coming back (docs/redis.md has the measured figures).
-	DefaultCooldown = 500 * time.Millisecond
+	// again. A probe to a primary still down costs its request up to the primary's deadline
+	// (50 ms for distributed), so a shorter cooldown costs that to more requests; a longer
+	// one delays the return to Redis after an outage by as much (docs/redis.md has the
+	// measured figures).
+	DefaultCooldown = 250 * time.Millisecond
 	// DefaultDenialCacheSize caps the number of denials the cache holds: about 10 MB at
 	// the cap, with short keys.
 	DefaultDenialCacheSize = 1 << 16
@@ -66,7 +68,7 @@ func WithFailureThreshold(n int) Option {
 }
 
 // WithCooldown sets how long the circuit breaker stays open before one call, the probe,
-// tries the primary again. Default: DefaultCooldown (500 ms). A value of zero or less
+// tries the primary again. Default: DefaultCooldown (250 ms). A value of zero or less
 // means the default.
 func WithCooldown(d time.Duration) Option {
 	return func(o *options) {
