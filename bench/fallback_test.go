@@ -194,3 +194,58 @@ func openBrokenFallback(b *testing.B, tr traffic) (take, func([]string) int) {
 	}
 	return decide, func([]string) int { return secondary.Len() - 1 }
 }
+
+// BenchmarkFallbackOpenRatio measures what BenchmarkFallbackOpen's serial scenarios do, in
+// a way a busy machine disturbs less: each op is one decision by local and one by open,
+// made in alternating blocks of 1,000, each block timed on its own, so that both contenders
+// meet the same load within a millisecond. It reports local-ns/op, open-ns/op and their
+// ratio, open/local.
+func BenchmarkFallbackOpenRatio(b *testing.B) {
+	const block = 1000
+	keySets := []struct {
+		name string
+		keys []string
+	}{{"hot", ipKeys(1)}, {"100k", ipKeys(100_000)}}
+	for _, set := range keySets {
+		for _, tr := range traffics() {
+			b.Run(set.name+"/"+tr.name, func(b *testing.B) {
+				keys := set.keys
+				decide := [2]take{
+					prepare(b, contender{"local", openOurs}, tr, keys),
+					prepare(b, contender{"open", openBrokenFallback}, tr, keys),
+				}
+				var spent [2]time.Duration
+				var allowed, failed [2]int64
+				k := [2]int{}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for done := 0; done < b.N; done += block {
+					n := min(block, b.N-done)
+					for c := range decide {
+						start := time.Now()
+						for range n {
+							ok, err := decide[c](keys[k[c]])
+							switch {
+							case err != nil:
+								failed[c]++
+							case ok:
+								allowed[c]++
+							}
+							if k[c]++; k[c] == len(keys) {
+								k[c] = 0
+							}
+						}
+						spent[c] += time.Since(start)
+					}
+				}
+				b.StopTimer()
+				for c := range decide {
+					checkPath(b, tr, int64(b.N), allowed[c], failed[c])
+				}
+				b.ReportMetric(float64(spent[0].Nanoseconds())/float64(b.N), "local-ns/op")
+				b.ReportMetric(float64(spent[1].Nanoseconds())/float64(b.N), "open-ns/op")
+				b.ReportMetric(float64(spent[1])/float64(spent[0]), "open/local")
+			})
+		}
+	}
+}
