@@ -7,6 +7,7 @@ import (
 	stddraw "image/draw"
 	"image/png"
 	"io"
+	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -38,7 +39,7 @@ const (
 	figureWidth  = 8 * vg.Inch
 	fullShare    = 0.72 // of the width, for the whole trace; the rest zooms in on the burst
 	legendHeight = 0.35 * vg.Inch
-	panelHeight  = 2.5 * vg.Inch // one algorithm's counts
+	panelHeight  = 2.5 * vg.Inch // one algorithm's counts, and the legend
 	laneHeight   = 1.4 * vg.Inch // a shaper's arrivals and departures
 	rowHeight    = 1.5 * vg.Inch // one algorithm in the comparison
 )
@@ -167,6 +168,6 @@ func drawLegend(c draw.Canvas, es []entry) {
 }
 
 // seconds formats d in seconds for people: "1 s", "0.5 s".
-func seconds(d interface{ Seconds() float64 }) string {
+func seconds(d time.Duration) string {
 	return fmt.Sprintf("%g s", d.Seconds())
 }
