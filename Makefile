@@ -1,5 +1,6 @@
 # make test — the one test command: installs redis-server if missing, checks gofmt and
-#             go vet, runs every test with the race detector.
+#             go vet, runs every test with the race detector (and the nested modules' tests:
+#             bench/ and examples/algorithms/).
 # make bench — the benchmarks, ours and the peers' (bench/ is a module of its own).
 
 GO ?= go
@@ -10,6 +11,7 @@ test: redis
 	@files=$$(gofmt -l .); if [ -n "$$files" ]; then echo "gofmt -l reports:"; echo "$$files"; exit 1; fi
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd examples/algorithms && $(GO) vet ./... && $(GO) test -count=1 ./...
 	$(GO) test -race -count=1 ./...
 
 # Our own benchmarks, then the comparison with other limiters (figures: docs/benchmarks.md).
