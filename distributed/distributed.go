@@ -31,7 +31,9 @@ type Limiter struct {
 	clock     func() time.Time
 	// guard: the client ignores context deadlines while it waits on the network, so the
 	// limiter waits for the reply in a goroutine of its own and stops at the deadline.
-	guard  bool
+	guard bool
+	// batch, when the client can pipeline, sends decisions made concurrently together.
+	batch  *batcher
 	closed atomic.Bool
 }
 
@@ -58,14 +60,18 @@ func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Limiter{
+	l := &Limiter{
 		client:    client,
 		prefix:    o.prefix,
 		timeout:   o.timeout,
 		algorithm: o.algorithm,
 		clock:     o.clock,
 		guard:     !honoursContext(client),
-	}, nil
+	}
+	if p, ok := client.(pipeliner); ok {
+		l.batch = &batcher{client: p, timeout: o.timeout}
+	}
+	return l, nil
 }
 
 // honoursContext reports whether client stops waiting on the network when a context ends.
@@ -187,6 +193,12 @@ func (l *Limiter) run(ctx context.Context, script *redis.Script, key string, arg
 		}
 	}
 	keys := []string{key}
+	if l.batch != nil {
+		if !l.batch.acquire() {
+			return l.batch.enqueue(ctx, script, keys, argv)
+		}
+		defer l.batch.release()
+	}
 	if !l.guard || ctx.Done() == nil {
 		vals, err := script.Run(ctx, l.client, keys, argv...).Int64Slice()
 		return reply(ctx, vals, err)
