@@ -2,7 +2,6 @@ package distributed
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"strconv"
@@ -21,14 +20,6 @@ import (
 // ratelimit.ErrInvalidLimit. To limit in finer units (bytes, say), count in larger ones.
 const MaxRate = 1e6
 
-//go:embed gcra.lua
-var gcraSource string
-
-var gcra = redis.NewScript(gcraSource)
-
-// epoch is the zero of the script's test clock (ARGV[4]) and of its TIME arithmetic.
-var epoch = time.Date(2020, time.January, 1, 0, 0, 0, 0, time.UTC)
-
 // Limiter is a ratelimit.Limiter whose buckets live in Redis, so that every instance of a
 // service shares them. Each decision is one atomic Lua script run on one key, timed by the
 // Redis clock. It is safe for concurrent use.
@@ -40,7 +31,9 @@ type Limiter struct {
 	clock     func() time.Time
 	// guard: the client ignores context deadlines while it waits on the network, so the
 	// limiter waits for the reply in a goroutine of its own and stops at the deadline.
-	guard  bool
+	guard bool
+	// batch, when the client can pipeline, sends decisions made concurrently together.
+	batch  *batcher
 	closed atomic.Bool
 }
 
@@ -67,14 +60,18 @@ func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Limiter{
+	l := &Limiter{
 		client:    client,
 		prefix:    o.prefix,
 		timeout:   o.timeout,
 		algorithm: o.algorithm,
 		clock:     o.clock,
 		guard:     !honoursContext(client),
-	}, nil
+	}
+	if p, ok := client.(pipeliner); ok {
+		l.batch = &batcher{client: p, timeout: o.timeout}
+	}
+	return l, nil
 }
 
 // honoursContext reports whether client stops waiting on the network when a context ends.
@@ -104,17 +101,26 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit,
 	if err := l.check(key, limit, n); err != nil {
 		return ratelimit.Result{Limit: limit}, err
 	}
-	r, err := l.run(ctx, l.key(key, limit), limit, n)
+	alg := algorithms[l.algorithm]
+	argv := []any{limit.Rate, limit.Burst, n, l.testNow()}
+	if alg.args != nil {
+		argv = alg.args(argv, limit)
+	}
+	r, err := l.run(ctx, alg.script, l.key(key, alg.tag, limit), argv)
 	if err != nil {
 		return ratelimit.Result{Limit: limit}, err
 	}
-	return ratelimit.Result{
+	res := ratelimit.Result{
 		Allowed:    r[0] == 1,
 		Limit:      limit,
 		Remaining:  int(r[1]),
 		RetryAfter: time.Duration(r[2]) * time.Microsecond,
 		ResetAfter: time.Duration(r[3]) * time.Microsecond,
-	}, nil
+	}
+	if len(r) > 4 {
+		res.Delay = time.Duration(r[4]) * time.Microsecond
+	}
+	return res, nil
 }
 
 // Wait returns ratelimit.ErrNotSupported (or ratelimit.ErrClosed after Close): waiting on a
@@ -138,7 +144,7 @@ func (l *Limiter) check(key string, limit ratelimit.Limit, n int) error {
 	if l.closed.Load() {
 		return ratelimit.ErrClosed
 	}
-	if l.algorithm != ratelimit.TokenBucket {
+	if _, ok := algorithms[l.algorithm]; !ok {
 		return fmt.Errorf("%w: algorithm %v on the Redis backend", ratelimit.ErrNotSupported, l.algorithm)
 	}
 	if err := args.Check(key, limit, n); err != nil {
@@ -151,23 +157,34 @@ func (l *Limiter) check(key string, limit ratelimit.Limit, n int) error {
 	return nil
 }
 
-// key returns the Redis key of the bucket: prefix, the caller's key, the algorithm, then the
-// limit, as in "ratelimit:user:42:tb:10:20" for 10 tokens a second with a burst of 20. The
-// rate and burst hold no colon, so the caller's key is everything between the prefix and the
-// last three fields, whatever it contains.
-func (l *Limiter) key(key string, limit ratelimit.Limit) string {
-	b := make([]byte, 0, len(l.prefix)+len(key)+40)
+// key returns the Redis key of the bucket: prefix, the caller's key, the algorithm's tag, then
+// the limit, as in "ratelimit:user:42:tb:10:20" for a token bucket of 10 tokens a second with
+// a burst of 20. The tag, rate and burst hold no colon, so the caller's key is everything
+// between the prefix and the last three fields, whatever it contains.
+func (l *Limiter) key(key, tag string, limit ratelimit.Limit) string {
+	b := make([]byte, 0, len(l.prefix)+len(key)+len(tag)+40)
 	b = append(b, l.prefix...)
 	b = append(b, key...)
-	b = append(b, ":tb:"...)
+	b = append(b, ':')
+	b = append(b, tag...)
+	b = append(b, ':')
 	b = strconv.AppendFloat(b, limit.Rate, 'g', -1, 64)
 	b = append(b, ':')
 	b = strconv.AppendInt(b, int64(limit.Burst), 10)
 	return unsafe.String(unsafe.SliceData(b), len(b)) // b is never written again
 }
 
-// run runs the script within the limiter's deadline and returns its four integers.
-func (l *Limiter) run(ctx context.Context, key string, limit ratelimit.Limit, n int) ([]int64, error) {
+// testNow returns the script's ARGV[4]: empty, which makes the script read Redis TIME, or,
+// in tests only, the test clock's reading in microseconds since epoch.
+func (l *Limiter) testNow() any {
+	if l.clock == nil {
+		return ""
+	}
+	return l.clock().Sub(epoch).Microseconds()
+}
+
+// run runs script within the limiter's deadline and returns its integers.
+func (l *Limiter) run(ctx context.Context, script *redis.Script, key string, argv []any) ([]int64, error) {
 	if l.timeout > 0 {
 		if d, ok := ctx.Deadline(); !ok || time.Until(d) > l.timeout {
 			var cancel context.CancelFunc
@@ -176,12 +193,14 @@ func (l *Limiter) run(ctx context.Context, key string, limit ratelimit.Limit, n 
 		}
 	}
 	keys := []string{key}
-	argv := []any{limit.Rate, limit.Burst, n}
-	if l.clock != nil {
-		argv = append(argv, l.clock().Sub(epoch).Microseconds())
+	if l.batch != nil {
+		if !l.batch.acquire() {
+			return l.batch.enqueue(ctx, script, keys, argv)
+		}
+		defer l.batch.release()
 	}
 	if !l.guard || ctx.Done() == nil {
-		vals, err := gcra.Run(ctx, l.client, keys, argv...).Int64Slice()
+		vals, err := script.Run(ctx, l.client, keys, argv...).Int64Slice()
 		return reply(ctx, vals, err)
 	}
 	type result struct {
@@ -190,7 +209,7 @@ func (l *Limiter) run(ctx context.Context, key string, limit ratelimit.Limit, n 
 	}
 	done := make(chan result, 1)
 	go func() {
-		vals, err := gcra.Run(ctx, l.client, keys, argv...).Int64Slice()
+		vals, err := script.Run(ctx, l.client, keys, argv...).Int64Slice()
 		done <- result{vals, err}
 	}()
 	select {
@@ -210,8 +229,8 @@ func reply(ctx context.Context, vals []int64, err error) ([]int64, error) {
 		}
 		return nil, fmt.Errorf("ratelimit: redis: %w", err)
 	}
-	if len(vals) != 4 {
-		return nil, fmt.Errorf("ratelimit: redis: the script returned %d values, want 4", len(vals))
+	if len(vals) < 4 {
+		return nil, fmt.Errorf("ratelimit: redis: the script returned %d values, want at least 4", len(vals))
 	}
 	return vals, nil
 }

@@ -46,16 +46,26 @@ func newLimiter(t testing.TB, client redis.Scripter, clock *conformance.Clock, o
 	return l
 }
 
-func harness(client redis.Scripter) func(t *testing.T) conformance.Harness {
-	return func(t *testing.T) conformance.Harness {
-		clock := conformance.NewClock()
-		return conformance.Harness{Limiter: newLimiter(t, client, clock), Advance: clock.Advance}
+// runConformance runs the suite on client for every algorithm.
+func runConformance(t *testing.T, client redis.Scripter) {
+	for _, alg := range conformance.Algorithms() {
+		t.Run(alg.String(), func(t *testing.T) {
+			conformance.Run(t, alg, func(t *testing.T) conformance.Harness {
+				clock := conformance.NewClock()
+				return conformance.Harness{
+					Limiter:   newLimiter(t, client, clock, distributed.WithAlgorithm(alg)),
+					Advance:   clock.Advance,
+					CanWait:   alg == ratelimit.LeakyBucket,
+					Algorithm: alg,
+				}
+			})
+		})
 	}
 }
 
 func TestConformance(t *testing.T) {
 	server := redistest.NewServer(t)
-	conformance.Run(t, harness(newClient(t, server.Addr())))
+	runConformance(t, newClient(t, server.Addr()))
 }
 
 // TestConformanceGuarded runs the suite on a client that ignores context deadlines, where
@@ -64,7 +74,7 @@ func TestConformanceGuarded(t *testing.T) {
 	server := redistest.NewServer(t)
 	client := redis.NewClient(&redis.Options{Addr: server.Addr()})
 	t.Cleanup(func() { _ = client.Close() })
-	conformance.Run(t, harness(client))
+	runConformance(t, client)
 }
 
 func TestConformanceRing(t *testing.T) {
@@ -74,7 +84,7 @@ func TestConformanceRing(t *testing.T) {
 		ContextTimeoutEnabled: true,
 	})
 	t.Cleanup(func() { _ = ring.Close() })
-	conformance.Run(t, harness(ring))
+	runConformance(t, ring)
 }
 
 func TestConformanceCluster(t *testing.T) {
@@ -84,7 +94,7 @@ func TestConformanceCluster(t *testing.T) {
 		ContextTimeoutEnabled: true,
 	})
 	t.Cleanup(func() { _ = client.Close() })
-	conformance.Run(t, harness(client))
+	runConformance(t, client)
 }
 
 // TestKeyLayout pins what a bucket looks like in Redis: its name and its value, the TAT

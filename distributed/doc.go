@@ -34,6 +34,18 @@
 // 2⁵³ µs (about 285 years). Higher rates are rejected with ratelimit.ErrInvalidLimit: Redis
 // TIME counts microseconds.
 //
+// # Throughput
+//
+// Decisions made at the same time share round trips. Two at a time go to Redis on their own;
+// one that arrives while both are on the wire waits in a queue, and the queue leaves as one
+// pipeline as soon as one of them returns. Redis still runs one script per decision, in
+// arrival order, so no answer changes; the client and Redis save the writes, reads and
+// wake-ups that separate calls would cost, which under load is most of the work. A lone
+// caller never waits for company. Queued decisions are sent with the limiter's deadline
+// rather than the caller's context, and a decision whose context ends while it waits is
+// withdrawn before Redis sees it. Clients that cannot pipeline (none of go-redis's) are
+// called directly.
+//
 // # When Redis is slow or down
 //
 // New does not contact Redis, so a service starts while Redis is down. Every decision has a

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -101,6 +102,20 @@ func TestHungRedis(t *testing.T) {
 			l, err := distributed.New(client, distributed.WithTimeout(50*time.Millisecond))
 			require.NoError(t, err)
 			errorsWithin(t, l, 5, time.Second, context.DeadlineExceeded)
+
+			// Many at once: the calls that queue behind the stalled ones (to share a
+			// pipeline) are bounded by the same deadline.
+			limit := ratelimit.Limit{Rate: 1, Burst: 1}
+			var wg sync.WaitGroup
+			for range 16 {
+				wg.Go(func() {
+					start := time.Now()
+					_, err := l.Allow(context.Background(), "k", limit)
+					assert.ErrorIs(t, err, context.DeadlineExceeded)
+					assert.Less(t, time.Since(start), time.Second)
+				})
+			}
+			wg.Wait()
 		})
 	}
 }

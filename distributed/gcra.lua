@@ -4,8 +4,8 @@
 -- ARGV[1]  rate: tokens per second (0 < rate <= 1e6)
 -- ARGV[2]  burst: the bucket's capacity (1 <= burst)
 -- ARGV[3]  cost: tokens this request takes (1 <= cost <= burst)
--- ARGV[4]  optional, for tests only: "now" in whole microseconds since 2020-01-01T00:00:00Z.
---          Without it the clock is Redis TIME, so application servers' clocks never matter.
+-- ARGV[4]  empty, or, for tests only, "now" in whole microseconds since 2020-01-01T00:00:00Z.
+--          When empty the clock is Redis TIME, so application servers' clocks never matter.
 --
 -- Time is counted in tokens: a clock reading t microseconds is worth t * rate / 1e6 tokens.
 -- In those units the emission interval T is 1 and the tolerance tau is burst, so taking a
@@ -56,7 +56,7 @@ local reset = math.min(math.floor(ahead * 1000000 / rate + 0.5), cap)
 if allowed then
   -- Keep the key until the bucket is full again; after that a missing key means the same.
   local ttl = math.max(math.ceil(reset / 1000), 1)
-  if ARGV[4] then
+  if ARGV[4] ~= '' then
     ttl = math.max(ttl, 3600000) -- test clock: Redis's own clock, which expires keys, runs on
   end
   redis.call('SET', KEYS[1], tat, 'PX', ttl)

@@ -13,35 +13,48 @@ import (
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/internal/conformance"
+	"github.com/sluice-go/ratelimit/local"
 )
 
 // TestConformanceHealthy: over a healthy primary, with its denial cache on, the Limiter
-// passes every rule of the backends.
+// passes every rule of the backends, for every algorithm: the cache changes no answer.
 func TestConformanceHealthy(t *testing.T) {
-	conformance.Run(t, func(t *testing.T) conformance.Harness {
-		clock := conformance.NewClock()
-		l := fallback.New(newLocal(t, clock), nil, fallback.WithClock(clock.Now))
-		return conformance.Harness{Limiter: l, Advance: clock.Advance, CanWait: true}
-	})
+	for _, alg := range conformance.Algorithms() {
+		t.Run(alg.String(), func(t *testing.T) {
+			conformance.Run(t, alg, func(t *testing.T) conformance.Harness {
+				clock := conformance.NewClock()
+				primary := local.New(local.WithClock(clock.Now), local.WithCleanupInterval(0), local.WithAlgorithm(alg))
+				t.Cleanup(func() { _ = primary.Close() })
+				l := fallback.New(primary, nil, fallback.WithClock(clock.Now))
+				return conformance.Harness{Limiter: l, Advance: clock.Advance, CanWait: true, Algorithm: alg}
+			})
+		})
+	}
 }
 
 // TestConformanceDegraded: over a primary that cannot reach its Redis (a real Redis
 // backend, on an address nothing listens on), the Limiter passes every rule of the
-// backends: the secondary decides everything, exactly as it would alone.
+// backends, for every algorithm: the secondary decides everything, exactly as it would alone.
 func TestConformanceDegraded(t *testing.T) {
 	addr := deadAddr(t)
-	conformance.Run(t, func(t *testing.T) conformance.Harness {
-		clock := conformance.NewClock()
-		l := fallback.New(deadRedis(t, addr), newLocal(t, clock), fallback.WithClock(clock.Now))
-		// Open the breaker first, so that Wait goes to the secondary from the start (the
-		// Redis backend would answer ErrNotSupported, rightly passed through).
-		for range fallback.DefaultFailureThreshold {
-			_, err := l.Allow(context.Background(), "warm-up", roomy)
-			require.NoError(t, err)
-		}
-		require.Equal(t, fallback.Open, l.State())
-		return conformance.Harness{Limiter: l, Advance: clock.Advance, CanWait: true}
-	})
+	for _, alg := range conformance.Algorithms() {
+		t.Run(alg.String(), func(t *testing.T) {
+			conformance.Run(t, alg, func(t *testing.T) conformance.Harness {
+				clock := conformance.NewClock()
+				secondary := local.New(local.WithClock(clock.Now), local.WithCleanupInterval(0), local.WithAlgorithm(alg))
+				t.Cleanup(func() { _ = secondary.Close() })
+				l := fallback.New(deadRedis(t, addr, alg), secondary, fallback.WithClock(clock.Now))
+				// Open the breaker first, so that Wait goes to the secondary from the start
+				// (the Redis backend may answer ErrNotSupported, rightly passed through).
+				for range fallback.DefaultFailureThreshold {
+					_, err := l.Allow(context.Background(), "warm-up", roomy)
+					require.NoError(t, err)
+				}
+				require.Equal(t, fallback.Open, l.State())
+				return conformance.Harness{Limiter: l, Advance: clock.Advance, CanWait: true, Algorithm: alg}
+			})
+		})
+	}
 }
 
 // deadAddr returns a loopback address nothing listens on: it was bound and released.
@@ -56,11 +69,11 @@ func deadAddr(t *testing.T) string {
 
 // deadRedis returns a Redis backend on addr whose calls fail at once when nothing listens
 // there: one dial, no retry.
-func deadRedis(t *testing.T, addr string) *distributed.Limiter {
+func deadRedis(t *testing.T, addr string, alg ratelimit.Algorithm) *distributed.Limiter {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
 	t.Cleanup(func() { _ = c.Close() })
-	l, err := distributed.New(c)
+	l, err := distributed.New(c, distributed.WithAlgorithm(alg))
 	require.NoError(t, err)
 	return l
 }

@@ -36,7 +36,7 @@ func New(opts ...Option) *Limiter {
 		opt(&o)
 	}
 	l := &Limiter{
-		store:     newStore(o.maxBuckets),
+		store:     newStore(o.maxBuckets, stateFor(o.algorithm)),
 		algorithm: o.algorithm,
 		clock:     o.clock,
 		epoch:     time.Now(),
@@ -122,10 +122,20 @@ func (l *Limiter) check(key string, limit ratelimit.Limit, n int) error {
 	if l.closed.Load() {
 		return ratelimit.ErrClosed
 	}
-	if l.algorithm != ratelimit.TokenBucket {
+	if l.store.newState == nil {
 		return fmt.Errorf("%w: algorithm %v on the local backend", ratelimit.ErrNotSupported, l.algorithm)
 	}
 	return args.Check(key, limit, n)
+}
+
+// stateFor returns the constructor of the algorithm's bucket state, or nil if this backend
+// does not implement the algorithm.
+func stateFor(a ratelimit.Algorithm) newStateFunc {
+	switch a {
+	case ratelimit.TokenBucket:
+		return newTokenBucket
+	}
+	return nil
 }
 
 // now reads the injected clock, or else the monotonic clock: time.Since on a time that

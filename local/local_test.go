@@ -17,12 +17,16 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	conformance.Run(t, func(t *testing.T) conformance.Harness {
-		clock := conformance.NewClock()
-		l := New(WithClock(clock.Now))
-		t.Cleanup(func() { l.Close() })
-		return conformance.Harness{Limiter: l, Advance: clock.Advance, CanWait: true}
-	})
+	for _, alg := range conformance.Algorithms() {
+		t.Run(alg.String(), func(t *testing.T) {
+			conformance.Run(t, alg, func(t *testing.T) conformance.Harness {
+				clock := conformance.NewClock()
+				l := New(WithClock(clock.Now), WithAlgorithm(alg))
+				t.Cleanup(func() { l.Close() })
+				return conformance.Harness{Limiter: l, Advance: clock.Advance, CanWait: true, Algorithm: alg}
+			})
+		})
+	}
 }
 
 // TestSystemClock plays the seed timeline on the default, monotonic clock; synctest moves it.

@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/sluice-go/ratelimit"
 )
 
@@ -21,22 +19,39 @@ const evictionSamples = 8
 // maxOverflowLimits bounds the overflow buckets, one per distinct limit seen at the cap.
 const maxOverflowLimits = 1024
 
+// state is one bucket's algorithm and its memory. Implementations do their own locking: the
+// store calls them under a shared (read) lock.
+type state interface {
+	// take decides a request for n tokens at now, 1 ≤ n ≤ limit.Burst, and records it if it
+	// is allowed. The Result's Limit is left for the caller to fill in.
+	take(limit ratelimit.Limit, now time.Time, n int) ratelimit.Result
+	// full reports whether the bucket, asked at t, is as it would be had it never been used,
+	// so that dropping it changes no decision. Asked about a time before its last update it
+	// must not claim more than it knew then.
+	full(limit ratelimit.Limit, t time.Time) bool
+}
+
+// newStateFunc makes the state of a fresh bucket for a limit: one per algorithm.
+type newStateFunc func(limit ratelimit.Limit) state
+
 // bucket is one (key, rate, burst) bucket. The map is keyed by the key string alone, which
 // hashes several times faster than a struct holding the limit too; the rare keys checked
 // against more than one limit chain their buckets through next.
 type bucket struct {
-	rate  float64
-	burst int
-	lim   *rate.Limiter
+	limit ratelimit.Limit
+	st    state
 	next  *bucket
 }
 
-func newBucket(r float64, burst int, next *bucket) *bucket {
-	return &bucket{rate: r, burst: burst, lim: rate.NewLimiter(rate.Limit(r), burst), next: next}
+// take decides for n tokens and fills in the Result's Limit.
+func (b *bucket) take(now time.Time, n int) ratelimit.Result {
+	res := b.st.take(b.limit, now, n)
+	res.Limit = b.limit
+	return res
 }
 
-// full reports whether b holds Burst tokens at t.
-func (b *bucket) full(t time.Time) bool { return b.lim.TokensAt(t) >= float64(b.burst) }
+// full reports whether dropping b at t would change no decision.
+func (b *bucket) full(t time.Time) bool { return b.st.full(b.limit, t) }
 
 // limitKey names an overflow bucket: the limit without the key.
 type limitKey struct {
@@ -56,7 +71,7 @@ type shard struct {
 // find returns the bucket of (key, r, burst), or nil. The caller holds sh.mu.
 func (sh *shard) find(key string, r float64, burst int) *bucket {
 	for b := sh.buckets[key]; b != nil; b = b.next {
-		if b.rate == r && b.burst == burst {
+		if b.limit.Rate == r && b.limit.Burst == burst {
 			return b
 		}
 	}
@@ -93,6 +108,7 @@ func (sh *shard) removeIf(key string, head *bucket, drop func(*bucket) bool) int
 // only under its write lock, so a decision can never land on a bucket that has just been
 // dropped (its token would be lost and the key's fresh bucket would start full).
 type store struct {
+	newState newStateFunc
 	seed     maphash.Seed
 	perShard int // the cap on each shard's buckets
 	shards   [numShards]shard
@@ -101,8 +117,9 @@ type store struct {
 	overflow   map[limitKey]*bucket
 }
 
-func newStore(maxBuckets int) *store {
+func newStore(maxBuckets int, newState newStateFunc) *store {
 	s := &store{
+		newState: newState,
 		seed:     maphash.MakeSeed(),
 		perShard: max(maxBuckets/numShards, 1),
 		overflow: make(map[limitKey]*bucket),
@@ -111,6 +128,11 @@ func newStore(maxBuckets int) *store {
 		s.shards[i].buckets = make(map[string]*bucket)
 	}
 	return s
+}
+
+func (s *store) newBucket(r float64, burst int, next *bucket) *bucket {
+	limit := ratelimit.Limit{Rate: r, Burst: burst}
+	return &bucket{limit: limit, st: s.newState(limit), next: next}
 }
 
 func (s *store) shardFor(key string) *shard {
@@ -135,7 +157,7 @@ func (s *store) decide(key string, r float64, burst int, now time.Time, n int) r
 		if sh.count >= s.perShard && !sh.evictFull(now) {
 			return s.decideOverflow(r, burst, now, n)
 		}
-		b = newBucket(r, burst, sh.buckets[key])
+		b = s.newBucket(r, burst, sh.buckets[key])
 		sh.buckets[key] = b
 		sh.count++
 	}
@@ -174,17 +196,16 @@ func (s *store) decideOverflow(r float64, burst int, now time.Time, n int) ratel
 				ResetAfter: durationOf(float64(burst) / r),
 			}
 		}
-		b = newBucket(r, burst, nil)
+		b = s.newBucket(r, burst, nil)
 		s.overflow[lk] = b
 	}
 	return b.take(now, n)
 }
 
-// sweep drops every bucket that has been full since cutoff: no request has taken a token
-// from it since then, and dropping it changes no future decision. Asked about a time before
-// its last update, TokensAt reports the tokens stored at that update, which are below burst
-// after any admitted request; so a bucket is full at cutoff only if its last admission came
-// before cutoff and it had refilled by then.
+// sweep drops every bucket that has been full since cutoff: no request has used it since then,
+// and dropping it changes no future decision. A state asked about a time before its last
+// update does not report itself full, so a bucket is full at cutoff only if its last
+// admission came before cutoff and it had recovered by then.
 func (s *store) sweep(cutoff time.Time) {
 	idle := func(b *bucket) bool { return b.full(cutoff) }
 	for i := range s.shards {
@@ -214,57 +235,6 @@ func (s *store) len() int {
 		sh.mu.RUnlock()
 	}
 	return n
-}
-
-// take asks b for n tokens at now and describes the outcome. Reading the tokens first lets a
-// denial skip the bucket's decision.
-func (b *bucket) take(now time.Time, n int) ratelimit.Result {
-	limit := ratelimit.Limit{Rate: b.rate, Burst: b.burst}
-	tokens := b.lim.TokensAt(now)
-	if tokens >= float64(n) {
-		if b.lim.AllowN(now, n) {
-			left := tokens - float64(n)
-			return ratelimit.Result{
-				Allowed:    true,
-				Limit:      limit,
-				Remaining:  wholeTokens(left, b.burst),
-				ResetAfter: durationOf((float64(b.burst) - left) / b.rate),
-			}
-		}
-		// Another goroutine took the tokens between the two calls.
-		tokens = b.lim.TokensAt(now)
-	}
-	return ratelimit.Result{
-		Limit:      limit,
-		Remaining:  wholeTokens(tokens, b.burst),
-		RetryAfter: retryAfter(b.lim, now, tokens, n, b.rate),
-		ResetAfter: durationOf((float64(b.burst) - tokens) / b.rate),
-	}
-}
-
-// retryAfter returns when n tokens will be there. The bucket counts its tokens in floating
-// point, so the exact quotient can land an ulp short of n; asking the bucket itself about the
-// answer, and nudging it forward when needed, keeps the promise that a request made after
-// RetryAfter is allowed (if nobody else used the bucket in between).
-func retryAfter(b *rate.Limiter, now time.Time, tokens float64, n int, r float64) time.Duration {
-	d := max(durationOf((float64(n)-tokens)/r), 1)
-	for range 4 {
-		step := 1 + d>>50
-		if d > math.MaxInt64-step || b.TokensAt(now.Add(d)) >= float64(n) {
-			break
-		}
-		d += step
-	}
-	return d
-}
-
-// wholeTokens rounds tokens down and clamps them to [0, burst]. Rounding down matches the
-// bucket's own view: 0.9999 tokens admit nothing.
-func wholeTokens(tokens float64, burst int) int {
-	if tokens <= 0 {
-		return 0
-	}
-	return min(int(tokens), burst)
 }
 
 // durationOf converts seconds to a Duration, rounded to the nearest nanosecond and capped at

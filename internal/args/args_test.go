@@ -38,3 +38,30 @@ func TestCheck(t *testing.T) {
 		assert.EqualError(t, err, c.text)
 	}
 }
+
+func TestWindow(t *testing.T) {
+	cases := []struct {
+		limit ratelimit.Limit
+		want  int64
+	}{
+		{ratelimit.PerSecond(1), 1_000_000},
+		{ratelimit.PerMinute(7), 60_000_000}, // 7 / (7/60) is not exactly 60 in float64
+		{ratelimit.PerHour(100), 3_600_000_000},
+		{ratelimit.Limit{Rate: 3, Burst: 1}, 333_333},
+		{ratelimit.Limit{Rate: 1e6, Burst: 1}, 1},
+		{ratelimit.Limit{Rate: 2e6, Burst: 1}, 1},           // 0.5 µs rounds to 1
+		{ratelimit.Limit{Rate: 1e-6, Burst: 9007}, 9007e12}, // just below 2^53
+	}
+	for _, c := range cases {
+		got, err := Window(c.limit)
+		require.NoError(t, err, "%v", c.limit)
+		assert.Equal(t, c.want, got, "%v", c.limit)
+	}
+	for _, bad := range []ratelimit.Limit{
+		{Rate: 3e6, Burst: 1},     // 0.33 µs
+		{Rate: 1e-6, Burst: 9008}, // just above 2^53 µs
+	} {
+		_, err := Window(bad)
+		require.ErrorIs(t, err, ratelimit.ErrInvalidLimit, "%v", bad)
+	}
+}

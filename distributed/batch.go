@@ -1,0 +1,173 @@
+package distributed
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Concurrent decisions share round trips. Up to maxDirect decisions at a time go to Redis
+// each on its own, as single EVALSHA calls. A decision that arrives while that many are on
+// the wire joins a queue instead; the first direct call to finish hands the whole queue to a
+// goroutine that sends it as one pipeline (up to maxBatch scripts per write), and keeps doing
+// so while decisions keep queueing. Redis still runs one script per decision, atomically, in
+// arrival order; what the pipeline saves is the write, the read and the wake-up that each
+// call would cost the client and the server on its own: under load, most of the work of a
+// small script.
+//
+// A lone caller never waits for a batch to fill, so latency at low load is a plain round
+// trip's.
+const (
+	maxDirect = 2
+	maxBatch  = 256
+)
+
+// pipeliner is a client that can send pipelines: every go-redis client can.
+type pipeliner interface {
+	redis.Scripter
+	Pipeline() redis.Pipeliner
+}
+
+// call is one decision waiting in the queue.
+type call struct {
+	script *redis.Script
+	keys   []string
+	argv   []any
+	vals   []int64
+	err    error
+	done   chan struct{} // closed once vals and err are set
+}
+
+// batcher sends queued decisions as pipelines. Its zero value is not usable: see newBatcher.
+type batcher struct {
+	client  pipeliner
+	timeout time.Duration // bounds each pipeline; zero means the client's own timeouts
+
+	mu     sync.Mutex
+	active int     // direct calls and pipeline senders at work, at most maxDirect
+	queue  []*call // decisions waiting for a pipeline
+}
+
+// acquire reports whether the caller may go to Redis directly; if it may, it must call
+// release when done.
+func (b *batcher) acquire() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.active < maxDirect {
+		b.active++
+		return true
+	}
+	return false
+}
+
+// release ends a direct call. Decisions that queued up meanwhile leave in a pipeline sent by a
+// goroutine that takes over the caller's place, so that the caller returns at once.
+func (b *batcher) release() {
+	b.mu.Lock()
+	if len(b.queue) == 0 {
+		b.active--
+		b.mu.Unlock()
+		return
+	}
+	batch := b.take()
+	b.mu.Unlock()
+	go b.serve(batch)
+}
+
+// take removes up to maxBatch decisions from the front of the queue. The caller holds b.mu.
+func (b *batcher) take() []*call {
+	n := min(len(b.queue), maxBatch)
+	batch := slices.Clone(b.queue[:n])
+	clear(b.queue[:n])
+	b.queue = b.queue[n:]
+	if len(b.queue) == 0 {
+		b.queue = nil
+	}
+	return batch
+}
+
+// serve sends batch, then every batch that queued meanwhile, until the queue is empty.
+func (b *batcher) serve(batch []*call) {
+	for {
+		b.send(batch)
+		b.mu.Lock()
+		if len(b.queue) == 0 {
+			b.active--
+			b.mu.Unlock()
+			return
+		}
+		batch = b.take()
+		b.mu.Unlock()
+	}
+}
+
+// enqueue queues one decision and waits for its answer, or for ctx to end. A decision that
+// ctx ends before it was sent is withdrawn: Redis never sees it.
+func (b *batcher) enqueue(ctx context.Context, script *redis.Script, keys []string, argv []any) ([]int64, error) {
+	c := &call{script: script, keys: keys, argv: argv, done: make(chan struct{})}
+	b.mu.Lock()
+	b.queue = append(b.queue, c)
+	b.mu.Unlock()
+	select {
+	case <-c.done:
+		return reply(ctx, c.vals, c.err)
+	case <-ctx.Done():
+		b.withdraw(c)
+		return nil, fmt.Errorf("ratelimit: redis: %w", context.Cause(ctx))
+	}
+}
+
+// withdraw removes c from the queue if it is still there.
+func (b *batcher) withdraw(c *call) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if i := slices.Index(b.queue, c); i >= 0 {
+		b.queue = slices.Delete(b.queue, i, i+1)
+	}
+}
+
+// send runs batch as one pipeline of EVALSHAs, then, if Redis had lost a script (SCRIPT
+// FLUSH, restart, failover), sends the calls that failed with NOSCRIPT again with EVAL.
+func (b *batcher) send(batch []*call) {
+	ctx := context.Background()
+	if b.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, b.timeout)
+		defer cancel()
+	}
+	cmds := b.pipeline(ctx, batch, (*redis.Script).EvalSha)
+	var again []*call
+	for i, c := range batch {
+		if redis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") {
+			again = append(again, c)
+			continue
+		}
+		c.vals, c.err = cmds[i].Int64Slice()
+		close(c.done)
+	}
+	if len(again) == 0 {
+		return
+	}
+	cmds = b.pipeline(ctx, again, (*redis.Script).Eval)
+	for i, c := range again {
+		c.vals, c.err = cmds[i].Int64Slice()
+		close(c.done)
+	}
+}
+
+// pipeline sends one command per call, made by eval, in one pipeline and returns them.
+func (b *batcher) pipeline(ctx context.Context, batch []*call,
+	eval func(*redis.Script, context.Context, redis.Scripter, []string, ...any) *redis.Cmd) []*redis.Cmd {
+	pipe := b.client.Pipeline()
+	cmds := make([]*redis.Cmd, len(batch))
+	for i, c := range batch {
+		cmds[i] = eval(c.script, ctx, pipe, c.keys, c.argv...)
+	}
+	// Exec's error is the first command's; each command carries its own.
+	_, _ = pipe.Exec(ctx)
+	return cmds
+}
