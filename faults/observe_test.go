@@ -131,19 +131,24 @@ func measureStalls(t *testing.T) *stalls {
 }
 
 // within returns the time lost to stalls between from and to: the excess over 5 ms of every
-// gap longer than 10 ms between two ticks in that span.
+// gap longer than 10 ms between two ticks, counting only its part within that span.
 func (s *stalls) within(from, to time.Time) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var lost time.Duration
 	for i := 1; i < len(s.ticks); i++ {
 		a, b := s.ticks[i-1], s.ticks[i]
-		if b.Before(from) || a.After(to) {
+		if b.Sub(a) <= 10*time.Millisecond || b.Before(from) || a.After(to) {
 			continue
 		}
-		if gap := b.Sub(a); gap > 10*time.Millisecond {
-			lost += gap - 5*time.Millisecond
+		// The part of the gap within [from, to], less the tick's own 5 ms.
+		if a.Before(from) {
+			a = from
 		}
+		if b.After(to) {
+			b = to
+		}
+		lost += max(b.Sub(a)-5*time.Millisecond, 0)
 	}
 	return lost
 }
