@@ -47,8 +47,8 @@ func scriptCalls(t *testing.T, server *redistest.Server) int64 {
 //
 // The bounds are bracketed on the test's side: the bucket was empty when the drain's last
 // reply came back, and every decision was made before the last reply of the load. Tokens
-// are lost only if the bucket fills up, which takes Burst/Rate = 250 ms without a request:
-// a scheduling pause that long on a loaded machine could cost a few, hence the 3 % margin.
+// are lost only if the bucket fills up, which takes Burst/Rate = 1 s without a request: a
+// scheduling pause that long on a loaded machine could cost a few, hence the 3 % margin.
 func TestHotDeniedKey(t *testing.T) {
 	server := redistest.NewServer(t)
 	client := redis.NewClient(&redis.Options{Addr: server.Addr(), ContextTimeoutEnabled: true, PoolSize: 64})
@@ -58,7 +58,7 @@ func TestHotDeniedKey(t *testing.T) {
 	require.NoError(t, err)
 	l := fallback.New(primary, nil)
 	ctx := context.Background()
-	limit := ratelimit.Limit{Rate: 20, Burst: 5}
+	limit := ratelimit.Limit{Rate: 20, Burst: 20}
 
 	drainSent := time.Now()
 	for {
