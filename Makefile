@@ -1,6 +1,7 @@
 # make test — the one test command: installs redis-server if missing, checks gofmt and
 #             go vet, runs every test with the race detector (and the nested modules' tests:
-#             bench/ and examples/algorithms/).
+#             bench/, examples/algorithms/, and faults/, which stops and slows real Redis
+#             servers under load).
 # make bench — the benchmarks, ours and the peers' (bench/ is a module of its own).
 
 GO ?= go
@@ -12,6 +13,7 @@ test: redis
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./...
 	cd examples/algorithms && $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd faults && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 	$(GO) test -race -count=1 ./...
 
 # Our own benchmarks, then the comparison with other limiters (figures: docs/benchmarks.md).

@@ -27,6 +27,8 @@
 //     decision on the Redis clock, shared by every instance.
 //
 // Both give the same answers to the same sequence of calls; one conformance suite checks it.
+// [github.com/sluice-go/ratelimit/fallback] composes the two for when Redis is slow or
+// down: a circuit breaker, local limits while Redis is away, and a cache of Redis's denials.
 //
 // # Around the limiter
 //

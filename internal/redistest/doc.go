@@ -9,7 +9,7 @@
 // keeps nothing on disk, and runs in its own tb.TempDir. Its output is captured
 // and shown when the test fails, and it is stopped and reaped by tb.Cleanup, so
 // tests never have to tidy up. Server.Stop exists for tests that need Redis to
-// disappear mid-run.
+// disappear mid-run, and Server.Restart for those that need it back on the same port.
 //
 // When redis-server or redis-cli is not installed the test fails instead of
 // skipping: a skipped Redis test looks green in CI while testing nothing.

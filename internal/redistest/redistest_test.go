@@ -104,6 +104,23 @@ func TestServerStop(t *testing.T) {
 	s.Stop() // a second Stop, and the cleanup's, must be harmless
 }
 
+func TestServerRestart(t *testing.T) {
+	t.Parallel()
+	s := redistest.NewServer(t)
+	_, err := s.Do("SET", "k", "v")
+	require.NoError(t, err)
+
+	again := s.Restart(t)
+	require.Equal(t, s.Addr(), again.Addr())
+	reply, err := again.Do("GET", "k")
+	require.NoError(t, err)
+	require.Nil(t, reply, "a restarted server starts empty")
+
+	again.Stop()
+	_, err = again.Do("PING")
+	require.Error(t, err)
+}
+
 func TestServerStopIsSafeConcurrently(t *testing.T) {
 	t.Parallel()
 	s := redistest.NewServer(t)

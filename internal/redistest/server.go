@@ -73,6 +73,16 @@ func (s *Server) Stop() {
 	}
 }
 
+// Restart stops s if it is still running, then starts a new, empty redis-server on the
+// same port and returns it once it answers PING: to a client, Redis went away and came back
+// without its data, as after a crash. The new Server is stopped when tb's cleanups run; s
+// stays stopped. Restart fails tb if the port was taken in the meantime.
+func (s *Server) Restart(tb testing.TB) *Server {
+	tb.Helper()
+	s.Stop()
+	return start(tb, func() (int, error) { return s.port, nil }, nil)
+}
+
 // Do runs one command, such as Do("SET", "k", "v"), and returns its reply:
 // string for simple and bulk strings, int64 for integers, []any for arrays,
 // and nil for nil replies. An error reply is returned as a ReplyError. Each

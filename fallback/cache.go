@@ -1,0 +1,154 @@
+package fallback
+
+import (
+	"hash/maphash"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sluice-go/ratelimit"
+)
+
+// cacheShards is the number of independently locked parts of the denial cache.
+const cacheShards = 64
+
+// evictSample is how many entries a full shard looks at to make room for a new one.
+const evictSample = 8
+
+// bucket names a bucket as every backend does: the key and the limit.
+type bucket struct {
+	key   string
+	rate  float64
+	burst int
+}
+
+// denial is what the primary last said when it denied a request on a bucket.
+type denial struct {
+	sent  int64         // when the request was sent to the primary, ns since the epoch
+	until int64         // sent + RetryAfter: until then, a request of the same cost is denied
+	cost  int           // the denied request's cost
+	reset time.Duration // the denial's ResetAfter
+}
+
+// denialCache remembers the primary's denials, so that a request the primary is known to
+// deny is denied without asking it. See the package documentation for why that never
+// admits or denies anything the primary would not.
+type denialCache struct {
+	seed     maphash.Seed
+	perShard int
+	shards   [cacheShards]cacheShard
+}
+
+type cacheShard struct {
+	mu sync.RWMutex
+	m  map[bucket]denial
+	_  [64 - 32]byte // keep shards on separate cache lines
+}
+
+func newDenialCache(size int) *denialCache {
+	c := &denialCache{seed: maphash.MakeSeed(), perShard: max(1, size/cacheShards)}
+	for i := range c.shards {
+		c.shards[i].m = make(map[bucket]denial)
+	}
+	return c
+}
+
+func (c *denialCache) shard(key string) *cacheShard {
+	return &c.shards[maphash.String(c.seed, key)%cacheShards]
+}
+
+// lookup returns the denial of a request of n tokens on (key, limit) at now, if a denial by
+// the primary proves it, without allocating.
+func (c *denialCache) lookup(key string, limit ratelimit.Limit, n int, now int64) (ratelimit.Result, bool) {
+	s := c.shard(key)
+	s.mu.RLock()
+	d, ok := s.m[bucket{key, limit.Rate, limit.Burst}]
+	s.mu.RUnlock()
+	if !ok || n != d.cost || now >= d.until {
+		return ratelimit.Result{}, false
+	}
+	// The primary's answer, aged by the time since it was asked, as it would be if nothing
+	// else had used the bucket since: the same request is allowed at until, and the bucket
+	// is full at sent + reset.
+	retry := time.Duration(d.until - now)
+	reset := max(d.reset-time.Duration(now-d.sent), retry)
+	// Whole tokens in a bucket full in reset (⌊Burst − Rate·reset⌋), fewer than the cost
+	// since the request is denied.
+	tokens := math.Floor(float64(limit.Burst) - limit.Rate*reset.Seconds())
+	remaining := int(min(max(tokens, 0), float64(n-1)))
+	return ratelimit.Result{Limit: limit, Remaining: remaining, RetryAfter: retry, ResetAfter: reset}, true
+}
+
+// store remembers that the primary, asked at sent, denied n tokens on (key, limit) with
+// res, in place of what the cache held for the bucket, unless that was a denial of the same
+// cost lasting at least as long (the answer to a request sent earlier can come back later).
+func (c *denialCache) store(key string, limit ratelimit.Limit, n int, sent int64, res ratelimit.Result) {
+	if res.RetryAfter <= 0 {
+		return
+	}
+	d := denial{sent: sent, until: sent + int64(res.RetryAfter), cost: n, reset: res.ResetAfter}
+	k := bucket{key, limit.Rate, limit.Burst}
+	s := c.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.m[k]
+	if ok && old.cost == d.cost && old.until >= d.until {
+		return
+	}
+	if !ok && len(s.m) >= c.perShard {
+		s.evict(sent)
+	}
+	// A copy of the key: the caller's may share memory with a larger buffer.
+	k.key = strings.Clone(key)
+	s.m[k] = d
+}
+
+// forget drops what the cache holds for (key, limit): the primary has just admitted a
+// request there, so the bucket is no longer as the denial left it.
+func (c *denialCache) forget(key string, limit ratelimit.Limit) {
+	k := bucket{key, limit.Rate, limit.Burst}
+	s := c.shard(key)
+	s.mu.RLock()
+	_, ok := s.m[k]
+	s.mu.RUnlock()
+	if ok {
+		s.mu.Lock()
+		delete(s.m, k)
+		s.mu.Unlock()
+	}
+}
+
+// evict makes room in a full shard: it looks at a few entries (Go starts each map
+// iteration at a random place), drops those that have expired, and if none had, drops the
+// one of them that expires first.
+func (s *cacheShard) evict(now int64) {
+	var victim bucket
+	soonest, seen, dropped := int64(math.MaxInt64), 0, false
+	for k, d := range s.m {
+		if d.until <= now {
+			delete(s.m, k)
+			dropped = true
+		} else if d.until < soonest {
+			victim, soonest = k, d.until
+		}
+		if seen++; seen == evictSample {
+			break
+		}
+	}
+	if !dropped {
+		delete(s.m, victim)
+	}
+}
+
+// len returns the number of denials held, expired or not.
+func (c *denialCache) len() int {
+	n := 0
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.RLock()
+		n += len(s.m)
+		s.mu.RUnlock()
+	}
+	return n
+}

@@ -1,0 +1,194 @@
+package fallback_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/fallback"
+	"github.com/sluice-go/ratelimit/internal/conformance"
+)
+
+const ms = time.Millisecond
+
+// TestDenialCacheTimeline: Rate 1/s, Burst 2 (T = 1 s, τ = 2 s). The third request is
+// denied by the primary with RetryAfter 1 s; until then the cache answers with the primary's
+// answer aged by the time passed, and at exactly 1 s the primary is asked again and admits.
+func TestDenialCacheTimeline(t *testing.T) {
+	r := newRig(t)
+	limit := ratelimit.Limit{Rate: 1, Burst: 2}
+	steps := []struct {
+		advance time.Duration
+		want    ratelimit.Result
+		calls   int64 // calls that reached the primary so far
+	}{
+		{0, ratelimit.Result{Allowed: true, Remaining: 1, ResetAfter: time.Second}, 1},
+		{0, ratelimit.Result{Allowed: true, Remaining: 0, ResetAfter: 2 * time.Second}, 2},
+		{0, ratelimit.Result{Remaining: 0, RetryAfter: time.Second, ResetAfter: 2 * time.Second}, 3},
+		// From the cache from here on: 250 ms later, 0.25 tokens; RetryAfter and ResetAfter
+		// have shrunk by as much.
+		{250 * ms, ratelimit.Result{Remaining: 0, RetryAfter: 750 * ms, ResetAfter: 1750 * ms}, 3},
+		{0, ratelimit.Result{Remaining: 0, RetryAfter: 750 * ms, ResetAfter: 1750 * ms}, 3},
+		{750*ms - time.Nanosecond, ratelimit.Result{Remaining: 0, RetryAfter: time.Nanosecond, ResetAfter: time.Second + time.Nanosecond}, 3},
+		// RetryAfter has passed: the primary decides, and admits.
+		{time.Nanosecond, ratelimit.Result{Allowed: true, Remaining: 0, ResetAfter: 2 * time.Second}, 4},
+		{0, ratelimit.Result{Remaining: 0, RetryAfter: time.Second, ResetAfter: 2 * time.Second}, 5},
+	}
+	for i, s := range steps {
+		r.clock.Advance(s.advance)
+		s.want.Limit = limit
+		require.Equal(t, s.want, r.allow(t, limit), "step %d", i)
+		require.Equal(t, s.calls, r.primary.calls.Load(), "step %d", i)
+	}
+}
+
+// TestDenialCacheCost: a denial of n tokens is remembered for requests of n tokens, whose
+// RetryAfter it knows exactly; requests of other costs go to the primary, which may admit
+// them. Another limit on the same key is another bucket, of which the cache knows nothing.
+func TestDenialCacheCost(t *testing.T) {
+	r := newRig(t)
+	limit := ratelimit.Limit{Rate: 1, Burst: 5}
+	ctx := context.Background()
+	allowN := func(n int) ratelimit.Result {
+		t.Helper()
+		res, err := r.l.AllowN(ctx, "k", limit, n)
+		require.NoError(t, err)
+		return res
+	}
+	require.True(t, allowN(3).Allowed) // 2 tokens left
+	threeDenied := ratelimit.Result{Limit: limit, Remaining: 2, RetryAfter: time.Second, ResetAfter: 3 * time.Second}
+	require.Equal(t, threeDenied, allowN(3))
+	require.Equal(t, threeDenied, allowN(3))
+	require.Equal(t, int64(2), r.primary.calls.Load())
+	// Five tokens: 3 s away, which only the primary knows.
+	fiveDenied := ratelimit.Result{Limit: limit, Remaining: 2, RetryAfter: 3 * time.Second, ResetAfter: 3 * time.Second}
+	require.Equal(t, fiveDenied, allowN(5))
+	require.Equal(t, fiveDenied, allowN(5))
+	require.Equal(t, int64(3), r.primary.calls.Load())
+	// Two tokens: the primary admits.
+	require.True(t, allowN(2).Allowed)
+	require.Equal(t, int64(4), r.primary.calls.Load())
+
+	other := ratelimit.Limit{Rate: 1, Burst: 6}
+	res, err := r.l.AllowN(ctx, "k", other, 3)
+	require.NoError(t, err)
+	require.True(t, res.Allowed)
+	require.Equal(t, int64(5), r.primary.calls.Load())
+}
+
+// TestDenialCacheOff: every call reaches the primary.
+func TestDenialCacheOff(t *testing.T) {
+	r := newRig(t, fallback.WithDenialCache(false))
+	limit := ratelimit.Limit{Rate: 1, Burst: 1}
+	for range 10 {
+		r.allow(t, limit)
+	}
+	require.Equal(t, int64(10), r.primary.calls.Load())
+}
+
+// TestDenialCacheChangesNoAnswer: over a long irregular timeline of requests of costs 1 to
+// 3 on one bucket, the Limiter with its cache answers exactly as the bare primary does, and
+// the cache answers a good share of the denials (costs vary from call to call here, and
+// a denial is only remembered for its own cost).
+func TestDenialCacheChangesNoAnswer(t *testing.T) {
+	r := newRig(t)
+	bare := newLocal(t, r.clock)
+	limit := ratelimit.Limit{Rate: 5, Burst: 8}
+	ctx := context.Background()
+	rng := uint32(7)
+	next := func(bound uint32) uint32 { // xorshift: deterministic
+		rng ^= rng << 13
+		rng ^= rng >> 17
+		rng ^= rng << 5
+		return rng % bound
+	}
+	denials := 0
+	for i := range 2000 {
+		r.clock.Advance(time.Duration(next(60)) * ms)
+		n := int(next(3)) + 1
+		got, err := r.l.AllowN(ctx, "k", limit, n)
+		require.NoError(t, err)
+		want, err := bare.AllowN(ctx, "k", limit, n)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "step %d, n = %d", i, n)
+		if !got.Allowed {
+			denials++
+		}
+	}
+	cached := 2000 - int(r.primary.calls.Load())
+	t.Logf("%d denials, %d of them from the cache", denials, cached)
+	require.Greater(t, cached, denials/4)
+}
+
+// TestDenialCacheWhileOpen: with the breaker open, a bucket the primary was known to deny
+// is still denied as the primary would, not admitted by the secondary.
+func TestDenialCacheWhileOpen(t *testing.T) {
+	r := newRig(t)
+	limit := ratelimit.Limit{Rate: 1, Burst: 1}
+	require.True(t, r.allow(t, limit).Allowed)
+	require.False(t, r.allow(t, limit).Allowed) // cached for 1 s
+	r.primary.fail(nil)
+	other := ratelimit.Limit{Rate: 1, Burst: 100}
+	for range 5 {
+		r.allow(t, other)
+	}
+	require.Equal(t, fallback.Open, r.l.State())
+	r.clock.Advance(400 * ms)
+	require.Equal(t, ratelimit.Result{Limit: limit, RetryAfter: 600 * ms, ResetAfter: 600 * ms}, r.allow(t, limit))
+	// Once the denial has run out, the secondary decides: its own bucket is full.
+	r.clock.Advance(600 * ms)
+	require.True(t, r.allow(t, limit).Allowed)
+}
+
+// TestDenialCacheHitAllocatesNothing.
+func TestDenialCacheHitAllocatesNothing(t *testing.T) {
+	r := newRig(t)
+	limit := ratelimit.Limit{Rate: 1.0 / 3600, Burst: 1}
+	ctx := context.Background()
+	r.allow(t, limit)
+	require.False(t, r.allow(t, limit).Allowed)
+	calls := r.primary.calls.Load()
+	allocs := testing.AllocsPerRun(1000, func() {
+		res, err := r.l.Allow(ctx, "k", limit)
+		if err != nil || res.Allowed {
+			t.Fatal("not a cached denial", res, err)
+		}
+	})
+	require.Zero(t, allocs)
+	require.Equal(t, calls, r.primary.calls.Load())
+}
+
+// TestDenialCacheIsBounded: at its cap, the cache makes room by dropping denials, first
+// the expired ones; a dropped denial only sends requests back to the primary.
+func TestDenialCacheIsBounded(t *testing.T) {
+	clock := conformance.NewClock()
+	primary := newSwitched(t, clock)
+	l := fallback.New(primary, nil, fallback.WithClock(clock.Now), fallback.WithDenialCacheSize(64))
+	ctx := context.Background()
+	limit := ratelimit.Limit{Rate: 1, Burst: 1}
+	for i := range 1000 {
+		key := strconv.Itoa(i)
+		for range 2 {
+			_, err := l.Allow(ctx, key, limit)
+			require.NoError(t, err)
+		}
+		require.LessOrEqual(t, fallback.CacheLen(l), 64)
+		clock.Advance(10 * ms)
+	}
+	// Every key was asked twice (allowed, then denied) and the denials were all cached:
+	// a third call on the latest key is answered from the cache, on the oldest by the
+	// primary (its denial was dropped or expired long ago; the bucket has refilled).
+	calls := primary.calls.Load()
+	res, err := l.Allow(ctx, "999", limit)
+	require.NoError(t, err)
+	require.False(t, res.Allowed)
+	require.Equal(t, calls, primary.calls.Load())
+	res, err = l.Allow(ctx, "0", limit)
+	require.NoError(t, err)
+	require.True(t, res.Allowed)
+	require.Equal(t, calls+1, primary.calls.Load())
+}

@@ -1,0 +1,229 @@
+package fallback
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
+)
+
+// ErrUnavailable is wrapped by the errors a Limiter without a secondary returns when the
+// primary cannot decide: it failed, or the circuit breaker is open.
+var ErrUnavailable = errors.New("fallback: primary limiter unavailable")
+
+// errOpen is returned, without a secondary, while the breaker keeps calls off the primary.
+var errOpen = fmt.Errorf("%w: circuit breaker open", ErrUnavailable)
+
+// Limiter is a ratelimit.Limiter that asks a primary limiter (typically Redis, package
+// distributed) and, while the primary is unavailable, a secondary one (typically in-process,
+// package local). A circuit breaker stops calling a failing primary for a while, and a
+// denial cache answers requests the primary is known to deny without asking it. It is safe
+// for concurrent use.
+type Limiter struct {
+	primary   ratelimit.Limiter
+	secondary ratelimit.Limiter // nil: fail with ErrUnavailable instead
+	instances int
+	breaker   breaker
+	cache     *denialCache // nil when off
+	onError   func(ctx context.Context, key string, err error)
+	clock     func() time.Time // nil: the monotonic clock
+	epoch     time.Time
+	closed    atomic.Bool
+}
+
+var _ ratelimit.Limiter = (*Limiter)(nil)
+
+// New returns a Limiter that decides with primary while it answers, and with secondary
+// while it does not. secondary may be nil: calls that the primary cannot decide then fail
+// with an error wrapping ErrUnavailable, and the caller's error policy applies, so that the
+// Limiter adds the circuit breaker and the denial cache to a primary of its own.
+//
+// New panics if primary is nil. The Limiter starts no goroutine, and closes neither
+// limiter: they belong to the caller.
+func New(primary, secondary ratelimit.Limiter, opts ...Option) *Limiter {
+	if primary == nil {
+		panic("fallback: New: nil primary Limiter")
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	l := &Limiter{
+		primary:   primary,
+		secondary: secondary,
+		instances: o.instances,
+		onError:   o.onError,
+		clock:     o.clock,
+		breaker: breaker{
+			threshold: int32(o.threshold),
+			cooldown:  int64(o.cooldown),
+			hook:      o.onState,
+		},
+	}
+	if o.cacheOn {
+		l.cache = newDenialCache(o.cacheSize)
+	}
+	if l.clock != nil {
+		l.epoch = l.clock()
+	} else {
+		l.epoch = time.Now()
+	}
+	return l
+}
+
+// Allow is AllowN with n = 1.
+func (l *Limiter) Allow(ctx context.Context, key string, limit ratelimit.Limit) (ratelimit.Result, error) {
+	return l.AllowN(ctx, key, limit, 1)
+}
+
+// AllowN decides a request for n tokens on the bucket of (key, limit):
+//
+//   - Invalid arguments are rejected first, with the errors of every backend.
+//   - A request the denial cache proves the primary would deny is denied at once.
+//   - While the breaker is closed (or for its probe), the primary decides. Its answers,
+//     and its errors about the arguments (ratelimit.ErrExceedsBurst and the like, which
+//     are not failures), are returned as they are.
+//   - When the primary fails, or the breaker keeps calls off it, the secondary decides
+//     under the scaled limit (WithInstances); without a secondary, AllowN returns an
+//     error wrapping ErrUnavailable.
+func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
+	if l.closed.Load() {
+		return ratelimit.Result{Limit: limit}, ratelimit.ErrClosed
+	}
+	if err := args.Check(key, limit, n); err != nil {
+		return ratelimit.Result{Limit: limit}, err
+	}
+	sent := l.now()
+	if l.cache != nil {
+		if res, ok := l.cache.lookup(key, limit, n, sent); ok {
+			return res, nil
+		}
+	}
+	ok, t := l.breaker.admit(sent)
+	if !ok {
+		return l.degraded(ctx, key, limit, n, errOpen)
+	}
+	res, err := l.primary.AllowN(ctx, key, limit, n)
+	switch {
+	case err == nil:
+		l.breaker.success(t)
+		switch {
+		case l.cache == nil:
+		case res.Allowed:
+			l.cache.forget(key, limit)
+		default:
+			l.cache.store(key, limit, n, sent, res)
+		}
+		return res, nil
+	case !isFailure(ctx, err):
+		l.breaker.inconclusive(t, l.now())
+		return res, err
+	}
+	l.fail(ctx, key, t, err)
+	return l.degraded(ctx, key, limit, n, fmt.Errorf("%w: %w", ErrUnavailable, err))
+}
+
+// Wait waits with the primary while it is available, and otherwise with the secondary under
+// the scaled limit (or fails with an error wrapping ErrUnavailable). A primary that cannot
+// wait (the Redis backend) returns ratelimit.ErrNotSupported, which Wait returns as it is.
+// The denial cache plays no part in Wait.
+func (l *Limiter) Wait(ctx context.Context, key string, limit ratelimit.Limit) error {
+	if l.closed.Load() {
+		return ratelimit.ErrClosed
+	}
+	if err := args.Check(key, limit, 1); err != nil {
+		return err
+	}
+	ok, t := l.breaker.admit(l.now())
+	if !ok {
+		return l.waitDegraded(ctx, key, limit, errOpen)
+	}
+	err := l.primary.Wait(ctx, key, limit)
+	switch {
+	case err == nil:
+		l.breaker.success(t)
+		return nil
+	case !isFailure(ctx, err) || errors.Is(err, context.DeadlineExceeded):
+		// Waiting ends with the context's error by design: that says nothing of the
+		// primary's health.
+		l.breaker.inconclusive(t, l.now())
+		return err
+	}
+	l.fail(ctx, key, t, err)
+	return l.waitDegraded(ctx, key, limit, fmt.Errorf("%w: %w", ErrUnavailable, err))
+}
+
+// Close makes every later call return ratelimit.ErrClosed. It closes neither the primary
+// nor the secondary, which belong to the caller. Close is idempotent and returns nil.
+func (l *Limiter) Close() error {
+	l.closed.Store(true)
+	return nil
+}
+
+// State returns the state of the circuit breaker.
+func (l *Limiter) State() State { return l.breaker.state() }
+
+// fail records a failure of the primary and reports it.
+func (l *Limiter) fail(ctx context.Context, key string, t ticket, err error) {
+	l.breaker.failure(t, l.now(), err)
+	if l.onError != nil {
+		l.onError(ctx, key, err)
+	}
+}
+
+// degraded decides with the secondary, or returns unavailable when there is none.
+func (l *Limiter) degraded(ctx context.Context, key string, limit ratelimit.Limit, n int, unavailable error) (ratelimit.Result, error) {
+	if l.secondary == nil {
+		return ratelimit.Result{Limit: limit}, unavailable
+	}
+	share := l.share(limit)
+	// A request costing more than this instance's share of the burst takes all of it: it
+	// passes when the share is full, instead of failing with ErrExceedsBurst for a request
+	// the real limit allows.
+	return l.secondary.AllowN(ctx, key, share, min(n, share.Burst))
+}
+
+func (l *Limiter) waitDegraded(ctx context.Context, key string, limit ratelimit.Limit, unavailable error) error {
+	if l.secondary == nil {
+		return unavailable
+	}
+	return l.secondary.Wait(ctx, key, l.share(limit))
+}
+
+// share returns this instance's share of limit: 1/instances of the rate and of the burst
+// (rounded down, at least 1).
+func (l *Limiter) share(limit ratelimit.Limit) ratelimit.Limit {
+	if l.instances <= 1 {
+		return limit
+	}
+	return ratelimit.Limit{Rate: limit.Rate / float64(l.instances), Burst: max(1, limit.Burst/l.instances)}
+}
+
+// now returns the time in nanoseconds since the Limiter's epoch, never negative.
+func (l *Limiter) now() int64 {
+	if l.clock != nil {
+		return max(0, int64(l.clock().Sub(l.epoch)))
+	}
+	return int64(time.Since(l.epoch))
+}
+
+// isFailure reports whether err, returned by the primary for a call made with ctx, means
+// that the primary could not decide, rather than an answer about the arguments (which the
+// secondary would give too) or the caller's own cancellation. A deadline that passed is a
+// failure, whoever set it: a primary that cannot answer within the time a request has is
+// unavailable to it.
+func isFailure(ctx context.Context, err error) bool {
+	for _, answer := range []error{
+		ratelimit.ErrKeyEmpty, ratelimit.ErrInvalidLimit, ratelimit.ErrInvalidCost,
+		ratelimit.ErrExceedsBurst, ratelimit.ErrNotSupported, ratelimit.ErrClosed,
+	} {
+		if errors.Is(err, answer) {
+			return false
+		}
+	}
+	return !(errors.Is(err, context.Canceled) && ctx.Err() != nil)
+}

@@ -1,0 +1,156 @@
+package fallback_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/distributed"
+	"github.com/sluice-go/ratelimit/fallback"
+	"github.com/sluice-go/ratelimit/internal/conformance"
+	"github.com/sluice-go/ratelimit/local"
+)
+
+// TestConformanceHealthy: over a healthy primary, with its denial cache on, the Limiter
+// passes every rule of the backends, for every algorithm: the cache changes no answer.
+func TestConformanceHealthy(t *testing.T) {
+	for _, alg := range conformance.Algorithms() {
+		t.Run(alg.String(), func(t *testing.T) {
+			conformance.Run(t, alg, func(t *testing.T) conformance.Harness {
+				clock := conformance.NewClock()
+				primary := local.New(local.WithClock(clock.Now), local.WithCleanupInterval(0), local.WithAlgorithm(alg))
+				t.Cleanup(func() { _ = primary.Close() })
+				l := fallback.New(primary, nil, fallback.WithClock(clock.Now))
+				return conformance.Harness{Limiter: l, Advance: clock.Advance, CanWait: true, Algorithm: alg}
+			})
+		})
+	}
+}
+
+// TestConformanceDegraded: over a primary that cannot reach its Redis (a real Redis
+// backend, on an address nothing listens on), the Limiter passes every rule of the
+// backends, for every algorithm: the secondary decides everything, exactly as it would alone.
+func TestConformanceDegraded(t *testing.T) {
+	addr := deadAddr(t)
+	for _, alg := range conformance.Algorithms() {
+		t.Run(alg.String(), func(t *testing.T) {
+			conformance.Run(t, alg, func(t *testing.T) conformance.Harness {
+				clock := conformance.NewClock()
+				secondary := local.New(local.WithClock(clock.Now), local.WithCleanupInterval(0), local.WithAlgorithm(alg))
+				t.Cleanup(func() { _ = secondary.Close() })
+				l := fallback.New(deadRedis(t, addr, alg), secondary, fallback.WithClock(clock.Now))
+				// Open the breaker first, so that Wait goes to the secondary from the start
+				// (the Redis backend may answer ErrNotSupported, rightly passed through).
+				for range fallback.DefaultFailureThreshold {
+					_, err := l.Allow(context.Background(), "warm-up", roomy)
+					require.NoError(t, err)
+				}
+				require.Equal(t, fallback.Open, l.State())
+				return conformance.Harness{Limiter: l, Advance: clock.Advance, CanWait: true, Algorithm: alg}
+			})
+		})
+	}
+}
+
+// deadAddr returns a loopback address nothing listens on: it was bound and released.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// deadRedis returns a Redis backend on addr whose calls fail at once when nothing listens
+// there: one dial, no retry.
+func deadRedis(t *testing.T, addr string, alg ratelimit.Algorithm) *distributed.Limiter {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
+	t.Cleanup(func() { _ = c.Close() })
+	l, err := distributed.New(c, distributed.WithAlgorithm(alg))
+	require.NoError(t, err)
+	return l
+}
+
+// TestInstances: with four instances expected, the secondary enforces a quarter of the limit;
+// a request costing more than the quarter's burst takes all of it instead of failing with
+// ErrExceedsBurst, which the real limit would not have said.
+func TestInstances(t *testing.T) {
+	r := newRig(t, fallback.WithInstances(4))
+	r.primary.fail(nil)
+	ctx := context.Background()
+	limit := ratelimit.Limit{Rate: 10, Burst: 10}
+	share := ratelimit.Limit{Rate: 2.5, Burst: 2} // T = 400 ms
+	steps := []struct {
+		n    int
+		want ratelimit.Result
+	}{
+		// Five tokens: the whole share (2) is taken.
+		{5, ratelimit.Result{Allowed: true, Limit: share, Remaining: 0, ResetAfter: 800 * ms}},
+		// Again: the share must be full, 800 ms away.
+		{5, ratelimit.Result{Limit: share, RetryAfter: 800 * ms, ResetAfter: 800 * ms}},
+		{1, ratelimit.Result{Limit: share, RetryAfter: 400 * ms, ResetAfter: 800 * ms}},
+	}
+	for i, s := range steps {
+		res, err := r.l.AllowN(ctx, "k", limit, s.n)
+		require.NoError(t, err, "step %d", i)
+		require.Equal(t, s.want, res, "step %d", i)
+	}
+	// A burst smaller than the number of instances leaves each a burst of 1.
+	res, err := r.l.Allow(ctx, "k", ratelimit.Limit{Rate: 1, Burst: 3})
+	require.NoError(t, err)
+	require.Equal(t, ratelimit.Result{Allowed: true, Limit: ratelimit.Limit{Rate: 0.25, Burst: 1}, ResetAfter: 4 * time.Second}, res)
+	// Costs above the real burst are still refused as every backend refuses them.
+	_, err = r.l.AllowN(ctx, "k", limit, 11)
+	require.ErrorIs(t, err, ratelimit.ErrExceedsBurst)
+}
+
+// TestWait: Wait goes to the primary while it is healthy, to the secondary (with its share
+// of the limit) when it fails.
+func TestWait(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	limit := ratelimit.Limit{Rate: 1.0 / 3600, Burst: 1}
+	require.NoError(t, r.l.Wait(ctx, "k", limit))
+	require.Equal(t, int64(1), r.primary.calls.Load())
+	res, err := r.primary.Limiter.Allow(ctx, "k", limit)
+	require.NoError(t, err)
+	require.False(t, res.Allowed, "the primary's token was taken")
+
+	r.primary.fail(nil)
+	require.NoError(t, r.l.Wait(ctx, "k", limit)) // the secondary's token
+	require.Equal(t, int64(2), r.primary.calls.Load())
+	_, errs := r.hooks.seen()
+	require.Equal(t, []string{failed}, errs)
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	require.ErrorIs(t, r.l.Wait(short, "k", limit), context.DeadlineExceeded)
+}
+
+// TestClose: calls after Close fail with ErrClosed; the primary and the secondary, which the
+// caller owns, stay open.
+func TestClose(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	require.NoError(t, r.l.Close())
+	_, err := r.l.Allow(ctx, "k", roomy)
+	require.ErrorIs(t, err, ratelimit.ErrClosed)
+	require.ErrorIs(t, r.l.Wait(ctx, "k", roomy), ratelimit.ErrClosed)
+	require.NoError(t, r.l.Close())
+	require.Zero(t, r.primary.calls.Load())
+	for _, l := range []ratelimit.Limiter{r.primary, r.secondary} {
+		res, err := l.Allow(ctx, "k", roomy)
+		require.NoError(t, err)
+		require.True(t, res.Allowed)
+	}
+}
+
+func TestNewNilPrimary(t *testing.T) {
+	require.PanicsWithValue(t, "fallback: New: nil primary Limiter", func() { fallback.New(nil, nil) })
+}

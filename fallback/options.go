@@ -1,0 +1,127 @@
+package fallback
+
+import (
+	"context"
+	"time"
+)
+
+// Defaults of the options.
+const (
+	// DefaultFailureThreshold is how many failures of the primary in a row open the
+	// circuit breaker.
+	DefaultFailureThreshold = 5
+	// DefaultCooldown is how long the breaker stays open before a probe tries the primary
+	// again. A probe to a primary still down costs its request up to the primary's deadline
+	// (50 ms for distributed), so a shorter cooldown costs that to more requests; a longer
+	// one delays the return to Redis after an outage by as much (docs/redis.md has the
+	// measured figures).
+	DefaultCooldown = 250 * time.Millisecond
+	// DefaultDenialCacheSize caps the number of denials the cache holds: about 10 MB at
+	// the cap, with short keys.
+	DefaultDenialCacheSize = 1 << 16
+)
+
+// Option configures a Limiter built by New.
+type Option func(*options)
+
+type options struct {
+	instances int
+	threshold int
+	cooldown  time.Duration
+	cacheOn   bool
+	cacheSize int
+	onError   func(ctx context.Context, key string, err error)
+	onState   func(StateChange)
+	clock     func() time.Time
+}
+
+func defaultOptions() options {
+	return options{
+		instances: 1,
+		threshold: DefaultFailureThreshold,
+		cooldown:  DefaultCooldown,
+		cacheOn:   true,
+		cacheSize: DefaultDenialCacheSize,
+	}
+}
+
+// WithInstances sets how many instances of the service are expected to share the limit,
+// so that while the primary is unavailable each instance's secondary enforces its share:
+// Limit{Rate: Rate/n, Burst: max(1, Burst/n)}. Default: 1, the whole limit on every
+// instance (n instances together then admit up to n times the limit). A value below 1
+// means 1.
+//
+// A request costing more than the share's burst takes the whole share: it passes when the
+// share is full, rather than failing with ratelimit.ErrExceedsBurst for a request the real
+// limit allows. Such requests can then exceed the share, by at most one request per
+// instance per Burst/Rate seconds.
+func WithInstances(n int) Option {
+	return func(o *options) { o.instances = max(n, 1) }
+}
+
+// WithFailureThreshold sets how many failures of the primary in a row open the circuit
+// breaker. Default: DefaultFailureThreshold (5). A value below 1 turns the breaker off:
+// every call then tries the primary first, and pays for its failure (up to the primary's
+// deadline) before falling back.
+func WithFailureThreshold(n int) Option {
+	return func(o *options) { o.threshold = max(n, 0) }
+}
+
+// WithCooldown sets how long the circuit breaker stays open before one call, the probe,
+// tries the primary again. Default: DefaultCooldown (250 ms). A value of zero or less
+// means the default.
+func WithCooldown(d time.Duration) Option {
+	return func(o *options) {
+		if d <= 0 {
+			d = DefaultCooldown
+		}
+		o.cooldown = d
+	}
+}
+
+// WithDenialCache turns the denial cache on or off. Default: on. While on, a request the
+// primary denied is denied again locally, without asking the primary, for as long as that
+// denial proves the primary would deny it too; see the package documentation.
+func WithDenialCache(on bool) Option {
+	return func(o *options) { o.cacheOn = on }
+}
+
+// WithDenialCacheSize caps the number of buckets whose last denial the cache holds.
+// Default: DefaultDenialCacheSize (65,536). A value below 1 means the default. The cache
+// is split into 64 shards with a cap each, so the cap is n rounded down to a multiple of
+// 64, and at least 64. At the cap, a new denial takes the place of an expired one, or of
+// the one expiring first among a few sampled; a dropped denial only sends requests to the
+// primary again.
+func WithDenialCacheSize(n int) Option {
+	return func(o *options) {
+		if n < 1 {
+			n = DefaultDenialCacheSize
+		}
+		o.cacheSize = n
+	}
+}
+
+// WithErrorHandler sets a function told of every failure of the primary, before the
+// secondary decides in its place: an error from Redis, a deadline passed. It is not told of
+// calls the open breaker keeps off the primary (StateChange reports those periods), nor of
+// errors about the arguments. It runs on the caller's goroutine, so it should be quick:
+// logging is fine. Default: none.
+func WithErrorHandler(f func(ctx context.Context, key string, err error)) Option {
+	return func(o *options) { o.onError = f }
+}
+
+// WithStateHook sets a function told of every change of the circuit breaker's state,
+// such as Closed → Open when the primary has failed too often (decisions are degraded
+// from then on) and HalfOpen → Closed when it has come back (recovered). It runs on the
+// goroutine of the call that made the change, after the change, holding no lock; other
+// calls go on meanwhile. Keep it quick, as slog is. Default: none.
+func WithStateHook(f func(StateChange)) Option {
+	return func(o *options) { o.onState = f }
+}
+
+// WithClock makes the Limiter read the time from now instead of the system's monotonic
+// clock, for the breaker's cooldown and the denial cache's expiry, so that tests can move
+// time by hand. Default: the system clock. A nil now means the default.
+func WithClock(now func() time.Time) Option {
+	return func(o *options) { o.clock = now }
+}

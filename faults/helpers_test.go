@@ -1,0 +1,185 @@
+package faults
+
+import (
+	"context"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/distributed"
+	"github.com/sluice-go/ratelimit/fallback"
+	"github.com/sluice-go/ratelimit/local"
+)
+
+// quiet drops go-redis's log lines: the tests make it log every failed dial.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+func TestMain(m *testing.M) {
+	redis.SetLogger(quiet{})
+	gin.SetMode(gin.TestMode)
+	os.Exit(m.Run())
+}
+
+// noLeaks fails t if goroutines started during the test outlive its cleanups. It waits up
+// to 3 s for them to end: a go-redis pool that lost Redis re-dials once a second in a
+// goroutine of its own, which ends within that second of the client's Close.
+func noLeaks(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { // runs after the later cleanups
+		deadline := time.Now().Add(3 * time.Second)
+		for {
+			err := goleak.Find(ignore)
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Error(err)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+}
+
+// newClient returns a go-redis client of addr built as docs/redis.md recommends:
+// ContextTimeoutEnabled, and everything else left at go-redis's defaults.
+func newClient(t *testing.T, addr string) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// stack is a fallback Limiter on a Redis primary, with or without a local secondary, and
+// the same Limiter timed: hand the middleware timed, to learn what each decision cost.
+type stack struct {
+	limiter *fallback.Limiter
+	events  *events
+	timed   *timed
+	primary *counted
+}
+
+// counted is a Limiter that counts the calls to AllowN of the Limiter it wraps.
+type counted struct {
+	ratelimit.Limiter
+	calls, failures atomic.Int64
+}
+
+func (c *counted) Allow(ctx context.Context, key string, limit ratelimit.Limit) (ratelimit.Result, error) {
+	return c.AllowN(ctx, key, limit, 1)
+}
+
+func (c *counted) AllowN(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
+	c.calls.Add(1)
+	res, err := c.Limiter.AllowN(ctx, key, limit, n)
+	if err != nil {
+		c.failures.Add(1)
+	}
+	return res, err
+}
+
+// newStack builds the stack the tests run: distributed.New(client) with its defaults (50 ms
+// deadline), a local secondary if degrade is set, and the fallback Limiter's defaults but
+// for opts.
+func newStack(t *testing.T, client *redis.Client, degrade bool, opts ...fallback.Option) *stack {
+	t.Helper()
+	primary, err := distributed.New(client)
+	require.NoError(t, err)
+	var secondary ratelimit.Limiter
+	if degrade {
+		sec := local.New()
+		t.Cleanup(func() { _ = sec.Close() })
+		secondary = sec
+	}
+	s := &stack{events: &events{}, primary: &counted{Limiter: primary}}
+	s.limiter = fallback.New(s.primary, secondary, append([]fallback.Option{
+		fallback.WithStateHook(s.events.hook), fallback.WithErrorHandler(s.events.fail),
+	}, opts...)...)
+	t.Cleanup(func() { _ = s.limiter.Close() })
+	s.timed = &timed{Limiter: s.limiter}
+	return s
+}
+
+// sample is one request of a load test: when it started, how long it took, and how it
+// ended (an HTTP status, or a gRPC code mapped to one; 0 for a transport error).
+type sample struct {
+	at   time.Time
+	took time.Duration
+	code int
+}
+
+// run calls do from workers goroutines until stop is closed, and returns every sample.
+func run(workers int, stop <-chan struct{}, do func() int) []sample {
+	out := make([][]sample, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				start := time.Now()
+				code := do()
+				out[w] = append(out[w], sample{at: start, took: time.Since(start), code: code})
+			}
+		})
+	}
+	wg.Wait()
+	return slices.Concat(out...)
+}
+
+// phase is what the samples started within [from, to) say.
+type phase struct {
+	name                   string
+	n, ok, limited, failed int
+	p50, p99, max          time.Duration
+	from, to               time.Time
+}
+
+func summarize(name string, samples []sample, from, to time.Time) phase {
+	p := phase{name: name, from: from, to: to}
+	var lat []time.Duration
+	for _, s := range samples {
+		if s.at.Before(from) || !s.at.Before(to) {
+			continue
+		}
+		p.n++
+		switch {
+		case s.code == 200:
+			p.ok++
+		case s.code == 429:
+			p.limited++
+		default:
+			p.failed++
+		}
+		lat = append(lat, s.took)
+	}
+	slices.Sort(lat)
+	if len(lat) > 0 {
+		p.p50 = lat[(len(lat)-1)*50/100]
+		p.p99 = lat[(len(lat)-1)*99/100]
+		p.max = lat[len(lat)-1]
+	}
+	return p
+}
+
+// log reports p, and the latency of the decisions d made within it.
+func (p phase) log(t *testing.T, d phase) {
+	t.Helper()
+	t.Logf("%-6s %4.2fs: %5d requests, %4d ok, %5d limited, %d failed; latency p50 %v p99 %v max %v; decisions p50 %v p99 %v max %v",
+		p.name, p.to.Sub(p.from).Seconds(), p.n, p.ok, p.limited, p.failed,
+		p.p50.Round(time.Microsecond), p.p99.Round(time.Microsecond), p.max.Round(time.Microsecond),
+		d.p50.Round(time.Microsecond), d.p99.Round(time.Microsecond), d.max.Round(time.Microsecond))
+}
