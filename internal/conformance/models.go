@@ -64,14 +64,13 @@ func CheckSlidingLog(t *testing.T, h Harness, limit ratelimit.Limit, ops []Op) {
 	require.NoError(t, err)
 	tl := &timeline{t: t, h: h, limit: limit}
 	var admitted []int64 // one entry per admitted token, in order
+	first := 0           // admitted[first:] are later than u − W: the window
 	step := func(d time.Duration, n int) ratelimit.Result {
 		res := tl.ask(d, n)
-		var window []int64 // the entries later than u − W, oldest first
-		for _, e := range admitted {
-			if e > tl.u-w {
-				window = append(window, e)
-			}
+		for first < len(admitted) && admitted[first] <= tl.u-w {
+			first++
 		}
+		window := admitted[first:] // oldest first
 		us := func(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
 		count := len(window)
 		want := ratelimit.Result{Limit: limit, Allowed: count+n <= limit.Burst}
@@ -100,7 +99,7 @@ func CheckSlidingLog(t *testing.T, h Harness, limit ratelimit.Limit, ops []Op) {
 		require.True(t, step(time.Microsecond, op.N).Allowed, "denied at RetryAfter %v", res.RetryAfter)
 	}
 	// The interval (a − W, a] holding the most tokens ends at an admission a.
-	first := 0
+	first = 0
 	for last, a := range admitted {
 		for admitted[first] <= a-w {
 			first++
