@@ -23,7 +23,6 @@
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
-local max_delay = tonumber(ARGV[5])
 
 local now_us = tonumber(ARGV[4])
 if not now_us then
@@ -31,28 +30,6 @@ if not now_us then
   now_us = (tonumber(t[1]) - 1577836800) * 1000000 + tonumber(t[2])
 end
 local now = now_us * rate / 1000000
-
--- Durations leave as whole microseconds, capped at 2^53 (285 years) so they stay exact.
-local cap = 9007199254740992
-
--- The nearest whole microsecond to a span of tokens.
-local function to_us(tokens)
-  return math.min(math.floor(tokens * 1000000 / rate + 0.5), cap)
-end
-
--- The first whole microsecond from now at which the token clock reaches at (> now): the
--- nearest, stepped forward while this same arithmetic says it is short, so that a caller
--- coming back then is admitted.
-local function until_us(at)
-  local d = to_us(at - now)
-  for _ = 1, 3 do
-    if d >= cap or (now_us + d) * rate / 1000000 >= at then
-      break
-    end
-    d = d + 1
-  end
-  return d
-end
 
 -- start: when the request's first token leaves, once the tokens queued before it have.
 -- A missing key is an empty queue.
@@ -62,33 +39,50 @@ if start < now then
 end
 local new = start + cost
 
--- The places left and the time until the queue is empty, with the TAT at tat.
-local function room(tat)
-  local remaining = math.floor(burst - (tat - now))
-  if remaining < 0 then
-    remaining = 0 -- only if Redis's clock stepped back
-  end
-  return remaining
+-- Durations leave as whole microseconds, the nearest to a span of tokens, capped at 2^53
+-- (285 years) so they stay exact. (Written out each time: a local function would cost a
+-- closure per call.)
+local cap = 9007199254740992
+local wait = math.min(math.floor((start - now) * 1000000 / rate + 0.5), cap)
+-- Whole places left in the queue, with the TAT at start.
+local remaining = math.floor(burst - (start - now))
+if remaining < 0 then
+  remaining = 0 -- only if Redis's clock stepped back
 end
 
 if new - now > burst then
-  -- Denied, nothing written: the request fits once the clock reaches new - burst.
-  return {0, room(start), math.max(until_us(new - burst), 1), to_us(start - now), 0}
+  -- Denied, nothing written: the request fits once the clock reaches new - burst. Take the
+  -- nearest microsecond, then step forward while this same arithmetic still refuses it, so
+  -- that a caller coming back after exactly retry is let in.
+  local free = new - burst
+  local retry = math.min(math.floor((free - now) * 1000000 / rate + 0.5), cap)
+  for _ = 1, 3 do
+    if retry >= cap or (now_us + retry) * rate / 1000000 >= free then
+      break
+    end
+    retry = retry + 1
+  end
+  return {0, remaining, math.max(retry, 1), wait, 0}
 end
 
--- Allowed: the request waits for its turn, start - now, to the nearest microsecond as the
--- reset-after: the next request's delay is this one's reset-after, and departures are T
--- apart give or take one rounding.
-local delay = to_us(start - now)
-if max_delay and delay > max_delay then
-  return {0, room(start), 0, to_us(start - now), delay}
+-- Allowed: the request waits for its turn, start - now: wait, to the nearest microsecond as
+-- the reset-after is, so that the next request's delay is this one's reset-after and
+-- departures are T apart give or take one rounding. For Wait, a turn past the caller's
+-- deadline takes nothing.
+local max_delay = tonumber(ARGV[5])
+if max_delay and wait > max_delay then
+  return {0, remaining, 0, wait, wait}
 end
 
 -- Keep the key until the queue is empty; after that a missing key means the same.
-local reset = to_us(new - now)
+local reset = math.min(math.floor((new - now) * 1000000 / rate + 0.5), cap)
 local ttl = math.max(math.ceil(reset / 1000), 1)
 if ARGV[4] ~= '' then
   ttl = math.max(ttl, 3600000) -- test clock: Redis's own clock, which expires keys, runs on
 end
 redis.call('SET', KEYS[1], new, 'PX', ttl)
-return {1, room(new), 0, reset, delay}
+remaining = math.floor(burst - (new - now))
+if remaining < 0 then
+  remaining = 0
+end
+return {1, remaining, 0, reset, wait}
