@@ -58,13 +58,23 @@ type bucket struct {
 // the Delay of a shaper's reservation (see reserver); unbounded leaves it free.
 func (b *bucket) take(now time.Time, n int, maxDelay time.Duration) ratelimit.Result {
 	var res ratelimit.Result
-	if r, ok := b.st.(reserver); ok && maxDelay != unbounded {
+	if r, ok := b.reserver(maxDelay); ok {
 		res = r.reserve(b.limit, now, n, maxDelay)
 	} else {
 		res = b.st.take(b.limit, now, n)
 	}
 	res.Limit = b.limit
 	return res
+}
+
+// reserver returns b's state as a reserver when maxDelay bounds the decision; the usual,
+// unbounded decision skips the type assertion.
+func (b *bucket) reserver(maxDelay time.Duration) (reserver, bool) {
+	if maxDelay == unbounded {
+		return nil, false
+	}
+	r, ok := b.st.(reserver)
+	return r, ok
 }
 
 // full reports whether dropping b at t would change no decision.
