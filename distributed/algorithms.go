@@ -33,7 +33,9 @@ var gcraSource string
 
 // algorithms holds every algorithm this backend implements.
 var algorithms = map[ratelimit.Algorithm]algorithm{
-	ratelimit.TokenBucket: {tag: "tb", script: redis.NewScript(gcraSource)},
+	ratelimit.TokenBucket:      {tag: "tb", script: redis.NewScript(gcraSource)},
+	ratelimit.SlidingWindowLog: {tag: "swl", script: redis.NewScript(slidingLogSource), args: slidingLogArgs},
+	ratelimit.LeakyBucket:      {tag: "lb", script: redis.NewScript(leakyBucketSource)},
 }
 
 // epoch is the zero of the scripts' test clock (ARGV[4]) and of their TIME arithmetic.

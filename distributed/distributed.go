@@ -110,6 +110,12 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit,
 	if err != nil {
 		return ratelimit.Result{Limit: limit}, err
 	}
+	return resultOf(r, limit), nil
+}
+
+// resultOf reads a script's answer: {allowed, remaining, retry-after µs, reset-after µs}
+// and, from a shaper, delay µs.
+func resultOf(r []int64, limit ratelimit.Limit) ratelimit.Result {
 	res := ratelimit.Result{
 		Allowed:    r[0] == 1,
 		Limit:      limit,
@@ -120,17 +126,28 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit,
 	if len(r) > 4 {
 		res.Delay = time.Duration(r[4]) * time.Microsecond
 	}
-	return res, nil
+	return res
 }
 
-// Wait returns ratelimit.ErrNotSupported (or ratelimit.ErrClosed after Close): waiting on a
-// shared bucket would need a reservation the token bucket cannot hold fairly across
-// instances. Use Allow and the Result's RetryAfter.
-func (l *Limiter) Wait(context.Context, string, ratelimit.Limit) error {
+// Wait, with ratelimit.LeakyBucket, takes a place in the bucket's queue and sleeps until its
+// turn. The script takes the place atomically, and only if the turn comes by ctx's deadline:
+// otherwise Wait fails at once with an error wrapping context.DeadlineExceeded, having
+// taken nothing. When the queue is full, Wait sleeps until a place frees up and tries
+// again. If ctx ends while Wait sleeps for its turn, it returns ctx's error and the place
+// stays taken: the request it held has gone by.
+//
+// With any other algorithm Wait returns ratelimit.ErrNotSupported: waiting on a shared
+// bucket would need a reservation that a policing algorithm cannot hold fairly across
+// instances. Use Allow and the Result's RetryAfter. After Close, Wait returns
+// ratelimit.ErrClosed.
+func (l *Limiter) Wait(ctx context.Context, key string, limit ratelimit.Limit) error {
 	if l.closed.Load() {
 		return ratelimit.ErrClosed
 	}
-	return fmt.Errorf("%w: Wait on the Redis backend", ratelimit.ErrNotSupported)
+	if l.algorithm != ratelimit.LeakyBucket {
+		return fmt.Errorf("%w: Wait on the Redis backend with %v", ratelimit.ErrNotSupported, l.algorithm)
+	}
+	return l.waitInQueue(ctx, key, limit)
 }
 
 // Close makes every later call return ratelimit.ErrClosed. It does not close the client,
@@ -154,7 +171,7 @@ func (l *Limiter) check(key string, limit ratelimit.Limit, n int) error {
 		return fmt.Errorf("%w: rate %v is above the Redis backend's maximum of %v per second",
 			ratelimit.ErrInvalidLimit, limit.Rate, MaxRate)
 	}
-	return nil
+	return args.CheckAlgorithm(l.algorithm, limit)
 }
 
 // key returns the Redis key of the bucket: prefix, the caller's key, the algorithm's tag, then

@@ -13,6 +13,10 @@
 // token adds exactly one to the TAT at any rate. Answers are the same as the local backend's,
 // to the microsecond; one conformance suite runs against both.
 //
+// WithAlgorithm picks another script: ratelimit.SlidingWindowLog keeps a sorted set of
+// microsecond times per bucket (slidinglog.lua, tag "swl"), ratelimit.LeakyBucket the same
+// TAT as above plus each request's Delay (leakybucket.lua, tag "lb"); see docs/algorithms.md.
+//
 // # Keys
 //
 // A bucket is named by (key, limit.Rate, limit.Burst). Its Redis key is the prefix
@@ -55,5 +59,7 @@
 // stops waiting at the deadline; otherwise the limiter enforces it by waiting for each
 // reply in a goroutine of its own.
 //
-// Wait is not supported (ratelimit.ErrNotSupported); Close does not close the client.
+// Wait is supported for ratelimit.LeakyBucket only, whose script reserves a place in the
+// queue atomically; the other algorithms return ratelimit.ErrNotSupported. Close does not
+// close the client.
 package distributed

@@ -15,8 +15,8 @@ import (
 	"github.com/sluice-go/ratelimit/ginmw"
 )
 
-// shaper stands in for a backend running ratelimit.LeakyBucket, which no backend implements
-// yet: it allows every request with a fixed Delay.
+// shaper stands in for a backend running ratelimit.LeakyBucket: it allows every request
+// with a fixed Delay (leakybucket_test.go runs the real one).
 type shaper struct {
 	ratelimit.Limiter
 	delay time.Duration

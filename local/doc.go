@@ -3,6 +3,11 @@
 // and nothing leaves the process. Use it for a single instance, or to limit each instance
 // on its own in front of a shared Redis limit.
 //
+// WithAlgorithm picks the algorithm: ratelimit.SlidingWindowLog keeps a ring of microsecond
+// times per bucket (8 bytes per token of the window, up to ratelimit.MaxLogBurst), and
+// ratelimit.LeakyBucket a GCRA schedule that also gives each request its Delay, for which
+// Wait joins the queue (see docs/algorithms.md).
+//
 // # Buckets
 //
 // A bucket is named by (key, limit.Rate, limit.Burst): changing the limit a key is checked

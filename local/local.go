@@ -64,7 +64,7 @@ func (l *Limiter) AllowN(_ context.Context, key string, limit ratelimit.Limit, n
 	if err := l.check(key, limit, n); err != nil {
 		return ratelimit.Result{Limit: limit}, err
 	}
-	return l.store.decide(key, limit.Rate, limit.Burst, l.now(), n), nil
+	return l.store.decide(key, limit.Rate, limit.Burst, l.now(), n, unbounded), nil
 }
 
 // Wait blocks until one token of the bucket of (key, limit) can be taken, and takes it. It
@@ -73,7 +73,15 @@ func (l *Limiter) AllowN(_ context.Context, key string, limit ratelimit.Limit, n
 // returns an error has taken nothing.
 //
 // Waiters are not queued: when a token comes back, whichever caller asks first gets it.
+//
+// With ratelimit.LeakyBucket, Wait joins the queue instead: it takes a place whose Delay
+// ends by ctx's deadline (failing at once, having taken nothing, when none would), waits
+// for a place when the queue is full, then sleeps the Delay. If ctx ends during that sleep,
+// Wait returns ctx's error and the place stays taken: the request it held has gone by.
 func (l *Limiter) Wait(ctx context.Context, key string, limit ratelimit.Limit) error {
+	if l.algorithm == ratelimit.LeakyBucket {
+		return l.waitInQueue(ctx, key, limit)
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -125,7 +133,10 @@ func (l *Limiter) check(key string, limit ratelimit.Limit, n int) error {
 	if l.store.newState == nil {
 		return fmt.Errorf("%w: algorithm %v on the local backend", ratelimit.ErrNotSupported, l.algorithm)
 	}
-	return args.Check(key, limit, n)
+	if err := args.Check(key, limit, n); err != nil {
+		return err
+	}
+	return args.CheckAlgorithm(l.algorithm, limit)
 }
 
 // stateFor returns the constructor of the algorithm's bucket state, or nil if this backend
@@ -134,6 +145,10 @@ func stateFor(a ratelimit.Algorithm) newStateFunc {
 	switch a {
 	case ratelimit.TokenBucket:
 		return newTokenBucket
+	case ratelimit.SlidingWindowLog:
+		return newSlidingLog
+	case ratelimit.LeakyBucket:
+		return newLeakyBucket
 	}
 	return nil
 }

@@ -79,8 +79,9 @@ func WithClock(now func() time.Time) Option {
 	return func(o *options) { o.clock = now }
 }
 
-// WithAlgorithm selects the algorithm. Default: ratelimit.TokenBucket, the only one this
-// backend implements so far; with any other, every call returns ratelimit.ErrNotSupported.
+// WithAlgorithm selects the algorithm. Default: ratelimit.TokenBucket. This backend also
+// implements ratelimit.SlidingWindowLog and ratelimit.LeakyBucket; with an algorithm it does
+// not implement, every call returns ratelimit.ErrNotSupported.
 func WithAlgorithm(a ratelimit.Algorithm) Option {
 	return func(o *options) { o.algorithm = a }
 }

@@ -31,6 +31,17 @@ type state interface {
 	full(limit ratelimit.Limit, t time.Time) bool
 }
 
+// reserver is a state that can bound a reservation: a shaper (ratelimit.LeakyBucket), for
+// Wait. reserve is take, except that a request that would be allowed with a Delay longer
+// than maxDelay (≥ 0) takes nothing and is answered with Allowed false, RetryAfter 0 and
+// the Delay it would have had.
+type reserver interface {
+	reserve(limit ratelimit.Limit, now time.Time, n int, maxDelay time.Duration) ratelimit.Result
+}
+
+// unbounded is the maxDelay of every decision but a reservation made by Wait.
+const unbounded time.Duration = -1
+
 // newStateFunc makes the state of a fresh bucket for a limit: one per algorithm.
 type newStateFunc func(limit ratelimit.Limit) state
 
@@ -43,11 +54,27 @@ type bucket struct {
 	next  *bucket
 }
 
-// take decides for n tokens and fills in the Result's Limit.
-func (b *bucket) take(now time.Time, n int) ratelimit.Result {
-	res := b.st.take(b.limit, now, n)
+// take decides for n tokens and fills in the Result's Limit. A maxDelay of 0 or more bounds
+// the Delay of a shaper's reservation (see reserver); unbounded leaves it free.
+func (b *bucket) take(now time.Time, n int, maxDelay time.Duration) ratelimit.Result {
+	var res ratelimit.Result
+	if r, ok := b.reserver(maxDelay); ok {
+		res = r.reserve(b.limit, now, n, maxDelay)
+	} else {
+		res = b.st.take(b.limit, now, n)
+	}
 	res.Limit = b.limit
 	return res
+}
+
+// reserver returns b's state as a reserver when maxDelay bounds the decision; the usual,
+// unbounded decision skips the type assertion.
+func (b *bucket) reserver(maxDelay time.Duration) (reserver, bool) {
+	if maxDelay == unbounded {
+		return nil, false
+	}
+	r, ok := b.st.(reserver)
+	return r, ok
 }
 
 // full reports whether dropping b at t would change no decision.
@@ -139,12 +166,13 @@ func (s *store) shardFor(key string) *shard {
 	return &s.shards[maphash.String(s.seed, key)&(numShards-1)]
 }
 
-// decide takes n tokens from the bucket of (key, r, burst), creating it if needed.
-func (s *store) decide(key string, r float64, burst int, now time.Time, n int) ratelimit.Result {
+// decide takes n tokens from the bucket of (key, r, burst), creating it if needed; maxDelay
+// is unbounded except for a shaper's reservation made by Wait.
+func (s *store) decide(key string, r float64, burst int, now time.Time, n int, maxDelay time.Duration) ratelimit.Result {
 	sh := s.shardFor(key)
 	sh.mu.RLock()
 	if b := sh.find(key, r, burst); b != nil {
-		res := b.take(now, n)
+		res := b.take(now, n, maxDelay)
 		sh.mu.RUnlock()
 		return res
 	}
@@ -155,13 +183,13 @@ func (s *store) decide(key string, r float64, burst int, now time.Time, n int) r
 	b := sh.find(key, r, burst)
 	if b == nil {
 		if sh.count >= s.perShard && !sh.evictFull(now) {
-			return s.decideOverflow(r, burst, now, n)
+			return s.decideOverflow(r, burst, now, n, maxDelay)
 		}
 		b = s.newBucket(r, burst, sh.buckets[key])
 		sh.buckets[key] = b
 		sh.count++
 	}
-	return b.take(now, n)
+	return b.take(now, n, maxDelay)
 }
 
 // evictFull drops the full buckets of the first of a few sampled keys that has any (Go
@@ -182,7 +210,7 @@ func (sh *shard) evictFull(now time.Time) bool {
 
 // decideOverflow decides for a key that found no room: all such keys with one limit share
 // one bucket, so a flood of new keys is limited as a whole instead of let through.
-func (s *store) decideOverflow(r float64, burst int, now time.Time, n int) ratelimit.Result {
+func (s *store) decideOverflow(r float64, burst int, now time.Time, n int, maxDelay time.Duration) ratelimit.Result {
 	lk := limitKey{rate: r, burst: burst}
 	s.overflowMu.Lock()
 	defer s.overflowMu.Unlock()
@@ -199,7 +227,7 @@ func (s *store) decideOverflow(r float64, burst int, now time.Time, n int) ratel
 		b = s.newBucket(r, burst, nil)
 		s.overflow[lk] = b
 	}
-	return b.take(now, n)
+	return b.take(now, n, maxDelay)
 }
 
 // sweep drops every bucket that has been full since cutoff: no request has used it since then,

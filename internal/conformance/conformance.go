@@ -66,6 +66,10 @@ func rulesOf(a ratelimit.Algorithm) []rule {
 	switch a {
 	case ratelimit.TokenBucket:
 		return tokenBucketRules
+	case ratelimit.SlidingWindowLog:
+		return slidingLogRules
+	case ratelimit.LeakyBucket:
+		return leakyBucketRules
 	}
 	return nil
 }

@@ -1,0 +1,88 @@
+-- Leaky bucket as a shaper for one bucket, atomically: a queue of burst places drained at
+-- rate. It is GCRA's virtual schedule (gcra.lua makes the same decisions) that also tells
+-- each admitted request how long to wait for its turn, so that requests leave evenly spaced.
+--
+-- KEYS[1]  the bucket's key
+-- ARGV[1]  rate: tokens per second (0 < rate <= 1e6)
+-- ARGV[2]  burst: places in the queue (1 <= burst)
+-- ARGV[3]  cost: places this request takes (1 <= cost <= burst)
+-- ARGV[4]  empty, or, for tests only, "now" in whole microseconds since 2020-01-01T00:00:00Z.
+--          When empty the clock is Redis TIME, so application servers' clocks never matter.
+-- ARGV[5]  absent for Allow. For Wait, the longest delay in whole microseconds the caller
+--          can accept (its deadline): a request whose turn comes later takes nothing.
+--
+-- Time is counted in tokens, as in gcra.lua: a reading of t microseconds is t * rate / 1e6
+-- tokens. The emission interval T is then 1 and the queue's length tau is burst, so a
+-- request of n tokens moves the schedule by exactly n: no fraction of T is ever rounded away.
+-- The value stored is the TAT, the time at which the queue is empty again.
+--
+-- Returns {allowed (1 or 0), remaining places, retry-after us, reset-after us, delay us},
+-- all integers. A request refused only because its turn comes after ARGV[5] gets retry-after
+-- 0 and the delay it would have had.
+
+local rate = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local cost = tonumber(ARGV[3])
+
+local now_us = tonumber(ARGV[4])
+if not now_us then
+  local t = redis.call('TIME') -- {seconds, microseconds}
+  now_us = (tonumber(t[1]) - 1577836800) * 1000000 + tonumber(t[2])
+end
+local now = now_us * rate / 1000000
+
+-- start: when the request's first token leaves, once the tokens queued before it have.
+-- A missing key is an empty queue.
+local start = tonumber(redis.call('GET', KEYS[1])) or now
+if start < now then
+  start = now
+end
+local new = start + cost
+
+-- Durations leave as whole microseconds, the nearest to a span of tokens, capped at 2^53
+-- (285 years) so they stay exact. (Written out each time: a local function would cost a
+-- closure per call.)
+local cap = 9007199254740992
+local wait = math.min(math.floor((start - now) * 1000000 / rate + 0.5), cap)
+-- Whole places left in the queue, with the TAT at start.
+local remaining = math.floor(burst - (start - now))
+if remaining < 0 then
+  remaining = 0 -- only if Redis's clock stepped back
+end
+
+if new - now > burst then
+  -- Denied, nothing written: the request fits once the clock reaches new - burst. Take the
+  -- nearest microsecond, then step forward while this same arithmetic still refuses it, so
+  -- that a caller coming back after exactly retry is let in.
+  local free = new - burst
+  local retry = math.min(math.floor((free - now) * 1000000 / rate + 0.5), cap)
+  for _ = 1, 3 do
+    if retry >= cap or (now_us + retry) * rate / 1000000 >= free then
+      break
+    end
+    retry = retry + 1
+  end
+  return {0, remaining, math.max(retry, 1), wait, 0}
+end
+
+-- Allowed: the request waits for its turn, start - now: wait, to the nearest microsecond as
+-- the reset-after is, so that the next request's delay is this one's reset-after and
+-- departures are T apart give or take one rounding. For Wait, a turn past the caller's
+-- deadline takes nothing.
+local max_delay = tonumber(ARGV[5])
+if max_delay and wait > max_delay then
+  return {0, remaining, 0, wait, wait}
+end
+
+-- Keep the key until the queue is empty; after that a missing key means the same.
+local reset = math.min(math.floor((new - now) * 1000000 / rate + 0.5), cap)
+local ttl = math.max(math.ceil(reset / 1000), 1)
+if ARGV[4] ~= '' then
+  ttl = math.max(ttl, 3600000) -- test clock: Redis's own clock, which expires keys, runs on
+end
+redis.call('SET', KEYS[1], new, 'PX', ttl)
+remaining = math.floor(burst - (new - now))
+if remaining < 0 then
+  remaining = 0
+end
+return {1, remaining, 0, reset, wait}

@@ -1,0 +1,64 @@
+-- Sliding window log for one bucket, atomically: at most burst tokens in any interval of
+-- length W, exactly. The bucket is a sorted set with one member per token admitted in the
+-- last window, scored with the time it was admitted.
+--
+-- KEYS[1]  the bucket's key
+-- ARGV[1]  rate: tokens per second (unused: the window carries it)
+-- ARGV[2]  burst: tokens allowed in any window (1 <= burst <= ratelimit.MaxLogBurst)
+-- ARGV[3]  cost: tokens this request takes (1 <= cost <= burst)
+-- ARGV[4]  empty, or, for tests only, "now" in whole microseconds since 2020-01-01T00:00:00Z.
+--          When empty the clock is Redis TIME, so application servers' clocks never matter.
+-- ARGV[5]  the window W = burst / rate in whole microseconds (>= 1), computed by the caller
+--          so that every backend works with the same integer
+--
+-- Times are whole microseconds since 2020-01-01, far below 2^53 for centuries, so scores
+-- (doubles) hold them exactly and every sum below is exact.
+--
+-- Returns {allowed (1 or 0), remaining tokens, retry-after us, reset-after us}, integers.
+
+local burst = tonumber(ARGV[2])
+local cost = tonumber(ARGV[3])
+local window = tonumber(ARGV[5])
+
+local now = tonumber(ARGV[4])
+if not now then
+  local t = redis.call('TIME') -- {seconds, microseconds}
+  now = (tonumber(t[1]) - 1577836800) * 1000000 + tonumber(t[2])
+end
+
+-- The window at now holds the entries later than now - W: one exactly W old has left.
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+local count = redis.call('ZCARD', KEYS[1])
+
+if count + cost <= burst then
+  -- Add cost entries at now. Members must be unique, or ZADD would move an entry instead of
+  -- adding one: each is named "<now>:<position in the window>". Requests in the same
+  -- microsecond find the count grown by the ones before, so their names differ. Only if
+  -- Redis TIME stepped back could a name be taken (the window then also holds entries from
+  -- the "future"); NX leaves that member alone, and the loop names the missing entries
+  -- further on. A batch stays far below Lua's limit on unpack.
+  local added, position = 0, count
+  while added < cost do
+    local entries = {}
+    for i = 1, math.min(cost - added, 1000) do
+      position = position + 1
+      entries[2 * i - 1] = now
+      entries[2 * i] = string.format('%.0f:%d', now, position)
+    end
+    added = added + redis.call('ZADD', KEYS[1], 'NX', unpack(entries))
+  end
+  -- The newest entry, at now, leaves the window W from now: so does the key.
+  local ttl = math.max(math.ceil(window / 1000), 1)
+  if ARGV[4] ~= '' then
+    ttl = math.max(ttl, 3600000) -- test clock: Redis's own clock, which expires keys, runs on
+  end
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  return {1, burst - count - cost, 0, window}
+end
+
+-- Denied, nothing added. k = count + cost - burst entries must leave the window first; the
+-- k-th oldest leaves W after it was admitted. The window is empty once the newest has left.
+local k = count + cost - burst
+local kth = redis.call('ZRANGE', KEYS[1], k - 1, k - 1, 'WITHSCORES')
+local newest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+return {0, burst - count, tonumber(kth[2]) + window - now, tonumber(newest[2]) + window - now}

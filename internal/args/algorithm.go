@@ -1,0 +1,40 @@
+package args
+
+import (
+	"fmt"
+
+	"github.com/sluice-go/ratelimit"
+)
+
+// MaxShapingRate is the highest Limit.Rate a shaper (ratelimit.LeakyBucket) accepts, in
+// requests per second: one per microsecond. A shaper counts its delays in whole
+// microseconds, so it could not space requests any closer; the Redis backend's MaxRate is
+// the same bound for all its algorithms.
+const MaxShapingRate = 1e6
+
+// CheckAlgorithm returns nil when limit suits algorithm a, beyond what Check verifies, or an
+// error wrapping ratelimit.ErrInvalidLimit. Both backends call it after Check, so that they
+// reject the same limits with the same errors before doing any work.
+func CheckAlgorithm(a ratelimit.Algorithm, limit ratelimit.Limit) error {
+	switch a {
+	case ratelimit.SlidingWindowLog:
+		_, err := LogWindow(limit)
+		return err
+	case ratelimit.LeakyBucket:
+		if limit.Rate > MaxShapingRate {
+			return fmt.Errorf("%w: rate %v is above the leaky bucket's maximum of %v per second: it spaces requests by whole microseconds",
+				ratelimit.ErrInvalidLimit, limit.Rate, MaxShapingRate)
+		}
+	}
+	return nil
+}
+
+// LogWindow returns the window of a valid ratelimit.SlidingWindowLog limit, as Window does,
+// after checking that its Burst is at most ratelimit.MaxLogBurst.
+func LogWindow(limit ratelimit.Limit) (int64, error) {
+	if limit.Burst > ratelimit.MaxLogBurst {
+		return 0, fmt.Errorf("%w: burst %d is above the sliding window log's maximum of %d (ratelimit.MaxLogBurst)",
+			ratelimit.ErrInvalidLimit, limit.Burst, ratelimit.MaxLogBurst)
+	}
+	return Window(limit)
+}

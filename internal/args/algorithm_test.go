@@ -1,0 +1,39 @@
+package args
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/ratelimit"
+)
+
+func TestCheckAlgorithm(t *testing.T) {
+	cases := []struct {
+		a     ratelimit.Algorithm
+		limit ratelimit.Limit
+		text  string // "" when valid
+	}{
+		{ratelimit.SlidingWindowLog, ratelimit.Limit{Rate: 1, Burst: ratelimit.MaxLogBurst}, ""},
+		{ratelimit.SlidingWindowLog, ratelimit.Limit{Rate: 1, Burst: ratelimit.MaxLogBurst + 1},
+			"ratelimit: invalid limit: burst 10001 is above the sliding window log's maximum of 10000 (ratelimit.MaxLogBurst)"},
+		// The window must fit in [1 µs, 2^53 µs], as for every window algorithm.
+		{ratelimit.SlidingWindowLog, ratelimit.Limit{Rate: 3e6, Burst: 1},
+			"ratelimit: invalid limit: the window burst/rate = 3.3333333333333335e-07 s is not between 1 µs and 2^53 µs (285 years)"},
+		{ratelimit.LeakyBucket, ratelimit.Limit{Rate: 1e6, Burst: 1e9}, ""},
+		{ratelimit.LeakyBucket, ratelimit.Limit{Rate: 1.5e6, Burst: 1},
+			"ratelimit: invalid limit: rate 1.5e+06 is above the leaky bucket's maximum of 1e+06 per second: it spaces requests by whole microseconds"},
+		// The token bucket has no limits of its own: a burst of a billion at a billion a second.
+		{ratelimit.TokenBucket, ratelimit.Limit{Rate: 1e9, Burst: 1e9}, ""},
+	}
+	for _, c := range cases {
+		err := CheckAlgorithm(c.a, c.limit)
+		if c.text == "" {
+			assert.NoError(t, err, "%v %v", c.a, c.limit)
+			continue
+		}
+		require.ErrorIs(t, err, ratelimit.ErrInvalidLimit)
+		assert.EqualError(t, err, c.text)
+	}
+}

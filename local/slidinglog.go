@@ -1,0 +1,91 @@
+package local
+
+import (
+	"sync"
+	"time"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
+)
+
+// slidingLog is the state of a ratelimit.SlidingWindowLog bucket: the time of every token
+// admitted in the last window, oldest first, in a ring buffer that grows with use up to
+// Burst entries (8 bytes each) and allocates nothing once it has.
+//
+// At time u the window holds the entries later than u − W; an entry exactly W old has left.
+// A request for n tokens is allowed when the window holds at most Burst − n, and adds n
+// entries at u. Times are whole microseconds, as in the Redis script, and W is
+// args.Window's, so that both backends answer alike to the microsecond.
+type slidingLog struct {
+	mu     sync.Mutex
+	window int64   // W in microseconds
+	times  []int64 // the ring: Unix microseconds, times[head] the oldest
+	head   int
+	n      int // entries held
+}
+
+func newSlidingLog(limit ratelimit.Limit) state {
+	w, _ := args.LogWindow(limit) // the limiter checked the limit before making its bucket
+	return &slidingLog{window: w}
+}
+
+// full reports whether the log is empty at t: its newest entry has left the window. Asked
+// about a time before the newest entry, it is not.
+func (sl *slidingLog) full(_ ratelimit.Limit, t time.Time) bool {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	return sl.n == 0 || sl.newest()+sl.window <= t.UnixMicro()
+}
+
+// take decides n tokens at now. A clock that reads earlier than the newest entry (only an
+// injected one can) is taken to stand still at that entry, which keeps the log in order.
+func (sl *slidingLog) take(limit ratelimit.Limit, now time.Time, n int) ratelimit.Result {
+	u := now.UnixMicro()
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if sl.n > 0 {
+		u = max(u, sl.newest())
+	}
+	for sl.n > 0 && sl.times[sl.head] <= u-sl.window {
+		sl.head = (sl.head + 1) % len(sl.times)
+		sl.n--
+	}
+	count := sl.n
+	if count+n <= limit.Burst {
+		sl.add(u, n, limit.Burst)
+		// The newest entry is now u: the window is empty again W from now.
+		return ratelimit.Result{
+			Allowed:    true,
+			Remaining:  limit.Burst - count - n,
+			ResetAfter: microseconds(sl.window),
+		}
+	}
+	// Denied: k = count + n − Burst entries must leave first, the k-th oldest last.
+	k := count + n - limit.Burst
+	return ratelimit.Result{
+		Remaining:  limit.Burst - count,
+		RetryAfter: microseconds(sl.at(k-1) + sl.window - u),
+		ResetAfter: microseconds(sl.newest() + sl.window - u),
+	}
+}
+
+// at returns the i-th oldest entry, 0 ≤ i < sl.n.
+func (sl *slidingLog) at(i int) int64 { return sl.times[(sl.head+i)%len(sl.times)] }
+
+// newest returns the newest entry; sl.n > 0.
+func (sl *slidingLog) newest() int64 { return sl.at(sl.n - 1) }
+
+// add appends n entries at u, growing the ring (doubling, up to burst) if they do not fit.
+func (sl *slidingLog) add(u int64, n, burst int) {
+	if sl.n+n > len(sl.times) {
+		grown := make([]int64, min(max(2*len(sl.times), sl.n+n, 8), burst))
+		for i := range sl.n {
+			grown[i] = sl.at(i)
+		}
+		sl.times, sl.head = grown, 0
+	}
+	for range n {
+		sl.times[(sl.head+sl.n)%len(sl.times)] = u
+		sl.n++
+	}
+}
