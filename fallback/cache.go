@@ -70,21 +70,23 @@ func (c *denialCache) lookup(key string, limit ratelimit.Limit, n int, now int64
 	}
 	// The primary's answer, aged by the time since it was asked, as it would be if nothing
 	// else had used the bucket since: the same request is allowed at until, and the bucket
-	// is full at sent + reset.
+	// is full at sent + reset. Remaining is 0, as in every denial of one token by every
+	// algorithm.
 	retry := time.Duration(d.until - now)
 	reset := max(d.reset-time.Duration(now-d.sent), retry)
-	// Whole tokens in a bucket full in reset (⌊Burst − Rate·reset⌋), fewer than the cost
-	// since the request is denied.
-	tokens := math.Floor(float64(limit.Burst) - limit.Rate*reset.Seconds())
-	remaining := int(min(max(tokens, 0), float64(n-1)))
-	return ratelimit.Result{Limit: limit, Remaining: remaining, RetryAfter: retry, ResetAfter: reset}, true
+	return ratelimit.Result{Limit: limit, RetryAfter: retry, ResetAfter: reset}, true
 }
 
 // store remembers that the primary, asked at sent, denied n tokens on (key, limit) with
 // res, in place of what the cache held for the bucket, unless that was a denial of the same
 // cost lasting at least as long (the answer to a request sent earlier can come back later).
+//
+// Only denials of one token are kept. A denial of n > 1 tokens proves as much, but what the
+// bucket's Remaining becomes while it lasts depends on the algorithm (a token bucket refills
+// by fractions, a sliding log by whole entries, a fixed window not at all), which only the
+// primary knows; and requests of one token are the hot path.
 func (c *denialCache) store(key string, limit ratelimit.Limit, n int, sent int64, res ratelimit.Result) {
-	if res.RetryAfter <= 0 {
+	if res.RetryAfter <= 0 || n != 1 {
 		return
 	}
 	d := denial{sent: sent, until: sent + int64(res.RetryAfter), cost: n, reset: res.ResetAfter}

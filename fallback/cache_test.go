@@ -59,18 +59,19 @@ func TestDenialCacheCost(t *testing.T) {
 		require.NoError(t, err)
 		return res
 	}
-	require.True(t, allowN(3).Allowed) // 2 tokens left
-	threeDenied := ratelimit.Result{Limit: limit, Remaining: 2, RetryAfter: time.Second, ResetAfter: 3 * time.Second}
+	require.True(t, allowN(5).Allowed) // the bucket is empty
+	oneDenied := ratelimit.Result{Limit: limit, RetryAfter: time.Second, ResetAfter: 5 * time.Second}
+	require.Equal(t, oneDenied, allowN(1))
+	require.Equal(t, oneDenied, allowN(1))
+	require.Equal(t, int64(2), r.primary.calls.Load(), "the second denial came from the cache")
+	// Three tokens: 3 s away, which only the primary knows, and not remembered: what
+	// Remaining becomes meanwhile depends on the algorithm.
+	threeDenied := ratelimit.Result{Limit: limit, RetryAfter: 3 * time.Second, ResetAfter: 5 * time.Second}
 	require.Equal(t, threeDenied, allowN(3))
 	require.Equal(t, threeDenied, allowN(3))
-	require.Equal(t, int64(2), r.primary.calls.Load())
-	// Five tokens: 3 s away, which only the primary knows.
-	fiveDenied := ratelimit.Result{Limit: limit, Remaining: 2, RetryAfter: 3 * time.Second, ResetAfter: 3 * time.Second}
-	require.Equal(t, fiveDenied, allowN(5))
-	require.Equal(t, fiveDenied, allowN(5))
-	require.Equal(t, int64(3), r.primary.calls.Load())
-	// Two tokens: the primary admits.
-	require.True(t, allowN(2).Allowed)
+	require.Equal(t, int64(4), r.primary.calls.Load())
+	// One token again: still the cache's.
+	require.Equal(t, oneDenied, allowN(1))
 	require.Equal(t, int64(4), r.primary.calls.Load())
 
 	other := ratelimit.Limit{Rate: 1, Burst: 6}
@@ -92,8 +93,7 @@ func TestDenialCacheOff(t *testing.T) {
 
 // TestDenialCacheChangesNoAnswer: over a long irregular timeline of requests of costs 1 to
 // 3 on one bucket, the Limiter with its cache answers exactly as the bare primary does, and
-// the cache answers a good share of the denials (costs vary from call to call here, and
-// a denial is only remembered for its own cost).
+// the cache answers a good share of the denials of one token (only those are remembered).
 func TestDenialCacheChangesNoAnswer(t *testing.T) {
 	r := newRig(t)
 	bare := newLocal(t, r.clock)
@@ -106,7 +106,7 @@ func TestDenialCacheChangesNoAnswer(t *testing.T) {
 		rng ^= rng << 5
 		return rng % bound
 	}
-	denials := 0
+	denials := 0 // of one token
 	for i := range 2000 {
 		r.clock.Advance(time.Duration(next(60)) * ms)
 		n := int(next(3)) + 1
@@ -115,7 +115,7 @@ func TestDenialCacheChangesNoAnswer(t *testing.T) {
 		want, err := bare.AllowN(ctx, "k", limit, n)
 		require.NoError(t, err)
 		require.Equal(t, want, got, "step %d, n = %d", i, n)
-		if !got.Allowed {
+		if !got.Allowed && n == 1 {
 			denials++
 		}
 	}

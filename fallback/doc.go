@@ -50,16 +50,17 @@
 //
 // # Denial cache
 //
-// When the primary denies a request of cost n on a bucket (key, Rate, Burst) with
+// When the primary denies a request of one token on a bucket (key, Rate, Burst) with
 // RetryAfter r, and the request was sent at local time t, the primary decided at some time
 // between t and its answer, so the same request cannot conform before t + r: r is, by the
 // ratelimit contract, the earliest time it would if nothing else used the bucket, and other
 // traffic can only push that time later (for every algorithm: more traffic never frees
-// capacity sooner). A request of cost n can therefore be denied locally until t + r without
-// asking the primary, and that denial is one the primary would give. Requests of other costs
-// go to the primary (a higher cost is denied too, but only the primary knows its RetryAfter),
-// and so does every request once the primary has admitted one on the bucket, which forgets
-// the denial.
+// capacity sooner). A request of one token can therefore be denied locally until t + r
+// without asking the primary, and that denial is one the primary would give. Requests of
+// more tokens always go to the primary: they would be denied too, but their RetryAfter, and
+// how their Remaining grows meanwhile, depend on the algorithm, which only the primary knows.
+// So does every request once the primary has admitted one on the bucket, which forgets the
+// denial.
 //
 // The cache never admits anything. It can only deny what the primary would admit when the
 // two clocks disagree on how long r lasts: the local monotonic clock against Redis's wall
@@ -68,7 +69,7 @@
 // not received it), after which the cache keeps denying for what is left of r, which is at
 // most Burst/Rate. The cached Result is the primary's, aged by the time since the request
 // was sent, as if nothing else had used the bucket since: RetryAfter and ResetAfter shrink,
-// and Remaining is what a bucket full in ResetAfter holds, below the cost. When other
+// and Remaining is 0, as in every denial of one token by every algorithm. When other
 // instances use the bucket meanwhile, the true RetryAfter is longer, as it would be an
 // instant after the primary's own answer.
 //
