@@ -49,7 +49,7 @@ func TestWindow(t *testing.T) {
 		{ratelimit.PerHour(100), 3_600_000_000},
 		{ratelimit.Limit{Rate: 3, Burst: 1}, 333_333},
 		{ratelimit.Limit{Rate: 1e6, Burst: 1}, 1},
-		{ratelimit.Limit{Rate: 2e6, Burst: 1}, 1}, // 0.5 µs rounds to 1
+		{ratelimit.Limit{Rate: 2e6, Burst: 1}, 1},           // 0.5 µs rounds to 1
 		{ratelimit.Limit{Rate: 1e-6, Burst: 9007}, 9007e12}, // just below 2^53
 	}
 	for _, c := range cases {
@@ -58,7 +58,7 @@ func TestWindow(t *testing.T) {
 		assert.Equal(t, c.want, got, "%v", c.limit)
 	}
 	for _, bad := range []ratelimit.Limit{
-		{Rate: 3e6, Burst: 1},      // 0.33 µs
+		{Rate: 3e6, Burst: 1},     // 0.33 µs
 		{Rate: 1e-6, Burst: 9008}, // just above 2^53 µs
 	} {
 		_, err := Window(bad)
