@@ -148,6 +148,11 @@ func (l *Limiter) check(key string, limit ratelimit.Limit, n int) error {
 		return fmt.Errorf("%w: rate %v is above the Redis backend's maximum of %v per second",
 			ratelimit.ErrInvalidLimit, limit.Rate, MaxRate)
 	}
+	switch l.algorithm {
+	case ratelimit.FixedWindow, ratelimit.SlidingWindowLog, ratelimit.SlidingWindowCounter:
+		_, err := args.Window(limit) // W must be a whole number of µs, as in the local backend
+		return err
+	}
 	return nil
 }
 

@@ -186,7 +186,7 @@ func TestWaitNotSupported(t *testing.T) {
 
 func TestAlgorithmNotSupported(t *testing.T) {
 	l, err := distributed.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}),
-		distributed.WithAlgorithm(ratelimit.FixedWindow))
+		distributed.WithAlgorithm(ratelimit.Algorithm(99)))
 	require.NoError(t, err)
 	_, err = l.Allow(context.Background(), "k", ratelimit.PerSecond(1))
 	require.ErrorIs(t, err, ratelimit.ErrNotSupported)

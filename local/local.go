@@ -125,7 +125,15 @@ func (l *Limiter) check(key string, limit ratelimit.Limit, n int) error {
 	if l.store.newState == nil {
 		return fmt.Errorf("%w: algorithm %v on the local backend", ratelimit.ErrNotSupported, l.algorithm)
 	}
-	return args.Check(key, limit, n)
+	if err := args.Check(key, limit, n); err != nil {
+		return err
+	}
+	switch l.algorithm {
+	case ratelimit.FixedWindow, ratelimit.SlidingWindowLog, ratelimit.SlidingWindowCounter:
+		_, err := args.Window(limit) // W must be a whole number of µs, as on Redis
+		return err
+	}
+	return nil
 }
 
 // stateFor returns the constructor of the algorithm's bucket state, or nil if this backend
@@ -134,6 +142,10 @@ func stateFor(a ratelimit.Algorithm) newStateFunc {
 	switch a {
 	case ratelimit.TokenBucket:
 		return newTokenBucket
+	case ratelimit.FixedWindow:
+		return newFixedWindow
+	case ratelimit.SlidingWindowCounter:
+		return newSlidingCounter
 	}
 	return nil
 }

@@ -66,6 +66,10 @@ func rulesOf(a ratelimit.Algorithm) []rule {
 	switch a {
 	case ratelimit.TokenBucket:
 		return tokenBucketRules
+	case ratelimit.FixedWindow:
+		return fixedWindowRules
+	case ratelimit.SlidingWindowCounter:
+		return slidingCounterRules
 	}
 	return nil
 }
