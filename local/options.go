@@ -79,8 +79,13 @@ func WithClock(now func() time.Time) Option {
 	return func(o *options) { o.clock = now }
 }
 
-// WithAlgorithm selects the algorithm. Default: ratelimit.TokenBucket, the only one this
-// backend implements so far; with any other, every call returns ratelimit.ErrNotSupported.
+// WithAlgorithm selects the algorithm. Default: ratelimit.TokenBucket. This backend implements
+// all five: TokenBucket (golang.org/x/time/rate); FixedWindow and SlidingWindowCounter, which
+// count per window of W = Burst/Rate aligned to the Unix epoch and decide exactly as the
+// Redis backend does, to the microsecond; SlidingWindowLog, the exact log of admissions; and
+// LeakyBucket, a shaper (Result.Delay). With any other value every call returns
+// ratelimit.ErrNotSupported. The window algorithms also refuse, with ratelimit.ErrInvalidLimit,
+// a limit whose window is shorter than 1 µs or longer than 2⁵³ µs.
 func WithAlgorithm(a ratelimit.Algorithm) Option {
 	return func(o *options) { o.algorithm = a }
 }
