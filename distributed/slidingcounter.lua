@@ -53,15 +53,11 @@ if stored then
   end
 end
 
-local function estimate(p, c, y)
-  return p * (w - y) / w + c
-end
-
 -- Durations leave as whole microseconds, capped at 2^53 (285 years), as the local
 -- backend's are. Sums are ordered so that one that exceeds 2^53 only rounds once past it.
 local cap = 9007199254740992
 
-local est = estimate(prev, cur, x)
+local est = prev * (w - x) / w + cur
 local allowed = est + cost <= burst
 if allowed then
   cur = cur + cost
@@ -103,7 +99,7 @@ local function admits(k, y)
   elseif k == 2 then
     p, c = 0, 0
   end
-  return estimate(p, c, y) + cost <= burst
+  return p * (w - y) / w + c + cost <= burst
 end
 
 -- The guess solves est + cost = burst in real numbers: within this window when
