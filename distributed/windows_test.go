@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -166,5 +167,19 @@ func TestWindowsOnRedisClock(t *testing.T) {
 				assert.LessOrEqual(t, end, 2*time.Hour)
 			}
 		})
+	}
+}
+
+// TestWindowInvalidLimit: a window longer than 2⁵³ µs is refused before any round trip
+// (the client points nowhere), with the local backend's error.
+func TestWindowInvalidLimit(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { _ = client.Close() })
+	for _, alg := range windowAlgorithms {
+		l, err := distributed.New(client, distributed.WithAlgorithm(alg))
+		require.NoError(t, err)
+		_, err = l.Allow(context.Background(), "k", ratelimit.Limit{Rate: 1e-6, Burst: 9008})
+		require.ErrorIs(t, err, ratelimit.ErrInvalidLimit, "%v", alg)
+		require.ErrorContains(t, err, "2^53 µs", "%v", alg)
 	}
 }
