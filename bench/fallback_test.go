@@ -42,7 +42,7 @@ func BenchmarkFallbackHotDenied(b *testing.B) {
 		open  func(b *testing.B) take
 	}{
 		{"evalsha", true, func(b *testing.B) take { return openEvalSHA(b, client, deny) }},
-		{"ours", false, func(b *testing.B) take { return openRedisOurs(b, client, deny) }},
+		{"ours", false, func(b *testing.B) take { return openRedisOurs(ratelimit.TokenBucket)(b, client, deny) }},
 		{"cached", false, func(b *testing.B) take {
 			primary, err := distributed.New(client)
 			if err != nil {
@@ -52,7 +52,7 @@ func BenchmarkFallbackHotDenied(b *testing.B) {
 			b.Cleanup(func() { l.Close() })
 			ctx := context.Background()
 			return func(key string) (bool, error) {
-				res, err := l.Allow(ctx, key, deny.ours)
+				res, err := l.Allow(ctx, key, deny.ours(ratelimit.TokenBucket))
 				return res.Allowed, err
 			}
 		}},

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -33,22 +34,35 @@ func newRedisClient(addr string) *redis.Client {
 // call denied, with the same limit expressed for each.
 type redisTraffic struct {
 	name  string
-	allow bool // whether every timed call must be allowed (else every one must be denied)
-	ours  ratelimit.Limit
+	allow bool            // whether every timed call must be allowed (else every one must be denied)
+	tb    ratelimit.Limit // ours with the token bucket
+	other ratelimit.Limit // ours with any other algorithm
 	peer  redis_rate.Limit
 }
 
-// redisTraffics returns the two kinds of load. Both limit to one token per 1000 s, so that
-// nothing refills during a run.
+// ours returns the limit of ours with algorithm a.
+func (tr redisTraffic) ours(a ratelimit.Algorithm) ratelimit.Limit {
+	if a == ratelimit.TokenBucket {
+		return tr.tb
+	}
+	return tr.other
+}
+
+// redisTraffics returns the two kinds of load. Nothing refills, and no window ends, during a
+// run.
 //
-// allow: a burst of 10⁹. Every call is allowed, and leaves its bucket one more token short,
-// so the bucket's key lives on in Redis (its TTL is the time to refill, 1000 s more with each
-// call) and every call, on both limiters, reads a live bucket and writes it back: the full
-// work of an admitted request. With a limit that refilled within the run, keys would expire
-// between visits on 100k keys, and each call would find an empty key instead.
+// allow, token bucket: one token per 1000 s with a burst of 10⁹. Every call is allowed, and
+// leaves its bucket one more token short, so the bucket's key lives on in Redis (its TTL is
+// the time to refill, 1000 s more with each call) and every call, on both limiters, reads a
+// live bucket and writes it back: the full work of an admitted request. With a limit that
+// refilled within the run, keys would expire between visits on 100k keys, and each call
+// would find an empty key instead. The other algorithms get the same burst over a window of
+// 10⁶ s (Rate 1000/s): Burst/Rate is the window of the window algorithms, which
+// internal/args caps at 2⁵³ µs, and their keys live until the window (or the next) ends.
 //
 // deny: a burst of 1, taken before the timer: every timed call reads the bucket and writes
-// nothing.
+// nothing. The token bucket refills in 1000 s; the others come back after windows of 10⁶ s
+// (11.6 days), aligned to the Unix epoch, so a run crosses a window's end once in thousands.
 //
 // redis_rate's rate is a whole number per period, hence 1 per 1000 s where ours is 10⁻³/s.
 func redisTraffics() []redisTraffic {
@@ -56,19 +70,22 @@ func redisTraffics() []redisTraffic {
 	return []redisTraffic{
 		{
 			name: "allow", allow: true,
-			ours: ratelimit.Limit{Rate: 1e-3, Burst: 1e9},
-			peer: redis_rate.Limit{Rate: 1, Burst: 1e9, Period: period},
+			tb:    ratelimit.Limit{Rate: 1e-3, Burst: 1e9},
+			other: ratelimit.Limit{Rate: 1e3, Burst: 1e9},
+			peer:  redis_rate.Limit{Rate: 1, Burst: 1e9, Period: period},
 		},
 		{
 			name: "deny", allow: false,
-			ours: ratelimit.Limit{Rate: 1e-3, Burst: 1},
-			peer: redis_rate.Limit{Rate: 1, Burst: 1, Period: period},
+			tb:    ratelimit.Limit{Rate: 1e-3, Burst: 1},
+			other: ratelimit.Limit{Rate: 1e-6, Burst: 1},
+			peer:  redis_rate.Limit{Rate: 1, Burst: 1, Period: period},
 		},
 	}
 }
 
 // redisContender is one way of asking Redis for a decision. open returns the decision
-// function for tr on client.
+// function for tr on client, or nil if the contender cannot run (an algorithm the Redis
+// backend does not implement).
 type redisContender struct {
 	name string
 	// denies: whether the contender has a deny path; evalsha, which decides nothing, does
@@ -77,26 +94,39 @@ type redisContender struct {
 	open   func(b *testing.B, client *redis.Client, tr redisTraffic) take
 }
 
-func redisContenders() []redisContender {
-	return []redisContender{
-		{"ours", true, openRedisOurs},
-		{"redis_rate", true, openRedisRate},
-		{"evalsha", false, openEvalSHA},
-	}
+// redisAlgorithms are the algorithms of ours besides the default token bucket, each a
+// contender of its own named "ours-" and the algorithm.
+var redisAlgorithms = []ratelimit.Algorithm{
+	ratelimit.FixedWindow, ratelimit.SlidingWindowLog, ratelimit.SlidingWindowCounter, ratelimit.LeakyBucket,
 }
 
-// openRedisOurs is distributed.New with its defaults: the "ratelimit:" prefix and a 50 ms
-// deadline per decision.
-func openRedisOurs(b *testing.B, client *redis.Client, tr redisTraffic) take {
-	l, err := distributed.New(client)
-	if err != nil {
-		b.Fatal(err)
+func redisContenders() []redisContender {
+	cs := []redisContender{{"ours", true, openRedisOurs(ratelimit.TokenBucket)}}
+	for _, a := range redisAlgorithms {
+		cs = append(cs, redisContender{"ours-" + a.String(), true, openRedisOurs(a)})
 	}
-	b.Cleanup(func() { l.Close() })
-	ctx, limit := context.Background(), tr.ours
-	return func(key string) (bool, error) {
-		res, err := l.Allow(ctx, key, limit)
-		return res.Allowed, err
+	return append(cs, redisContender{"redis_rate", true, openRedisRate}, redisContender{"evalsha", false, openEvalSHA})
+}
+
+// openRedisOurs is distributed.New with its defaults, the "ratelimit:" prefix and a 50 ms
+// deadline per decision, and algorithm a.
+func openRedisOurs(a ratelimit.Algorithm) func(*testing.B, *redis.Client, redisTraffic) take {
+	return func(b *testing.B, client *redis.Client, tr redisTraffic) take {
+		l, err := distributed.New(client, distributed.WithAlgorithm(a))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { l.Close() })
+		ctx, limit := context.Background(), tr.ours(a)
+		// An empty key is refused before any round trip, but only after an algorithm the
+		// backend does not implement.
+		if _, err := l.Allow(ctx, "", limit); errors.Is(err, ratelimit.ErrNotSupported) {
+			return nil
+		}
+		return func(key string) (bool, error) {
+			res, err := l.Allow(ctx, key, limit)
+			return res.Allowed, err
+		}
 	}
 }
 
@@ -158,13 +188,13 @@ func dbSize(b *testing.B, srv *redistest.Server) int64 {
 	return n.(int64)
 }
 
-// BenchmarkRedis runs each scenario (keys, traffic, goroutines) on the three contenders one
+// BenchmarkRedis runs each scenario (keys, traffic, goroutines) on every contender, one
 // after the other, so that the figures they are compared by come from the same few seconds
 // of a machine whose load drifts. Redis is emptied before each keys × traffic pair, whose
 // buckets each contender then makes the first time one of its benchmarks runs: every round
 // after that starts from state its traffic allows (allow's burst of 10⁹ outlasts them all).
-// The contenders' keys do not collide: ours writes "ratelimit:<key>:tb:<rate>:<burst>",
-// redis_rate "rate:<key>", evalsha nothing.
+// The contenders' keys do not collide: ours writes "ratelimit:<key>:<tag>:<rate>:<burst>",
+// with a tag per algorithm (tb, fw, swc, ...), redis_rate "rate:<key>", evalsha nothing.
 func BenchmarkRedis(b *testing.B) {
 	srv := redistest.NewServer(b)
 	client := newRedisClient(srv.Addr())
@@ -192,6 +222,9 @@ func BenchmarkRedis(b *testing.B) {
 				for _, e := range entrants {
 					name := e.name + "/" + set.name + "/" + tr.name + "/" + strconv.Itoa(g)
 					b.Run(name, func(b *testing.B) {
+						if e.decide == nil {
+							b.Skipf("%s: the Redis backend does not implement this algorithm", e.name)
+						}
 						if !flushed {
 							if _, err := srv.Do("FLUSHALL"); err != nil {
 								b.Fatal(err)

@@ -53,8 +53,10 @@ func (c *commandLog) counts() map[string]int {
 }
 
 // TestRedisOneRoundTripPerDecision checks the performance bar's "one round trip per
-// decision" on both sides of the wire: 200 decisions of ours, on 10 keys with a burst of 5
-// that does not refill during the test, so that 50 are allowed and 150 denied.
+// decision" on both sides of the wire, for each algorithm whose script reads the clock, reads
+// the bucket and writes it back only on allow (the token bucket and the fixed-window
+// algorithms): 200 decisions of ours, on 10 keys with a burst of 5 that does not refill (or
+// reach a window's end) during the test, so that 50 are allowed and 150 denied.
 //
 // The client must send exactly one EVALSHA per decision, plus one EVAL: the first EVALSHA
 // finds the script missing (NOSCRIPT) and go-redis sends the script itself once.
@@ -64,6 +66,19 @@ func (c *commandLog) counts() map[string]int {
 // too: the script ran once per decision (199 EVALSHA and 1 EVAL), so TIME and GET 200 times
 // each, and SET only on the 50 allowed decisions, a denial writing nothing.
 func TestRedisOneRoundTripPerDecision(t *testing.T) {
+	for _, c := range []struct {
+		alg   ratelimit.Algorithm
+		limit ratelimit.Limit
+	}{
+		{ratelimit.TokenBucket, ratelimit.Limit{Rate: 1e-3, Burst: 5}},          // one token per 1000 s
+		{ratelimit.FixedWindow, ratelimit.Limit{Rate: 5e-6, Burst: 5}},          // a window of 10⁶ s
+		{ratelimit.SlidingWindowCounter, ratelimit.Limit{Rate: 5e-6, Burst: 5}}, // a window of 10⁶ s
+	} {
+		t.Run(c.alg.String(), func(t *testing.T) { oneRoundTrip(t, c.alg, c.limit) })
+	}
+}
+
+func oneRoundTrip(t *testing.T, alg ratelimit.Algorithm, limit ratelimit.Limit) {
 	srv := redistest.NewServer(t)
 	client := newRedisClient(srv.Addr())
 	t.Cleanup(func() { client.Close() })
@@ -72,15 +87,15 @@ func TestRedisOneRoundTripPerDecision(t *testing.T) {
 	require.NoError(t, client.Ping(ctx).Err())
 	log := &commandLog{}
 	client.AddHook(log)
-	l, err := distributed.New(client)
+	l, err := distributed.New(client, distributed.WithAlgorithm(alg))
 	require.NoError(t, err)
 	t.Cleanup(func() { l.Close() })
 	_, err = srv.Do("CONFIG", "RESETSTAT")
 	require.NoError(t, err)
 
-	const decisions, buckets, burst = 200, 10, 5
+	const decisions, buckets = 200, 10
+	burst := limit.Burst
 	keys := ipKeys(buckets)
-	limit := ratelimit.Limit{Rate: 1e-3, Burst: burst} // one token per 1000 s
 	allowed := 0
 	for i := range decisions {
 		res, err := l.Allow(ctx, keys[i%buckets], limit)
@@ -107,7 +122,7 @@ func TestRedisOneRoundTripPerDecision(t *testing.T) {
 		"eval":    1,
 		"time":    decisions,
 		"get":     decisions,
-		"set":     buckets * burst,
+		"set":     int64(buckets * burst),
 	}, got, "commands Redis ran, of %v", slices.Sorted(maps.Keys(stats)))
 	assert.Equal(t, int64(1), stats["evalsha"].failed, "EVALSHA calls that failed (the first: NOSCRIPT)")
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 )
 
 // Every script takes one key, KEYS[1], the bucket's, and the same first four arguments:
@@ -31,11 +32,26 @@ type algorithm struct {
 //go:embed gcra.lua
 var gcraSource string
 
+//go:embed fixedwindow.lua
+var fixedWindowSource string
+
+//go:embed slidingcounter.lua
+var slidingCounterSource string
+
 // algorithms holds every algorithm this backend implements.
 var algorithms = map[ratelimit.Algorithm]algorithm{
-	ratelimit.TokenBucket:      {tag: "tb", script: redis.NewScript(gcraSource)},
-	ratelimit.SlidingWindowLog: {tag: "swl", script: redis.NewScript(slidingLogSource), args: slidingLogArgs},
-	ratelimit.LeakyBucket:      {tag: "lb", script: redis.NewScript(leakyBucketSource)},
+	ratelimit.TokenBucket:          {tag: "tb", script: redis.NewScript(gcraSource)},
+	ratelimit.FixedWindow:          {tag: "fw", script: redis.NewScript(fixedWindowSource), args: windowArg},
+	ratelimit.SlidingWindowLog:     {tag: "swl", script: redis.NewScript(slidingLogSource), args: slidingLogArgs},
+	ratelimit.SlidingWindowCounter: {tag: "swc", script: redis.NewScript(slidingCounterSource), args: windowArg},
+	ratelimit.LeakyBucket:          {tag: "lb", script: redis.NewScript(leakyBucketSource)},
+}
+
+// windowArg appends ARGV[5], the window W = Burst/Rate in whole microseconds, computed as
+// the local backend computes it (check has validated it).
+func windowArg(argv []any, limit ratelimit.Limit) []any {
+	w, _ := args.Window(limit)
+	return append(argv, w)
 }
 
 // epoch is the zero of the scripts' test clock (ARGV[4]) and of their TIME arithmetic.

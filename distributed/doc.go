@@ -11,7 +11,9 @@
 // is. The script reads the clock with Redis TIME, so application servers' clocks never
 // matter, and it counts time in tokens (a microsecond is worth Rate/10⁶ of one), so taking a
 // token adds exactly one to the TAT at any rate. Answers are the same as the local backend's,
-// to the microsecond; one conformance suite runs against both.
+// to the microsecond; one conformance suite runs against both. WithAlgorithm selects another
+// algorithm: FixedWindow and SlidingWindowCounter store "window:count" and
+// "window:count:previous" on windows aligned to the Unix epoch (docs/redis.md).
 //
 // WithAlgorithm picks another script: ratelimit.SlidingWindowLog keeps a sorted set of
 // microsecond times per bucket (slidinglog.lua, tag "swl"), ratelimit.LeakyBucket the same
@@ -20,8 +22,9 @@
 // # Keys
 //
 // A bucket is named by (key, limit.Rate, limit.Burst). Its Redis key is the prefix
-// (WithPrefix, default "ratelimit:"), the caller's key, "tb" for the algorithm, then the
-// rate and the burst:
+// (WithPrefix, default "ratelimit:"), the caller's key, the algorithm's tag ("tb" for the
+// token bucket, "fw" fixed window, "swc" sliding window counter), then the rate and the
+// burst:
 //
 //	ratelimit:user:42:tb:10:20
 //

@@ -50,9 +50,15 @@ func WithTimeout(d time.Duration) Option {
 	return func(o *options) { o.timeout = max(d, 0) }
 }
 
-// WithAlgorithm selects the algorithm. Default: ratelimit.TokenBucket. This backend also
-// implements ratelimit.SlidingWindowLog and ratelimit.LeakyBucket; with an algorithm it does
-// not implement, every call returns ratelimit.ErrNotSupported.
+// WithAlgorithm selects the algorithm. Default: ratelimit.TokenBucket. This backend implements
+// all five, each as one Lua script on one key: TokenBucket (GCRA, key tag "tb"); FixedWindow
+// ("fw") and SlidingWindowCounter ("swc"), which count per window of W = Burst/Rate aligned to
+// the Unix epoch; SlidingWindowLog ("swl"), the exact log of admissions in a sorted set (Burst
+// at most ratelimit.MaxLogBurst); and LeakyBucket ("lb"), a shaper (Result.Delay), the only
+// algorithm for which Wait is supported. Every algorithm decides as the local backend does.
+// With any other value every call returns ratelimit.ErrNotSupported. The window algorithms
+// also refuse, with ratelimit.ErrInvalidLimit, a limit whose window is shorter than 1 µs or
+// longer than 2⁵³ µs.
 func WithAlgorithm(a ratelimit.Algorithm) Option {
 	return func(o *options) { o.algorithm = a }
 }

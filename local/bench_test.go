@@ -2,18 +2,43 @@ package local
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"testing"
 
 	"github.com/sluice-go/ratelimit"
 )
 
-// Limits that keep a benchmark on one path: a bucket that never empties, and one that is
-// drained before the timer starts and refills one token in 1000 s.
-var (
-	benchAllow = ratelimit.Limit{Rate: 1e9, Burst: 1e9}
-	benchDeny  = ratelimit.Limit{Rate: 1e-3, Burst: 1}
-)
+// benchTraffic is one kind of load: every timed call allowed, or every timed call denied.
+type benchTraffic struct {
+	name  string
+	allow bool
+	limit ratelimit.Limit
+}
+
+// benchTraffics returns the loads for an algorithm. allow: a limit no run exhausts, 10⁹ per
+// second (W = 1 s for the window algorithms) — except for the sliding log, whose memory grows
+// with Burst: 10⁶ per µs, a window of 1 µs that no goroutine can fill. deny: a burst of 1,
+// taken before the timer, that comes back only after 10⁶ s (11.6 days; the window
+// algorithms' windows are that long, and aligned to the epoch, so a run crosses a window's
+// end once in several thousand).
+func benchTraffics(a ratelimit.Algorithm) []benchTraffic {
+	open := ratelimit.Limit{Rate: 1e9, Burst: 1e9}
+	if a == ratelimit.SlidingWindowLog {
+		open = ratelimit.Limit{Rate: 1e12, Burst: 1e6}
+	}
+	return []benchTraffic{
+		{"allow", true, open},
+		{"deny", false, ratelimit.Limit{Rate: 1e-6, Burst: 1}},
+	}
+}
+
+// benchAlgorithms are all the algorithms; BenchmarkAllow skips those this backend does not
+// implement.
+var benchAlgorithms = []ratelimit.Algorithm{
+	ratelimit.TokenBucket, ratelimit.FixedWindow, ratelimit.SlidingWindowLog,
+	ratelimit.SlidingWindowCounter, ratelimit.LeakyBucket,
+}
 
 // benchKeys returns n IP-like keys.
 func benchKeys(n int) []string {
@@ -24,60 +49,70 @@ func benchKeys(n int) []string {
 	return keys
 }
 
+// BenchmarkAllow/<algorithm>/<keys>/<traffic>/<mode>: one decision per op, on one key (hot)
+// or walking 100,000 (100k), every call allowed or every call denied, from one goroutine
+// (serial) or b.RunParallel's (parallel).
 func BenchmarkAllow(b *testing.B) {
-	for _, set := range []struct {
+	sets := []struct {
 		name string
 		keys []string
-	}{{"hot", benchKeys(1)}, {"100k", benchKeys(100_000)}} {
-		for _, traffic := range []struct {
-			name  string
-			limit ratelimit.Limit
-		}{{"allow", benchAllow}, {"deny", benchDeny}} {
-			prefix := set.name + "/" + traffic.name
-			b.Run(prefix+"/serial", func(b *testing.B) {
-				l := prepare(b, set.keys, traffic.limit)
-				keys, limit, ctx := set.keys, traffic.limit, context.Background()
-				b.ReportAllocs()
-				b.ResetTimer()
-				allowed := 0
-				for i := 0; i < b.N; i++ {
-					res, _ := l.Allow(ctx, keys[i%len(keys)], limit)
-					if res.Allowed {
-						allowed++
-					}
-				}
-				b.StopTimer()
-				checkPath(b, limit, allowed, b.N)
-			})
-			b.Run(prefix+"/parallel", func(b *testing.B) {
-				l := prepare(b, set.keys, traffic.limit)
-				keys, limit, ctx := set.keys, traffic.limit, context.Background()
-				b.ReportAllocs()
-				b.ResetTimer()
-				b.RunParallel(func(pb *testing.PB) {
-					i := int(uint(len(keys)) / 2)
-					for pb.Next() {
+	}{{"hot", benchKeys(1)}, {"100k", benchKeys(100_000)}}
+	for _, alg := range benchAlgorithms {
+		for _, set := range sets {
+			for _, tr := range benchTraffics(alg) {
+				prefix := alg.String() + "/" + set.name + "/" + tr.name
+				b.Run(prefix+"/serial", func(b *testing.B) {
+					l := prepare(b, alg, set.keys, tr.limit)
+					keys, limit, ctx := set.keys, tr.limit, context.Background()
+					b.ReportAllocs()
+					b.ResetTimer()
+					allowed := 0
+					for i := 0; i < b.N; i++ {
 						res, _ := l.Allow(ctx, keys[i%len(keys)], limit)
-						if res.Allowed != (limit == benchAllow) {
-							b.Error("left the benchmark's path")
-							return
+						if res.Allowed {
+							allowed++
 						}
-						i++
+					}
+					b.StopTimer()
+					if want := map[bool]int{true: b.N}[tr.allow]; allowed != want {
+						b.Fatalf("%d of %d allowed, want %d", allowed, b.N, want)
 					}
 				})
-			})
+				b.Run(prefix+"/parallel", func(b *testing.B) {
+					l := prepare(b, alg, set.keys, tr.limit)
+					keys, limit, ctx := set.keys, tr.limit, context.Background()
+					b.ReportAllocs()
+					b.ResetTimer()
+					b.RunParallel(func(pb *testing.PB) {
+						i := int(uint(len(keys)) / 2)
+						for pb.Next() {
+							res, _ := l.Allow(ctx, keys[i%len(keys)], limit)
+							if res.Allowed != tr.allow {
+								b.Error("left the benchmark's path")
+								return
+							}
+							i++
+						}
+					})
+				})
+			}
 		}
 	}
 }
 
-// prepare returns a limiter holding a bucket for every key, each already used once, so the
-// timed loop measures lookups of existing buckets.
-func prepare(b *testing.B, keys []string, limit ratelimit.Limit) *Limiter {
+// prepare returns a limiter running alg holding a bucket for every key, each already used
+// once, so the timed loop measures lookups of existing buckets. It skips b if the backend
+// does not implement alg.
+func prepare(b *testing.B, alg ratelimit.Algorithm, keys []string, limit ratelimit.Limit) *Limiter {
 	b.Helper()
-	l := New()
+	l := New(WithAlgorithm(alg))
 	b.Cleanup(func() { l.Close() })
 	for _, k := range keys {
-		if _, err := l.Allow(context.Background(), k, limit); err != nil {
+		_, err := l.Allow(context.Background(), k, limit)
+		if errors.Is(err, ratelimit.ErrNotSupported) {
+			b.Skipf("%v is not implemented by the local backend", alg)
+		}
+		if err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -85,10 +120,4 @@ func prepare(b *testing.B, keys []string, limit ratelimit.Limit) *Limiter {
 		b.Fatalf("limiter holds %d buckets, want %d", l.Len(), len(keys))
 	}
 	return l
-}
-
-func checkPath(b *testing.B, limit ratelimit.Limit, allowed, n int) {
-	if want := map[bool]int{true: n, false: 0}[limit == benchAllow]; allowed != want {
-		b.Fatalf("%d of %d allowed, want %d", allowed, n, want)
-	}
 }

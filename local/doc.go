@@ -1,7 +1,10 @@
 // Package local is the in-process backend of ratelimit: each bucket is a
 // golang.org/x/time/rate limiter held in memory, so decisions cost a map lookup and a lock,
 // and nothing leaves the process. Use it for a single instance, or to limit each instance
-// on its own in front of a shared Redis limit.
+// on its own in front of a shared Redis limit. WithAlgorithm picks another algorithm per
+// limiter; the fixed and sliding window counters (FixedWindow, SlidingWindowCounter) keep one
+// or two counts per bucket, on windows aligned to the Unix epoch, and answer exactly as the
+// Redis backend does.
 //
 // WithAlgorithm picks the algorithm: ratelimit.SlidingWindowLog keeps a ring of microsecond
 // times per bucket (8 bytes per token of the window, up to ratelimit.MaxLogBurst), and

@@ -145,8 +145,12 @@ func stateFor(a ratelimit.Algorithm) newStateFunc {
 	switch a {
 	case ratelimit.TokenBucket:
 		return newTokenBucket
+	case ratelimit.FixedWindow:
+		return newFixedWindow
 	case ratelimit.SlidingWindowLog:
 		return newSlidingLog
+	case ratelimit.SlidingWindowCounter:
+		return newSlidingCounter
 	case ratelimit.LeakyBucket:
 		return newLeakyBucket
 	}

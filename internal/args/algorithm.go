@@ -17,6 +17,9 @@ const MaxShapingRate = 1e6
 // reject the same limits with the same errors before doing any work.
 func CheckAlgorithm(a ratelimit.Algorithm, limit ratelimit.Limit) error {
 	switch a {
+	case ratelimit.FixedWindow, ratelimit.SlidingWindowCounter:
+		_, err := Window(limit) // W must be a whole number of µs, on both backends
+		return err
 	case ratelimit.SlidingWindowLog:
 		_, err := LogWindow(limit)
 		return err

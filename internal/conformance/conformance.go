@@ -66,8 +66,12 @@ func rulesOf(a ratelimit.Algorithm) []rule {
 	switch a {
 	case ratelimit.TokenBucket:
 		return tokenBucketRules
+	case ratelimit.FixedWindow:
+		return fixedWindowRules
 	case ratelimit.SlidingWindowLog:
 		return slidingLogRules
+	case ratelimit.SlidingWindowCounter:
+		return slidingCounterRules
 	case ratelimit.LeakyBucket:
 		return leakyBucketRules
 	}

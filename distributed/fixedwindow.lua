@@ -1,0 +1,68 @@
+-- Fixed window for one bucket, atomically.
+--
+-- KEYS[1]  the bucket's key
+-- ARGV[1]  rate (unused: the window below carries it)
+-- ARGV[2]  burst: the most a window gives out (1 <= burst)
+-- ARGV[3]  cost: tokens this request takes (1 <= cost <= burst)
+-- ARGV[4]  empty, or, for tests only, "now" in whole microseconds since 2020-01-01T00:00:00Z.
+--          When empty the clock is Redis TIME, so application servers' clocks never matter.
+-- ARGV[5]  the window W = burst/rate in whole microseconds (1 <= W <= 2^53), computed by the
+--          caller exactly as the local backend computes it, so that both agree to the µs.
+--
+-- Windows are aligned to the Unix epoch: window i covers [i*W, (i+1)*W) in Unix µs, so every
+-- instance agrees on where each starts. A window admits a request for n while its count
+-- plus n is at most burst; a denial changes nothing.
+--
+-- The value is "i:count", the window the count belongs to and the count. It is written only
+-- on allow, and expires with its window (rounded up to the millisecond), so a bucket is one
+-- key per window in effect while staying one declared key (Redis Cluster safe). A key read a
+-- moment after its window ended, or under the test clock, carries another window's index
+-- and counts as zero.
+--
+-- Returns {allowed (1 or 0), remaining, retry-after us, reset-after us}, all integers.
+
+local burst = tonumber(ARGV[2])
+local cost = tonumber(ARGV[3])
+local window = tonumber(ARGV[5])
+
+local now = tonumber(ARGV[4])
+if now then
+  now = now + 1577836800000000 -- the test clock counts from 2020; windows from 1970
+else
+  local t = redis.call('TIME') -- {seconds, microseconds}
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- now < 2^53 and fmod is exact on doubles, so elapsed = now mod W and the index are exact
+-- integers (Lua 5.1's % computes a - floor(a/b)*b, which can be off by one here).
+local elapsed = math.fmod(now, window)
+local index = (now - elapsed) / window
+local left = window - elapsed -- us until the window ends
+
+local count = 0
+local stored = redis.call('GET', KEYS[1])
+if stored then
+  local i, c = string.match(stored, '^(%d+):(%d+)$')
+  if tonumber(i) == index then
+    count = tonumber(c)
+  end
+end
+
+if count + cost <= burst then
+  count = count + cost
+  local ttl = math.max(math.ceil(left / 1000), 1)
+  if ARGV[4] ~= '' then
+    ttl = math.max(ttl, 3600000) -- test clock: Redis's own clock, which expires keys, runs on
+  end
+  -- %d, not tostring or "..": those print 14 significant digits, and an index has up to 16.
+  redis.call('SET', KEYS[1], string.format('%d:%d', index, count), 'PX', ttl)
+  return {1, burst - count, 0, left}
+end
+
+-- Denied: the request fits once the window has ended and the count starts again from zero,
+-- and not a microsecond earlier.
+local reset = 0
+if count > 0 then
+  reset = left
+end
+return {0, burst - count, left, reset}

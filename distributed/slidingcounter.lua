@@ -1,0 +1,154 @@
+-- Sliding window counter for one bucket, atomically.
+--
+-- KEYS[1]  the bucket's key
+-- ARGV[1]  rate (unused: the window below carries it)
+-- ARGV[2]  burst: the most the sliding window holds (1 <= burst)
+-- ARGV[3]  cost: tokens this request takes (1 <= cost <= burst)
+-- ARGV[4]  empty, or, for tests only, "now" in whole microseconds since 2020-01-01T00:00:00Z.
+--          When empty the clock is Redis TIME, so application servers' clocks never matter.
+-- ARGV[5]  the window W = burst/rate in whole microseconds (1 <= W <= 2^53), computed by the
+--          caller exactly as the local backend computes it, so that both agree to the µs.
+--
+-- Fixed windows of W us are aligned to the Unix epoch, as in fixedwindow.lua. At x us into
+-- window i, the sliding window (now - W, now] covers the last W - x us of window i-1 and the
+-- first x of window i; assuming window i-1's requests were spread evenly it holds
+--
+--   est = prev * (W - x) / W + cur
+--
+-- and a request for n is admitted when est + n <= burst. The local backend computes est with
+-- the same double operations in the same order, so both decide alike to the bit.
+--
+-- The value is "i:cur:prev", written only on allow, expiring at the end of window i+1, after
+-- which neither count weighs anything.
+--
+-- Returns {allowed (1 or 0), remaining, retry-after us, reset-after us}, all integers.
+
+local burst = tonumber(ARGV[2])
+local cost = tonumber(ARGV[3])
+local w = tonumber(ARGV[5])
+
+local now = tonumber(ARGV[4])
+if now then
+  now = now + 1577836800000000 -- the test clock counts from 2020; windows from 1970
+else
+  local t = redis.call('TIME') -- {seconds, microseconds}
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- Exact integers: now < 2^53 and fmod is exact on doubles.
+local x = math.fmod(now, w)
+local index = (now - x) / w
+
+-- The counts as seen from window index: the stored window's, or, one window on, its count
+-- as the previous one; anything older weighs nothing.
+local prev, cur = 0, 0
+local stored = redis.call('GET', KEYS[1])
+if stored then
+  local i, c, p = string.match(stored, '^(%d+):(%d+):(%d+)$')
+  i = tonumber(i)
+  if i == index then
+    prev, cur = tonumber(p), tonumber(c)
+  elseif i == index - 1 then
+    prev = tonumber(c)
+  end
+end
+
+-- Durations leave as whole microseconds, capped at 2^53 (285 years), as the local
+-- backend's are. Sums are ordered so that one that exceeds 2^53 only rounds once past it.
+local cap = 9007199254740992
+
+local est = prev * (w - x) / w + cur
+local allowed = est + cost <= burst
+if allowed then
+  cur = cur + cost
+  est = est + cost
+end
+
+local remaining = math.floor(burst - est)
+if remaining < 0 then
+  remaining = 0
+elseif remaining > burst then
+  remaining = burst
+end
+
+-- est falls to zero at the end of the window after the last one that counted anything.
+local reset = 0
+if cur > 0 then
+  reset = math.min(2 * w - x, cap)
+elseif prev > 0 then
+  reset = w - x
+end
+
+if allowed then
+  local ttl = math.max(math.ceil((2 * w - x) / 1000), 1)
+  if ARGV[4] ~= '' then
+    ttl = math.max(ttl, 3600000) -- test clock: Redis's own clock, which expires keys, runs on
+  end
+  -- %d, not tostring or "..": those print 14 significant digits, and an index has up to 16.
+  redis.call('SET', KEYS[1], string.format('%d:%d:%d', index, cur, prev), 'PX', ttl)
+  return {1, remaining, 0, reset}
+end
+
+-- Denied. A point in the future is a window k = 0, 1 or 2 after this one and an offset y in
+-- it; seen from window k the counts are (prev, cur), (cur, 0), (0, 0), so est only falls as
+-- time passes. Find the first point at which the request is admitted.
+local function admits(k, y)
+  local p, c = prev, cur
+  if k == 1 then
+    p, c = cur, 0
+  elseif k == 2 then
+    p, c = 0, 0
+  end
+  return p * (w - y) / w + c + cost <= burst
+end
+
+-- The guess solves est + cost = burst in real numbers: within this window when
+-- cur + cost <= burst (prev * (W - y) / W <= burst - cur - cost), otherwise in the next
+-- (cur * (W - y) / W <= burst - cost). It is rounded up and clamped to (x, W] or [0, W].
+local k, y, lo, f
+if cur + cost <= burst then
+  k, lo = 0, x + 1
+  f = math.ceil(w - (burst - cur - cost) * w / prev)
+else
+  k, lo = 1, 0
+  f = math.ceil(w - (burst - cost) * w / cur)
+end
+if not (f >= lo) then
+  y = lo
+elseif f >= w then
+  y = w
+else
+  y = f
+end
+if y == w then
+  k, y = k + 1, 0
+end
+
+-- Step forward until the arithmetic above admits the guess, then back while it still
+-- admits a microsecond earlier: a few steps either way, as in the local backend.
+local steps = 4
+for _ = 1, steps do
+  if admits(k, y) then
+    break
+  end
+  y = y + 1
+  if y == w then
+    k, y = k + 1, 0
+  end
+end
+if not admits(k, y) then
+  k, y = 2, 0 -- out of reach (windows of decades, huge bursts): est is 0 there
+end
+for _ = 1, steps do
+  local bk, by = k, y - 1
+  if by < 0 then
+    bk, by = k - 1, w - 1
+  end
+  if bk < 0 or (bk == 0 and by <= x) or not admits(bk, by) then
+    break
+  end
+  k, y = bk, by
+end
+
+local retry = math.min((k * w - x) + y, cap)
+return {0, remaining, retry, reset}
