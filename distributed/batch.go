@@ -22,7 +22,7 @@ import (
 // A lone caller never waits for a batch to fill, so latency at low load is a plain round
 // trip's.
 const (
-	maxDirect = 2
+	maxDirect = 8
 	maxBatch  = 256
 )
 

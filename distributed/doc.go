@@ -43,9 +43,9 @@
 //
 // # Throughput
 //
-// Decisions made at the same time share round trips. Two at a time go to Redis on their own;
-// one that arrives while both are on the wire waits in a queue, and the queue leaves as one
-// pipeline as soon as one of them returns. Redis still runs one script per decision, in
+// Decisions made at the same time share round trips. Eight at a time go to Redis on their
+// own; one that arrives while all eight are on the wire waits in a queue, and the queue leaves
+// as one pipeline as soon as one of them returns. Redis still runs one script per decision, in
 // arrival order, so no answer changes; the client and Redis save the writes, reads and
 // wake-ups that separate calls would cost, which under load is most of the work. A lone
 // caller never waits for company. Queued decisions are sent with the limiter's deadline
