@@ -122,29 +122,8 @@ func BenchmarkFallbackOpen(b *testing.B) {
 			for _, c := range contenders {
 				b.Run(c.name+"/"+set.name+"/"+tr.name+"/parallel", func(b *testing.B) {
 					decide := prepare(b, c, tr, keys)
-					var allowed, failed, goroutines atomic.Int64
-					b.ReportAllocs()
-					b.ResetTimer()
-					b.RunParallel(func(pb *testing.PB) {
-						k := startAt(uint64(goroutines.Add(1)), len(keys))
-						var a, f int64
-						for pb.Next() {
-							ok, err := decide(keys[k])
-							switch {
-							case err != nil:
-								f++
-							case ok:
-								a++
-							}
-							if k++; k == len(keys) {
-								k = 0
-							}
-						}
-						allowed.Add(a)
-						failed.Add(f)
-					})
-					b.StopTimer()
-					checkPath(b, tr, int64(b.N), allowed.Load(), failed.Load())
+					allowed, failed := decideParallel(b, decide, keys)
+					checkPath(b, tr, int64(b.N), allowed, failed)
 				})
 			}
 		}
