@@ -17,15 +17,20 @@ type benchTraffic struct {
 }
 
 // benchTraffics returns the loads for an algorithm. allow: a limit no run exhausts, 10⁹ per
-// second (W = 1 s for the window algorithms) — except for the sliding log, whose memory grows
-// with Burst: 10⁶ per µs, a window of 1 µs that no goroutine can fill. deny: a burst of 1,
+// second (W = 1 s for the window algorithms) — except for the sliding log, whose Burst is
+// capped (ratelimit.MaxLogBurst): 10⁴ per µs, a window of 1 µs that no goroutine can fill
+// with 10⁴ requests — and for the leaky bucket, whose Rate is capped at 10⁶ per second: a
+// queue of 10⁹ places drained at that rate. deny: a burst of 1,
 // taken before the timer, that comes back only after 10⁶ s (11.6 days; the window
 // algorithms' windows are that long, and aligned to the epoch, so a run crosses a window's
 // end once in several thousand).
 func benchTraffics(a ratelimit.Algorithm) []benchTraffic {
 	open := ratelimit.Limit{Rate: 1e9, Burst: 1e9}
-	if a == ratelimit.SlidingWindowLog {
-		open = ratelimit.Limit{Rate: 1e12, Burst: 1e6}
+	switch a {
+	case ratelimit.SlidingWindowLog:
+		open = ratelimit.Limit{Rate: 1e10, Burst: ratelimit.MaxLogBurst}
+	case ratelimit.LeakyBucket:
+		open = ratelimit.Limit{Rate: 1e6, Burst: 1e9}
 	}
 	return []benchTraffic{
 		{"allow", true, open},
