@@ -38,7 +38,10 @@
 // with github.com/go-redis/redis_rate/v10 and with a script that does nothing ("evalsha",
 // the cost of a script round trip), on a redis-server it starts, at exactly 1, 8 and 64
 // goroutines, reporting ops/s and p50/p99 latency as well as what each decision cost Redis.
-// TestRedisOneRoundTripPerDecision checks that a decision of ours is one round trip.
+// BenchmarkRedisFloor runs, beside ours and redis_rate, scripts that make the Redis calls a
+// limiter needs and decide nothing, to show how close one script per decision can come to a
+// bare EVALSHA. TestRedisOneRoundTripPerDecision checks that a decision of ours is one round
+// trip.
 //
 // # Running
 //

@@ -1,0 +1,94 @@
+package bench
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/distributed"
+	"github.com/sluice-go/ratelimit/internal/redistest"
+)
+
+// floorScripts are the steps from a script that does nothing to the token bucket's, each
+// sent as one EVALSHA per decision with no pipelining, so that BenchmarkRedisFloor shows
+// what each step costs at a given number of goroutines. "calls" makes the three Redis calls
+// any limiter on the Redis clock needs (TIME, GET, SET with an expiry) and decides nothing;
+// "calls+reply" answers with the four integers a Result needs, as the limiter's scripts do.
+var floorScripts = []struct {
+	name   string
+	script *redis.Script
+}{
+	{"return1", noop},
+	{"calls", redis.NewScript(`local t = redis.call('TIME')
+local v = redis.call('GET', KEYS[1])
+redis.call('SET', KEYS[1], t[2], 'PX', 3600000)
+return 1`)},
+	{"calls+reply", redis.NewScript(`local t = redis.call('TIME')
+local v = redis.call('GET', KEYS[1])
+redis.call('SET', KEYS[1], t[2], 'PX', 3600000)
+return {1, 999999999, 0, tonumber(t[2])}`)},
+}
+
+// BenchmarkRedisFloor measures how close any limiter that runs one script per decision can
+// come to a bare EVALSHA on this machine: the floor scripts, then ours (the token bucket,
+// through distributed.New, shared pipelines and all) and redis_rate, under allow traffic, on
+// the same client and key sets as BenchmarkRedis. A floor script's first reply element is 1,
+// which counts as allowed.
+//
+//	cd bench && go test -run '^$' -bench 'RedisFloor' -benchmem -count 3 -benchtime 2s
+func BenchmarkRedisFloor(b *testing.B) {
+	srv := redistest.NewServer(b)
+	client := newRedisClient(srv.Addr())
+	b.Cleanup(func() { client.Close() })
+	warmPool(b, client)
+	ctx := context.Background()
+	l, err := distributed.New(client)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close() })
+	limit := redisTraffics()[0].ours(ratelimit.TokenBucket) // the allow traffic
+	type step struct {
+		name   string
+		decide take
+	}
+	var steps []step
+	for _, s := range floorScripts {
+		steps = append(steps, step{s.name, func(key string) (bool, error) {
+			v, err := s.script.Run(ctx, client, []string{key}).Result()
+			if err != nil {
+				return false, err
+			}
+			if vs, ok := v.([]any); ok && len(vs) > 0 {
+				v = vs[0]
+			}
+			return v == int64(1), nil
+		}})
+	}
+	steps = append(steps, step{"ours", func(key string) (bool, error) {
+		res, err := l.Allow(ctx, key, limit)
+		return res.Allowed, err
+	}}, step{"redis_rate", openRedisRate(b, client, redisTraffics()[0])})
+	for _, set := range []struct {
+		name string
+		keys []string
+	}{{"hot", ipKeys(1)}, {"100k", ipKeys(100_000)}} {
+		prepared := make([]bool, len(steps))
+		for _, g := range []int{8, 64} {
+			for i, s := range steps {
+				b.Run(s.name+"/"+set.name+"/"+strconv.Itoa(g), func(b *testing.B) {
+					if !prepared[i] { // every key written once, before any timer
+						if allowed, failed := spread(8, set.keys, s.decide); allowed != int64(len(set.keys)) {
+							b.Fatalf("first calls on %d keys: %d allowed, %d failed", len(set.keys), allowed, failed)
+						}
+						prepared[i] = true
+					}
+					runRedisLoad(b, srv, g, set.keys, true, s.decide)
+				})
+			}
+		}
+	}
+}
