@@ -3,9 +3,13 @@ package ratelimit
 import "strconv"
 
 // Algorithm selects how a backend decides. It is chosen per limiter, with an option of the
-// backend's constructor. One Limit means the same on every algorithm: a window of
-// W = Burst/Rate seconds holding at most Burst requests, so PerMinute(100) is 100 requests a
-// minute whichever algorithm enforces it.
+// backend's constructor. One Limit means the same on every algorithm: Burst requests per
+// window of W = Burst/Rate seconds, so PerMinute(100) is 100 requests a minute whichever
+// algorithm enforces it. How tightly a window holds differs: the sliding log admits at most
+// Burst in any interval of length W; the token bucket and the leaky bucket at most
+// Burst + Rate·d in any interval of length d (up to 2·Burst within one W, after a quiet
+// spell); the fixed window at most Burst per aligned window (so 2·Burst across a boundary);
+// the sliding counter at most Burst by its weighted estimate of the last W.
 //
 // A backend built with an algorithm it does not implement answers every call with
 // ErrNotSupported.
