@@ -38,7 +38,7 @@ return {1, 999999999, 0, tonumber(t[2])}`)},
 // the same client and key sets as BenchmarkRedis. A floor script's first reply element is 1,
 // which counts as allowed.
 //
-//	cd bench && go test -run '^$' -bench 'RedisFloor' -benchmem -count 3 -benchtime 2s
+//	cd bench && go test -run '^$' -bench 'RedisFloor' -benchmem -count 2 -benchtime 2s
 func BenchmarkRedisFloor(b *testing.B) {
 	srv := redistest.NewServer(b)
 	client := newRedisClient(srv.Addr())
