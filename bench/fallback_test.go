@@ -99,23 +99,7 @@ func BenchmarkFallbackOpen(b *testing.B) {
 			// their figures comes from the same few seconds of a machine whose load drifts.
 			for _, c := range contenders {
 				b.Run(c.name+"/"+set.name+"/"+tr.name+"/serial", func(b *testing.B) {
-					decide := prepare(b, c, tr, keys)
-					var allowed, failed int64
-					b.ReportAllocs()
-					b.ResetTimer()
-					for i, k := 0, 0; i < b.N; i++ {
-						ok, err := decide(keys[k])
-						switch {
-						case err != nil:
-							failed++
-						case ok:
-							allowed++
-						}
-						if k++; k == len(keys) {
-							k = 0
-						}
-					}
-					b.StopTimer()
+					allowed, failed := decideSerial(b, prepare(b, c, tr, keys), keys)
 					checkPath(b, tr, int64(b.N), allowed, failed)
 				})
 			}
