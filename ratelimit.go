@@ -38,8 +38,20 @@ func (l Limit) Validate() error {
 	if l.Burst < 1 {
 		return fmt.Errorf("%w: burst %d is less than 1", ErrInvalidLimit, l.Burst)
 	}
+	if l.Burst > MaxBurst {
+		return fmt.Errorf("%w: burst %d is more than MaxBurst (2^52)", ErrInvalidLimit, l.Burst)
+	}
 	return nil
 }
+
+// MaxBurst is the largest Burst a Limit may have, on every backend: 2^52, so that a count of
+// tokens plus a cost stays an exact integer in a Redis script, whose numbers are float64.
+const MaxBurst = 1 << 52
+
+// MaxKeyLen is the longest key, in bytes, a limiter accepts; a longer one is refused with
+// ErrKeyTooLong. It bounds what one bucket costs, in memory or in Redis, however a key is
+// built. The key functions of this module never build a longer one.
+const MaxKeyLen = 512
 
 // IsZero reports whether l is the zero Limit, which middleware reads as "no limit".
 func (l Limit) IsZero() bool { return l == Limit{} }
@@ -115,6 +127,8 @@ type Limiter interface {
 var (
 	// ErrKeyEmpty is returned for an empty key.
 	ErrKeyEmpty = errors.New("ratelimit: empty key")
+	// ErrKeyTooLong is returned for a key longer than MaxKeyLen bytes.
+	ErrKeyTooLong = errors.New("ratelimit: key too long")
 	// ErrInvalidLimit is returned for a limit whose Rate is not finite and greater than zero
 	// or whose Burst is less than 1.
 	ErrInvalidLimit = errors.New("ratelimit: invalid limit")
@@ -128,7 +142,27 @@ var (
 	ErrNotSupported = errors.New("ratelimit: not supported")
 	// ErrClosed is returned by every call made after Close.
 	ErrClosed = errors.New("ratelimit: limiter closed")
+	// ErrTimeout is wrapped by the error a backend returns when it did not answer within the
+	// limiter's own deadline (distributed.WithTimeout): a failure of the backend. When the
+	// caller's context ends first, the error is the context's, which says nothing of the
+	// backend's health.
+	ErrTimeout = errors.New("ratelimit: backend did not answer in time")
+	// ErrInvalidState is returned when a bucket holds a value the limiter cannot read (a
+	// Redis key written by something else, say). It concerns that bucket only, not the
+	// backend's health.
+	ErrInvalidState = errors.New("ratelimit: bucket holds a value the limiter cannot read")
 )
+
+// LimitValidator is implemented by limiters that can say, before any request, whether they
+// accept a limit: beyond Limit.Validate, a backend may bound the rate (the Redis backend's
+// MaxRate) or the burst (an algorithm's, such as MaxLogBurst). Middleware constructors call
+// it on the limits they are given, so that a limit that could never be enforced is a
+// mistake found at start-up rather than an error on every request.
+type LimitValidator interface {
+	// ValidateLimit returns nil if the limiter accepts limit, or an error wrapping
+	// ErrInvalidLimit that says why not.
+	ValidateLimit(limit Limit) error
+}
 
 // ErrorPolicy says what middleware does with a request when the limiter returns an error
 // instead of a decision.

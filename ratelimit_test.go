@@ -28,12 +28,16 @@ func TestValidate(t *testing.T) {
 		{}, ratelimit.PerSecond(0), ratelimit.PerMinute(-1),
 		{Rate: math.NaN(), Burst: 1}, {Rate: math.Inf(1), Burst: 1}, {Rate: math.Inf(-1), Burst: 1},
 		{Rate: -1, Burst: 1}, {Rate: 1, Burst: 0}, {Rate: 1, Burst: -5},
+		{Rate: 1, Burst: ratelimit.MaxBurst + 1},
 	}
 	for _, l := range invalid {
 		err := l.Validate()
 		require.ErrorIs(t, err, ratelimit.ErrInvalidLimit, l)
 	}
 	assert.EqualError(t, ratelimit.Limit{Rate: 1}.Validate(), "ratelimit: invalid limit: burst 0 is less than 1")
+	assert.EqualError(t, ratelimit.Limit{Rate: 1, Burst: 1 << 53}.Validate(),
+		"ratelimit: invalid limit: burst 9007199254740992 is more than MaxBurst (2^52)")
+	require.NoError(t, ratelimit.Limit{Rate: 1, Burst: ratelimit.MaxBurst}.Validate())
 	assert.EqualError(t, ratelimit.Limit{Rate: -2, Burst: 1}.Validate(),
 		"ratelimit: invalid limit: rate -2 is not a finite number greater than zero")
 }
