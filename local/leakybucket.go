@@ -2,12 +2,12 @@ package local
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"sync"
 	"time"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/wait"
 )
 
 // tokenEpochUS is the zero of the leaky bucket's token clock, 2020-01-01T00:00:00Z in Unix
@@ -123,55 +123,13 @@ func microseconds(us int64) time.Duration { return time.Duration(us) * time.Micr
 
 // waitInQueue is Wait for ratelimit.LeakyBucket: see Wait.
 func (l *Limiter) waitInQueue(ctx context.Context, key string, limit ratelimit.Limit) error {
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+	return wait.Queue(ctx, func(_ context.Context, maxDelay time.Duration, bounded bool) (ratelimit.Result, error) {
 		if err := l.check(key, limit, 1); err != nil {
-			return err
+			return ratelimit.Result{Limit: limit}, err
 		}
-		maxDelay := unbounded
-		deadline, bounded := ctx.Deadline()
-		if bounded {
-			maxDelay = max(time.Until(deadline), 0)
+		if !bounded {
+			maxDelay = unbounded
 		}
-		res := l.store.decide(key, limit.Rate, limit.Burst, l.now(), 1, maxDelay)
-		switch {
-		case res.Allowed:
-			return l.hold(ctx, res.Delay)
-		case res.RetryAfter == 0:
-			return fmt.Errorf("ratelimit: the queue of %q would hold the request %v, past the context deadline: %w",
-				key, res.Delay, context.DeadlineExceeded)
-		case bounded && time.Until(deadline) < res.ResetAfter:
-			// The queue is full. A place frees up after RetryAfter, and its turn comes when
-			// the queue has drained: ResetAfter from now at the earliest.
-			return fmt.Errorf("ratelimit: the queue of %q is full and drains in %v, past the context deadline: %w",
-				key, res.ResetAfter, context.DeadlineExceeded)
-		}
-		if err := l.hold(ctx, res.RetryAfter); err != nil {
-			return err
-		}
-	}
-}
-
-// hold sleeps d, or until ctx ends or the limiter closes. A ctx that ends at the very moment
-// d is up does not count: the time was served.
-func (l *Limiter) hold(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	wake := time.Now().Add(d)
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-l.stop:
-		return ratelimit.ErrClosed
-	case <-ctx.Done():
-		if !time.Now().Before(wake) {
-			return nil
-		}
-		return ctx.Err()
-	}
+		return l.store.decide(key, limit.Rate, limit.Burst, l.now(), 1, maxDelay), nil
+	}, l.stop)
 }
