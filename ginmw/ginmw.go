@@ -2,125 +2,84 @@ package ginmw
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/headers"
+	"github.com/sluice-go/ratelimit/internal/pipeline"
 )
 
 // UnkeyedKey is the key under which requests are limited when the key function fails or
-// returns an empty key. All such requests share it, so leaving out whatever the key is made
-// of (a header, a user ID) buys no extra requests. It has no ':' in it, so no key from
-// package keyfuncs can collide with it.
-const UnkeyedKey = "unkeyed"
+// returns a key the limiter cannot take (empty, or longer than ratelimit.MaxKeyLen): all
+// such requests share one bucket. No key function of this module returns it.
+const UnkeyedKey = pipeline.UnkeyedKey
 
-// New returns a Gin middleware that asks l whether each request may proceed.
-//
-// For each request not skipped (WithSkipFunc), it finds the limit (WithLimit or
-// WithLimitFunc; the zero Limit means this request is not limited), the key (WithKeyFunc)
-// and the cost (WithCostFunc), and calls l.AllowN. An allowed request gets rate-limit
-// headers (WithHeaderStyle) and proceeds; a denied one also gets Retry-After and is answered
-// by the denied handler (WithDeniedHandler, 429 by default) and aborted. When l fails, the
-// error handler is told and the error policy decides (WithErrorPolicy: proceed by default,
-// or 503).
-//
-// New panics if l is nil, if neither WithLimit nor WithLimitFunc was given, or if the limit
-// of WithLimit is neither zero nor valid: these are mistakes in the program, not conditions
-// to handle at run time.
+// New returns a Gin middleware that asks l whether each request may proceed; the package
+// documentation says how it answers. It panics if l is nil, if no limit is configured, or
+// if a fixed limit (WithLimit, WithRouteLimits) is neither zero nor accepted by l: these are
+// mistakes in the program, not conditions to handle at run time.
 func New(l ratelimit.Limiter, opts ...Option) gin.HandlerFunc {
-	if l == nil {
-		panic("ginmw: New: nil Limiter")
-	}
 	o := defaultOptions()
 	for _, opt := range opts {
-		opt(&o)
-	}
-	if o.limit == nil {
-		panic("ginmw: New: no limit configured: pass WithLimit or WithLimitFunc")
-	}
-	if o.fixed != nil && !o.fixed.IsZero() {
-		if err := o.fixed.Validate(); err != nil {
-			panic(fmt.Sprintf("ginmw: New: WithLimit(%v): %v", *o.fixed, err))
+		if opt != nil {
+			opt(&o)
 		}
 	}
-	m := &middleware{limiter: l, options: o}
+	p, err := pipeline.New("ginmw: ", l, o.Options, func(c *gin.Context, err error) error {
+		o.onError(c, err)
+		if c.IsAborted() {
+			return errAnswered
+		}
+		return nil
+	})
+	if errors.Is(err, pipeline.ErrNoLimit) {
+		panic("ginmw: New: no limit configured: pass WithLimit, WithRouteLimits or WithLimitFunc")
+	}
+	if err != nil {
+		panic("ginmw: New: " + err.Error())
+	}
+	m := &middleware{p: p, options: o}
 	return m.handle
 }
 
 type middleware struct {
-	limiter ratelimit.Limiter
+	p *pipeline.Pipeline[*gin.Context]
 	options
 }
 
 func (m *middleware) handle(c *gin.Context) {
-	if m.skip != nil && m.skip(c) {
-		return
+	d := m.p.Decide(c.Request.Context(), c)
+	if d.Decided {
+		headers.Set(c.Writer.Header(), m.Style, m.PolicyName, d.Result)
 	}
-	limit := m.limit(c)
-	if limit.IsZero() {
-		return
-	}
-	n := 1
-	if m.cost != nil {
-		n = m.cost(c)
-	}
-	key, err := m.key(c)
-	if err == nil && key == "" {
-		err = ratelimit.ErrKeyEmpty
-	}
-	if err != nil {
-		m.onError(c, fmt.Errorf("ginmw: no key, limiting as %q: %w", UnkeyedKey, err))
-		if c.IsAborted() {
-			return
-		}
-		key = UnkeyedKey
-	}
-
-	res, err := m.limiter.AllowN(c.Request.Context(), key, limit, n)
-	if err != nil {
-		m.fail(c, err)
-		return
-	}
-	headers.Set(c.Writer.Header(), m.style, m.policyName, res)
-	if !res.Allowed {
-		m.denied(c, res)
+	switch d.Verdict {
+	case pipeline.Deny:
+		m.denied(c, d.Result)
 		c.Abort()
-		return
-	}
-	if res.Delay > 0 {
-		m.hold(c, res.Delay)
-	}
-}
-
-// fail applies the error policy to a limiter error.
-func (m *middleware) fail(c *gin.Context, err error) {
-	m.onError(c, fmt.Errorf("ginmw: %w", err))
-	switch {
-	case c.IsAborted():
-	case errors.Is(err, ratelimit.ErrExceedsBurst):
-		// Not a failure to decide: the request can never be allowed, so failing open would
-		// let through exactly the requests the limit exists to stop.
-		c.AbortWithStatusJSON(http.StatusTooManyRequests, errorBody{Error: "request cost exceeds the rate limit"})
-	case m.policy == ratelimit.FailClosed:
-		c.AbortWithStatusJSON(http.StatusServiceUnavailable, errorBody{Error: "rate limiter unavailable"})
-	}
-}
-
-// hold waits d before the request proceeds, as a shaping algorithm (ratelimit.LeakyBucket)
-// asks; if the client goes away first, the request is aborted with 503.
-func (m *middleware) hold(c *gin.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-c.Request.Context().Done():
+	case pipeline.TooCostly:
+		c.AbortWithStatusJSON(http.StatusTooManyRequests, errorBody{Error: msgTooCostly})
+	case pipeline.Invalid:
+		c.AbortWithStatusJSON(http.StatusInternalServerError, errorBody{Error: msgInvalid})
+	case pipeline.Unavailable:
+		c.AbortWithStatusJSON(http.StatusServiceUnavailable, errorBody{Error: msgUnavailable})
+	case pipeline.Ended:
 		c.AbortWithStatus(http.StatusServiceUnavailable)
+	case pipeline.Handled:
+		c.Abort()
 	}
 }
+
+// errAnswered tells the pipeline that the error handler aborted the request.
+var errAnswered = errors.New("ginmw: the error handler answered the request")
+
+// Bodies of the answers other than a denial. They name no key, which may be personal data.
+const (
+	msgTooCostly   = "request cost exceeds the rate limit"
+	msgInvalid     = "rate limit misconfigured"
+	msgUnavailable = "rate limiter unavailable"
+)
 
 // deniedBody is the JSON body of DeniedJSON.
 type deniedBody struct {

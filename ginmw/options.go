@@ -5,95 +5,79 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/headers"
+	"github.com/sluice-go/ratelimit/internal/pipeline"
 	"github.com/sluice-go/ratelimit/keyfuncs"
 )
 
-// Option configures the middleware built by New.
+// Option configures the middleware built by New. A nil Option is skipped, and a nil
+// function given to an option means that option's default.
 type Option func(*options)
 
 type options struct {
-	key        func(*gin.Context) (string, error)
-	limit      func(*gin.Context) ratelimit.Limit
-	fixed      *ratelimit.Limit // set by WithLimit, checked by New
-	cost       func(*gin.Context) int
-	skip       func(*gin.Context) bool
-	denied     func(*gin.Context, ratelimit.Result)
-	onError    func(*gin.Context, error)
-	policy     ratelimit.ErrorPolicy
-	style      headers.Style
-	policyName string
+	pipeline.Options[*gin.Context]
+	denied  func(*gin.Context, ratelimit.Result)
+	onError func(*gin.Context, error)
 }
 
 func defaultOptions() options {
 	return options{
-		key:        keyfuncs.ClientIP(),
-		denied:     DeniedJSON,
-		onError:    reportError,
-		policy:     ratelimit.FailOpen,
-		style:      headers.StyleXRateLimit,
-		policyName: headers.DefaultPolicyName,
+		Options: pipeline.Defaults[*gin.Context](keyfuncs.ClientIP()),
+		denied:  DeniedJSON,
+		onError: reportError,
 	}
 }
 
-// WithKeyFunc sets how a request's key is found. Default: keyfuncs.ClientIP() with no
-// trusted proxies, the socket peer's address (IPv6 grouped by /64); behind a proxy, pass
-// keyfuncs.ClientIP(keyfuncs.WithTrustedProxies(...)). A key function that fails, or
-// returns an empty key, does not let the request through unlimited: see the package
-// documentation. Any function of this signature fits, including a keyfuncs.Func. nil means
-// the default.
+// WithKeyFunc sets how a request's key is found. Default: keyfuncs.ClientIP(), the socket
+// peer's address; behind a proxy, pass keyfuncs.ClientIP(keyfuncs.WithTrustedProxies(...)).
+// A request whose key cannot be found is limited under UnkeyedKey (see "Security" in the
+// package documentation).
 func WithKeyFunc(f func(c *gin.Context) (string, error)) Option {
 	return func(o *options) {
 		if f == nil {
 			f = keyfuncs.ClientIP()
 		}
-		o.key = f
+		o.Key = f
 	}
 }
 
-// WithLimit sets the limit of every request. Default: none; New panics unless WithLimit or
-// WithLimitFunc gives one. The zero Limit turns limiting off; any other limit must be valid
-// (New panics otherwise). Of WithLimit and WithLimitFunc, the last one given applies.
+// WithLimit sets the limit of every request; the zero Limit leaves requests unlimited.
+// Default: none: New panics unless WithLimit, WithRouteLimits or WithLimitFunc gives one.
+// Of these three, the last one given applies.
 func WithLimit(l ratelimit.Limit) Option {
+	return func(o *options) { o.SetLimit(l) }
+}
+
+// WithRouteLimits sets a limit per route: limits maps route patterns, as Gin's FullPath
+// gives them ("/v1/items/:id"), to their limits, and other routes (and requests that match
+// no route) get def. The zero Limit leaves the routes it applies to unlimited. The map is
+// copied. See WithLimit for the default.
+func WithRouteLimits(limits map[string]ratelimit.Limit, def ratelimit.Limit) Option {
 	return func(o *options) {
-		o.fixed = &l
-		o.limit = func(*gin.Context) ratelimit.Limit { return l }
+		o.SetTable("WithRouteLimits", limits, def, (*gin.Context).FullPath)
 	}
 }
 
 // WithLimitFunc sets a function that returns each request's limit, for limits that depend
-// on the route, the user's plan, and so on. Default: none; New panics unless WithLimit or
-// WithLimitFunc gives one. A request for which f returns the zero Limit is not limited. An
-// invalid limit is the limiter's error (ratelimit.ErrInvalidLimit), handled by the error
-// policy. Of WithLimit and WithLimitFunc, the last one given applies; a nil f is ignored.
+// on the user's plan and the like; the zero Limit leaves a request unlimited. See WithLimit
+// for the default. A nil f is ignored.
 func WithLimitFunc(f func(c *gin.Context) ratelimit.Limit) Option {
-	return func(o *options) {
-		if f != nil {
-			o.fixed = nil
-			o.limit = f
-		}
-	}
+	return func(o *options) { o.SetLimitFunc(f) }
 }
 
-// WithCostFunc sets how many tokens a request takes (ratelimit.Limiter.AllowN), for requests
-// that cost more than others: a batch of n items, an export. Default: 1 for every request.
-// A cost below 1 is the limiter's error (ratelimit.ErrInvalidCost), handled by the error
-// policy; a cost above the limit's Burst can never be allowed and is answered 429 whatever
-// the policy. nil means the default.
+// WithCostFunc sets how many tokens a request takes, for requests that cost more than
+// others (a batch of n items). Default: 1.
 func WithCostFunc(f func(c *gin.Context) int) Option {
-	return func(o *options) { o.cost = f }
+	return func(o *options) { o.Cost = f }
 }
 
 // WithSkipFunc sets a function that exempts requests from limiting: when it returns true
 // the limiter is not asked and no rate-limit header is sent. Default: nothing is skipped.
-// Health checks and requests from internal networks are typical. nil means the default.
 func WithSkipFunc(f func(c *gin.Context) bool) Option {
-	return func(o *options) { o.skip = f }
+	return func(o *options) { o.Skip = f }
 }
 
-// WithDeniedHandler sets what answers a denied request. It runs after the rate-limit
-// headers and Retry-After are set, receives the decision, and should write the response;
-// the middleware aborts the chain afterwards whether or not it did. Default: DeniedJSON,
-// a 429 with {"error":"rate limit exceeded","retry_after":N}. nil means the default.
+// WithDeniedHandler sets what answers a denied request, after the rate-limit headers and
+// Retry-After are set; the middleware aborts the chain afterwards. Default: DeniedJSON.
 func WithDeniedHandler(f func(c *gin.Context, res ratelimit.Result)) Option {
 	return func(o *options) {
 		if f == nil {
@@ -103,11 +87,10 @@ func WithDeniedHandler(f func(c *gin.Context, res ratelimit.Result)) Option {
 	}
 }
 
-// WithErrorHandler sets what is told about errors: a key function's failure and the
-// limiter's errors. It runs before the error policy applies, and may answer the request
-// itself by aborting it (c.AbortWithStatusJSON, say), in which case the middleware does
-// nothing more. Default: the error is attached to the request with c.Error, where
-// gin.Logger and other error-reporting middleware find it. nil means the default.
+// WithErrorHandler sets what is told about a key function's failure and the limiter's
+// errors, before the middleware acts on them; a handler that aborts the request answers it
+// itself. Default: the error is attached with c.Error, for gin.Logger and other
+// error-reporting middleware.
 func WithErrorHandler(f func(c *gin.Context, err error)) Option {
 	return func(o *options) {
 		if f == nil {
@@ -118,22 +101,26 @@ func WithErrorHandler(f func(c *gin.Context, err error)) Option {
 }
 
 // WithErrorPolicy sets what happens to a request when the limiter fails (Redis unreachable,
-// limiter closed). Default: ratelimit.FailOpen, the request proceeds. With
-// ratelimit.FailClosed it is answered 503 with {"error":"rate limiter unavailable"}.
+// limiter closed). Default: ratelimit.FailOpen, the request proceeds;
+// ratelimit.FailClosed answers 503.
 func WithErrorPolicy(p ratelimit.ErrorPolicy) Option {
-	return func(o *options) { o.policy = p }
+	return func(o *options) { o.Policy = p }
 }
 
-// WithHeaderStyle sets which rate-limit headers responses carry; see package headers.
-// Default: headers.StyleXRateLimit (X-RateLimit-Limit, -Remaining, -Reset). Denials carry
+// WithHeaderStyle sets which rate-limit headers responses carry (see package headers);
+// headers.StyleNone sends none. Default: headers.StyleXRateLimit. Denials carry
 // Retry-After whatever the style.
 func WithHeaderStyle(s headers.Style) Option {
-	return func(o *options) { o.style = s }
+	return func(o *options) { o.Style = s }
 }
 
-// WithPolicyName sets the policy name in the IETF RateLimit-Policy and RateLimit headers.
-// Default: headers.DefaultPolicyName, "default". Give each middleware with its own limit its
-// own name ("login", "api") so that clients can tell the policies apart.
+// WithPolicyName sets the policy name of the IETF RateLimit-Policy and RateLimit headers.
+// Default: headers.DefaultPolicyName, "default".
 func WithPolicyName(name string) Option {
-	return func(o *options) { o.policyName = name }
+	return func(o *options) {
+		if name == "" {
+			name = headers.DefaultPolicyName
+		}
+		o.PolicyName = name
+	}
 }

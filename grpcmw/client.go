@@ -42,7 +42,7 @@ func StreamClientInterceptor(l ratelimit.Limiter, opts ...Option) grpc.StreamCli
 
 func newClientInterceptor(name string, l ratelimit.Limiter, opts []Option) *interceptor {
 	m := newInterceptor(name, l, opts)
-	if m.wait && m.cost != nil {
+	if m.wait && m.Cost != nil {
 		panic("grpcmw: " + name + ": WithWait and WithCostFunc cannot be combined: Limiter.Wait takes one token")
 	}
 	return m

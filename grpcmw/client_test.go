@@ -59,8 +59,8 @@ func TestClientWaitPastDeadline(t *testing.T) {
 	assert.Equal(t, int64(1), e.attempts.Load())
 }
 
-// A limiter that cannot wait (the Redis backend answers ErrNotSupported) is a limiter error:
-// the error policy decides.
+// A limiter that cannot wait (the Redis backend answers ErrNotSupported) is a mistake in the
+// program, not a failure: the call is refused whatever the error policy.
 func TestClientWaitNotSupported(t *testing.T) {
 	for _, policy := range []ratelimit.ErrorPolicy{ratelimit.FailOpen, ratelimit.FailClosed} {
 		t.Run(policy.String(), func(t *testing.T) {
@@ -70,11 +70,7 @@ func TestClientWaitNotSupported(t *testing.T) {
 				grpcmw.WithLimit(ratelimit.PerMinute(1)), grpcmw.WithWait(), grpcmw.WithErrorPolicy(policy),
 				grpcmw.WithErrorHandler(rec.handle))))
 			_, err := e.unaryCall(ctx(t), "A")
-			if policy == ratelimit.FailOpen {
-				assert.NoError(t, err)
-			} else {
-				assert.Equal(t, codes.Unavailable, status.Code(err))
-			}
+			assert.Equal(t, codes.Internal, status.Code(err))
 			require.Len(t, rec.all(), 1)
 			assert.ErrorIs(t, rec.all()[0], ratelimit.ErrNotSupported)
 		})
@@ -86,7 +82,7 @@ func TestClientWaitNotSupported(t *testing.T) {
 func TestClientDenialTrailer(t *testing.T) {
 	l, _ := newLimiter(t)
 	e := newEnv(t, server{}, grpc.WithUnaryInterceptor(grpcmw.UnaryClientInterceptor(l,
-		grpcmw.WithLimit(ratelimit.PerMinute(2)), grpcmw.WithMetadata(headers.StyleXRateLimit))))
+		grpcmw.WithLimit(ratelimit.PerMinute(2)), grpcmw.WithHeaderStyle(headers.StyleXRateLimit))))
 	for range 2 {
 		md, err := e.unaryCall(ctx(t), "A")
 		require.NoError(t, err)

@@ -25,18 +25,19 @@ const method = "/test.Echo/A"
 // timeline, with the handler's runs counted and the trailer recorded.
 func TestUnaryServerDirect(t *testing.T) {
 	l, _ := newLimiter(t)
-	icpt := grpcmw.UnaryServerInterceptor(l, grpcmw.WithLimit(ratelimit.PerMinute(2)))
+	icpt := grpcmw.UnaryServerInterceptor(l, grpcmw.WithLimit(ratelimit.PerMinute(2)),
+		grpcmw.WithHeaderStyle(headers.StyleNone))
 	var runs int
 	for range 2 {
 		md, err := direct(context.Background(), icpt, method, unaryOK(&runs))
 		require.NoError(t, err)
-		assert.Nil(t, md, "no metadata unless WithMetadata asks")
+		assert.Nil(t, md, "no metadata with StyleNone")
 	}
 	md, err := direct(context.Background(), icpt, method, unaryOK(&runs))
 	assert.Equal(t, 2, runs)
 	assert.Equal(t, outcome{codes.ResourceExhausted, denial{30 * time.Second, "rpc", "rate limit 2/min burst 2 exceeded"}, "30000"},
 		outcomeOf(t, md, err))
-	assert.Equal(t, metadata.Pairs(grpcmw.PushbackKey, "30000"), md)
+	assert.Equal(t, metadata.Pairs(grpcmw.PushbackKey, "30000", "retry-after", "30"), md, "StyleNone keeps retry-after, as HTTP does")
 
 	// Without a server stream in the context there is nowhere to send the trailer; the
 	// denial still stands.
@@ -133,7 +134,7 @@ func TestMetadata(t *testing.T) {
 		t.Run(tt.style.String(), func(t *testing.T) {
 			l, _ := newLimiter(t)
 			icpt := grpcmw.UnaryServerInterceptor(l, grpcmw.WithLimit(ratelimit.PerMinute(2)),
-				grpcmw.WithMetadata(tt.style), grpcmw.WithPolicyName("api"))
+				grpcmw.WithHeaderStyle(tt.style), grpcmw.WithPolicyName("api"))
 			md, err := direct(context.Background(), icpt, method, unaryOK(new(int)))
 			require.NoError(t, err)
 			if len(tt.allowed) == 0 {

@@ -83,7 +83,7 @@ func requireSpaced(t *testing.T, times []time.Time, d time.Duration) {
 func TestRetryHonoursPushback(t *testing.T) {
 	l, _ := newLimiter(t)
 	e, log := retryEnv(t, grpcmw.UnaryServerInterceptor(l, grpcmw.WithLimit(ratelimit.Limit{Rate: 40, Burst: 1}),
-		grpcmw.WithMetadata(headers.StyleBoth)), nil)
+		grpcmw.WithHeaderStyle(headers.StyleBoth)), nil)
 	_, err := e.unaryCall(ctx(t), "A")
 	require.NoError(t, err)
 

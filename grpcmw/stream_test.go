@@ -109,7 +109,7 @@ func TestStreamServerDirect(t *testing.T) {
 	t.Run("per message", func(t *testing.T) {
 		l, _ := newLimiter(t)
 		icpt := grpcmw.StreamServerInterceptor(l, grpcmw.WithLimit(ratelimit.PerMinute(3)), grpcmw.WithPerMessage(),
-			grpcmw.WithMetadata(headers.StyleXRateLimit))
+			grpcmw.WithHeaderStyle(headers.StyleXRateLimit))
 		ss := &serverStream{ctx: context.Background(), n: 5}
 		var got int
 		err := icpt(nil, ss, info, drain(&got))
@@ -121,7 +121,7 @@ func TestStreamServerDirect(t *testing.T) {
 	t.Run("per message, all allowed", func(t *testing.T) {
 		l, _ := newLimiter(t)
 		icpt := grpcmw.StreamServerInterceptor(l, grpcmw.WithLimit(ratelimit.PerMinute(3)), grpcmw.WithPerMessage(),
-			grpcmw.WithMetadata(headers.StyleXRateLimit))
+			grpcmw.WithHeaderStyle(headers.StyleXRateLimit))
 		ss := &serverStream{ctx: context.Background(), n: 2}
 		var got int
 		require.NoError(t, icpt(nil, ss, info, drain(&got)))

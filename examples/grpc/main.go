@@ -94,7 +94,7 @@ func newServer(limiter ratelimit.Limiter) *grpc.Server {
 			methodCheck: ratelimit.PerMinute(5),
 			methodWatch: ratelimit.PerMinute(60),
 		}, ratelimit.PerMinute(60)),
-		grpcmw.WithMetadata(headers.StyleXRateLimit),
+		grpcmw.WithHeaderStyle(headers.StyleXRateLimit),
 	}
 	srv := grpc.NewServer(
 		// Check is cheap to answer but the example treats it like a login: fail closed.

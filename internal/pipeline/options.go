@@ -1,0 +1,92 @@
+package pipeline
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/headers"
+)
+
+// Options are the settings every middleware shares, over its request type R. Each
+// middleware embeds them in its own options and sets them from its With functions, which
+// carry the documentation users read.
+type Options[R any] struct {
+	Key        func(R) (string, error)
+	Limit      func(R) ratelimit.Limit
+	Cost       func(R) int  // nil: every request costs 1
+	Skip       func(R) bool // nil: nothing is skipped
+	Policy     ratelimit.ErrorPolicy
+	Style      headers.Style
+	PolicyName string
+
+	// fixed are the limits known before any request (WithLimit, a table of limits), with
+	// the option that gave each, checked by New.
+	fixed []fixedLimit
+}
+
+type fixedLimit struct {
+	option string
+	limit  ratelimit.Limit
+}
+
+// Defaults returns the options every middleware starts from, with key as its default key.
+func Defaults[R any](key func(R) (string, error)) Options[R] {
+	return Options[R]{
+		Key:        key,
+		Policy:     ratelimit.FailOpen,
+		Style:      headers.StyleXRateLimit,
+		PolicyName: headers.DefaultPolicyName,
+	}
+}
+
+// SetLimit gives every request the limit l.
+func (o *Options[R]) SetLimit(l ratelimit.Limit) {
+	o.fixed = []fixedLimit{{fmt.Sprintf("WithLimit(%v)", l), l}}
+	o.Limit = func(R) ratelimit.Limit { return l }
+}
+
+// SetLimitFunc gives each request the limit f returns; nil is ignored.
+func (o *Options[R]) SetLimitFunc(f func(R) ratelimit.Limit) {
+	if f != nil {
+		o.fixed = nil
+		o.Limit = f
+	}
+}
+
+// SetTable gives each request the limit of its name in limits, or def when the name is not
+// there. name says what the request's name is; option names the option for errors. The map
+// is copied.
+func (o *Options[R]) SetTable(option string, limits map[string]ratelimit.Limit, def ratelimit.Limit, name func(R) string) {
+	limits = maps.Clone(limits)
+	o.fixed = o.fixed[:0:0]
+	for _, n := range slices.Sorted(maps.Keys(limits)) {
+		o.fixed = append(o.fixed, fixedLimit{fmt.Sprintf("%s: %s: %v", option, n, limits[n]), limits[n]})
+	}
+	o.fixed = append(o.fixed, fixedLimit{fmt.Sprintf("%s: default %v", option, def), def})
+	o.Limit = func(r R) ratelimit.Limit {
+		if l, ok := limits[name(r)]; ok {
+			return l
+		}
+		return def
+	}
+}
+
+// check returns an error for the first fixed limit that is neither zero nor accepted by l.
+func (o *Options[R]) check(l ratelimit.Limiter) error {
+	v, _ := l.(ratelimit.LimitValidator)
+	for _, f := range o.fixed {
+		if f.limit.IsZero() {
+			continue
+		}
+		err := f.limit.Validate()
+		if err == nil && v != nil {
+			err = v.ValidateLimit(f.limit)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.option, err)
+		}
+	}
+	return nil
+}

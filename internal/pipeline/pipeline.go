@@ -1,0 +1,212 @@
+// Package pipeline is the one request pipeline of the middlewares (ginmw, httpmw, grpcmw):
+// skip, limit, key, cost, decide, error policy, hold for a shaper's delay. It knows no
+// framework: each middleware supplies how to read its request (the functions of Options,
+// over its request type R) and turns the Decision into its framework's answer.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/wait"
+)
+
+// UnkeyedKey is the key under which requests are limited when the key function fails or
+// returns a key the limiter cannot take (empty, or longer than ratelimit.MaxKeyLen). It
+// has no ':' in it, so no key function of this module can return it.
+const UnkeyedKey = "unkeyed"
+
+// Verdict says what a middleware does with a request.
+type Verdict int
+
+const (
+	// Proceed lets the request go on. Decision.Decided says whether the limiter answered
+	// (rate-limit headers are then due); it did not when the request was skipped or not
+	// limited, or when the limiter failed under ratelimit.FailOpen.
+	Proceed Verdict = iota
+	// Deny answers that the request is limited (HTTP 429, gRPC ResourceExhausted).
+	Deny
+	// TooCostly answers that the request can never be allowed: its cost exceeds the
+	// limit's Burst (ratelimit.ErrExceedsBurst). Clients must not retry it.
+	TooCostly
+	// Invalid refuses a request the limiter could not decide because of its arguments
+	// (a cost below 1, a limit the backend rejects): a mistake in the program, refused
+	// whatever the error policy, since failing open would let it bypass the limit.
+	Invalid
+	// Unavailable refuses a request the limiter failed to decide, under
+	// ratelimit.FailClosed.
+	Unavailable
+	// Ended ends a request whose own context ended before it could proceed: the client
+	// left or its deadline passed. Decision.Err is the context's error.
+	Ended
+	// Handled ends a request that the error handler answered itself. Decision.Err is what
+	// the error handler returned.
+	Handled
+)
+
+// Decision is the pipeline's answer about one request.
+type Decision struct {
+	Verdict Verdict
+	// Decided reports whether Result holds the limiter's answer.
+	Decided bool
+	Result  ratelimit.Result
+	// Limit is the request's limit; zero when the request was skipped or not limited.
+	Limit ratelimit.Limit
+	// Key is the key the request was decided under.
+	Key string
+	// Err is the error behind the verdict, if any.
+	Err error
+}
+
+// ErrNoLimit is New's error for options that give no limit.
+var ErrNoLimit = errors.New("no limit configured")
+
+// Pipeline decides requests of type R.
+type Pipeline[R any] struct {
+	limiter ratelimit.Limiter
+	opts    Options[R]
+	onError func(R, error) error
+	prefix  string
+}
+
+// New returns the pipeline of a middleware whose errors begin with prefix ("ginmw: ").
+// onError is told about key and limiter failures and returns nil to let the pipeline go
+// on, or an error when it has ended the request itself. New fails on a configuration that
+// cannot work: a nil limiter, no limit, or a fixed limit that is neither zero nor accepted
+// by l.
+func New[R any](prefix string, l ratelimit.Limiter, o Options[R], onError func(R, error) error) (*Pipeline[R], error) {
+	if l == nil {
+		return nil, errors.New("nil Limiter")
+	}
+	if o.Limit == nil {
+		return nil, ErrNoLimit
+	}
+	if err := o.check(l); err != nil {
+		return nil, err
+	}
+	return &Pipeline[R]{limiter: l, opts: o, onError: onError, prefix: prefix}, nil
+}
+
+// Options returns the options the pipeline was built with.
+func (p *Pipeline[R]) Options() *Options[R] { return &p.opts }
+
+// Decide decides whether r, whose context is ctx, may proceed, taking its cost from its
+// bucket if so. A shaper's delay is served before Decide returns.
+func (p *Pipeline[R]) Decide(ctx context.Context, r R) Decision {
+	d, ok := p.prepare(r)
+	if !ok {
+		return d
+	}
+	n := 1
+	if p.opts.Cost != nil {
+		n = p.opts.Cost(r)
+	}
+	res, err := p.limiter.AllowN(ctx, d.Key, d.Limit, n)
+	if err != nil {
+		return p.fail(ctx, r, d, err)
+	}
+	d.Decided, d.Result = true, res
+	if !res.Allowed {
+		d.Verdict = Deny
+		return d
+	}
+	if err := wait.Hold(ctx, res.Delay, nil); err != nil {
+		d.Verdict, d.Err = Ended, err
+	}
+	return d
+}
+
+// Wait waits, with Limiter.Wait, until r may proceed. A deadline that comes before the
+// turn ends r as its context's end would.
+func (p *Pipeline[R]) Wait(ctx context.Context, r R) Decision {
+	d, ok := p.prepare(r)
+	if !ok {
+		return d
+	}
+	err := p.limiter.Wait(ctx, d.Key, d.Limit)
+	switch {
+	case err == nil:
+		return d
+	case ctx.Err() != nil:
+		d.Verdict, d.Err = Ended, ctx.Err()
+		return d
+	case errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ratelimit.ErrTimeout):
+		if _, ok := ctx.Deadline(); ok {
+			d.Verdict, d.Err = Ended, err
+			return d
+		}
+	}
+	return p.fail(ctx, r, d, err)
+}
+
+// prepare finds r's limit and key; ok is false when the decision is already made.
+func (p *Pipeline[R]) prepare(r R) (d Decision, ok bool) {
+	if p.opts.Skip != nil && p.opts.Skip(r) {
+		return d, false
+	}
+	d.Limit = p.opts.Limit(r)
+	if d.Limit.IsZero() {
+		return d, false
+	}
+	key, err := p.opts.Key(r)
+	if err == nil {
+		err = checkKey(key)
+	}
+	if err != nil {
+		if herr := p.onError(r, fmt.Errorf("%sno key, limiting as %q: %w", p.prefix, UnkeyedKey, err)); herr != nil {
+			d.Verdict, d.Err = Handled, herr
+			return d, false
+		}
+		key = UnkeyedKey
+	}
+	d.Key = key
+	return d, true
+}
+
+// checkKey returns the error a limiter would return for key, or nil.
+func checkKey(key string) error {
+	switch {
+	case key == "":
+		return ratelimit.ErrKeyEmpty
+	case len(key) > ratelimit.MaxKeyLen:
+		return fmt.Errorf("%w: %d bytes", ratelimit.ErrKeyTooLong, len(key))
+	}
+	return nil
+}
+
+// fail turns a limiter error into a verdict. A request whose own context has ended is
+// ended, whatever the error: the limiter's failure to answer a request nobody waits for
+// says nothing of its health, and failing open would run the handler for nobody.
+func (p *Pipeline[R]) fail(ctx context.Context, r R, d Decision, err error) Decision {
+	d.Err = err
+	if ctx.Err() != nil {
+		d.Verdict, d.Err = Ended, ctx.Err()
+		return d
+	}
+	if herr := p.onError(r, fmt.Errorf("%s%w", p.prefix, err)); herr != nil {
+		d.Verdict, d.Err = Handled, herr
+		return d
+	}
+	switch {
+	case errors.Is(err, ratelimit.ErrExceedsBurst):
+		d.Verdict = TooCostly
+	case IsArgumentError(err):
+		d.Verdict = Invalid
+	case p.opts.Policy == ratelimit.FailClosed:
+		d.Verdict = Unavailable
+	default:
+		d.Verdict = Proceed
+	}
+	return d
+}
+
+// IsArgumentError reports whether err says the limiter was asked something it can never
+// answer (a cost below 1, a limit it rejects, an operation it lacks), rather than that it
+// failed to answer.
+func IsArgumentError(err error) bool {
+	return errors.Is(err, ratelimit.ErrInvalidCost) || errors.Is(err, ratelimit.ErrInvalidLimit) ||
+		errors.Is(err, ratelimit.ErrKeyEmpty) || errors.Is(err, ratelimit.ErrKeyTooLong) ||
+		errors.Is(err, ratelimit.ErrNotSupported)
+}
