@@ -1,0 +1,133 @@
+package httpmw
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/headers"
+	"github.com/sluice-go/ratelimit/internal/clientip"
+	"github.com/sluice-go/ratelimit/internal/pipeline"
+)
+
+// UnkeyedKey is the key under which requests are limited when the key function fails or
+// returns a key the limiter cannot take (empty, or longer than ratelimit.MaxKeyLen): all
+// such requests share one bucket. No key function of this module returns it.
+const UnkeyedKey = pipeline.UnkeyedKey
+
+// New returns a net/http middleware that asks l whether each request may proceed; the
+// package documentation says how it answers. It panics if l is nil, if no limit is
+// configured, or if a fixed limit (WithLimit, WithRouteLimits) is neither zero nor accepted
+// by l: these are mistakes in the program, not conditions to handle at run time.
+func New(l ratelimit.Limiter, opts ...Option) func(http.Handler) http.Handler {
+	o := defaultOptions()
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	p, err := pipeline.New("httpmw: ", l, o.Options, func(x exchange, err error) error {
+		if o.onError(x.w, x.r, err) {
+			return errAnswered
+		}
+		return nil
+	})
+	if errors.Is(err, pipeline.ErrNoLimit) {
+		panic("httpmw: New: no limit configured: pass WithLimit, WithRouteLimits or WithLimitFunc")
+	}
+	if err != nil {
+		panic("httpmw: New: " + err.Error())
+	}
+	m := &middleware{p: p, options: o}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if m.admit(w, r) {
+				next.ServeHTTP(w, r)
+			}
+		})
+	}
+}
+
+type middleware struct {
+	p *pipeline.Pipeline[exchange]
+	options
+}
+
+// admit decides r and reports whether it may proceed; when it may not, it has answered it.
+func (m *middleware) admit(w http.ResponseWriter, r *http.Request) bool {
+	d := m.p.Decide(r.Context(), exchange{w, r})
+	if d.Decided {
+		headers.Set(w.Header(), m.Style, m.PolicyName, d.Result)
+	}
+	switch d.Verdict {
+	case pipeline.Proceed:
+		return true
+	case pipeline.Deny:
+		m.denied(w, r, d.Result)
+	case pipeline.TooCostly:
+		writeJSON(w, http.StatusTooManyRequests, errorBody{Error: msgTooCostly})
+	case pipeline.Invalid:
+		writeJSON(w, http.StatusInternalServerError, errorBody{Error: msgInvalid})
+	case pipeline.Unavailable:
+		writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: msgUnavailable})
+	case pipeline.Ended:
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	return false
+}
+
+// errAnswered tells the pipeline that the error handler answered the request.
+var errAnswered = errors.New("httpmw: the error handler answered the request")
+
+// Bodies of the answers other than a denial. They name no key, which may be personal data.
+const (
+	msgTooCostly   = "request cost exceeds the rate limit"
+	msgInvalid     = "rate limit misconfigured"
+	msgUnavailable = "rate limiter unavailable"
+)
+
+// deniedBody is the JSON body of DeniedJSON.
+type deniedBody struct {
+	Error      string `json:"error"`
+	RetryAfter int64  `json:"retry_after"`
+}
+
+// errorBody is the JSON body of other error answers.
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+// DeniedJSON is the default denied handler: it answers 429 Too Many Requests with the body
+// {"error":"rate limit exceeded","retry_after":N}, where N is the Retry-After value in
+// seconds. Call it from a handler of your own to keep this answer in some cases.
+func DeniedJSON(w http.ResponseWriter, _ *http.Request, res ratelimit.Result) {
+	writeJSON(w, http.StatusTooManyRequests, deniedBody{
+		Error:      "rate limit exceeded",
+		RetryAfter: headers.RetryAfterSeconds(res.RetryAfter),
+	})
+}
+
+// writeJSON answers with status and v as a JSON body.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v) // the client may have gone; there is no one to tell
+}
+
+// logError is the default error handler: it logs err and lets the middleware go on.
+func logError(_ http.ResponseWriter, r *http.Request, err error) bool {
+	slog.ErrorContext(r.Context(), "rate limiter", "method", r.Method, "error", err)
+	return false
+}
+
+// peerIP keys a request by its socket peer's address, the default key.
+func peerIP(r *http.Request) (string, error) {
+	a, ok := clientip.ParseAddr(r.RemoteAddr)
+	if !ok {
+		return "", fmt.Errorf("%w: the remote address is not an IP address", ratelimit.ErrKeyEmpty)
+	}
+	return clientip.Key(a, clientip.DefaultIPv4Bits, clientip.DefaultIPv6Bits), nil
+}

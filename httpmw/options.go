@@ -1,0 +1,150 @@
+package httpmw
+
+import (
+	"net/http"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/headers"
+	"github.com/sluice-go/ratelimit/internal/pipeline"
+)
+
+// Option configures the middleware built by New. A nil Option is skipped, and a nil
+// function given to an option means that option's default.
+type Option func(*options)
+
+// exchange is what the pipeline reads of a request: the request and its response writer.
+type exchange struct {
+	w http.ResponseWriter
+	r *http.Request
+}
+
+type options struct {
+	pipeline.Options[exchange]
+	denied  func(w http.ResponseWriter, r *http.Request, res ratelimit.Result)
+	onError func(w http.ResponseWriter, r *http.Request, err error) bool
+}
+
+func defaultOptions() options {
+	return options{
+		Options: pipeline.Defaults(keyOf(peerIP)),
+		denied:  DeniedJSON,
+		onError: logError,
+	}
+}
+
+func keyOf(f func(r *http.Request) (string, error)) func(exchange) (string, error) {
+	return func(x exchange) (string, error) { return f(x.r) }
+}
+
+// WithKeyFunc sets how a request's key is found. Default: the socket peer's address, as
+// httpkeys.ClientIP() gives it; behind a proxy, pass
+// httpkeys.ClientIP(httpkeys.WithTrustedProxies(...)). A request whose key cannot be found
+// is limited under UnkeyedKey (see "Security" in the package documentation).
+func WithKeyFunc(f func(r *http.Request) (string, error)) Option {
+	return func(o *options) {
+		if f == nil {
+			f = peerIP
+		}
+		o.Key = keyOf(f)
+	}
+}
+
+// WithLimit sets the limit of every request; the zero Limit leaves requests unlimited.
+// Default: none: New panics unless WithLimit, WithRouteLimits or WithLimitFunc gives one.
+// Of these three, the last one given applies.
+func WithLimit(l ratelimit.Limit) Option {
+	return func(o *options) { o.SetLimit(l) }
+}
+
+// WithRouteLimits sets a limit per route: limits maps the patterns of http.ServeMux, as
+// Request.Pattern gives them ("GET /v1/items/{id}", "POST /login"), to their limits, and
+// other requests get def. The zero Limit leaves the routes it applies to unlimited. The map
+// is copied. The mux sets Pattern when it routes a request, so wrap the handlers the mux
+// routes to, not the mux itself. See WithLimit for the default.
+func WithRouteLimits(limits map[string]ratelimit.Limit, def ratelimit.Limit) Option {
+	return func(o *options) {
+		o.SetTable("WithRouteLimits", limits, def, func(x exchange) string { return x.r.Pattern })
+	}
+}
+
+// WithLimitFunc sets a function that returns each request's limit, for limits that depend
+// on the user's plan and the like; the zero Limit leaves a request unlimited. See WithLimit
+// for the default. A nil f is ignored.
+func WithLimitFunc(f func(r *http.Request) ratelimit.Limit) Option {
+	return func(o *options) {
+		if f != nil {
+			o.SetLimitFunc(func(x exchange) ratelimit.Limit { return f(x.r) })
+		}
+	}
+}
+
+// WithCostFunc sets how many tokens a request takes, for requests that cost more than
+// others (a batch of n items). Default: 1.
+func WithCostFunc(f func(r *http.Request) int) Option {
+	return func(o *options) {
+		o.Cost = nil
+		if f != nil {
+			o.Cost = func(x exchange) int { return f(x.r) }
+		}
+	}
+}
+
+// WithSkipFunc sets a function that exempts requests from limiting: when it returns true
+// the limiter is not asked and no rate-limit header is sent. Default: nothing is skipped.
+func WithSkipFunc(f func(r *http.Request) bool) Option {
+	return func(o *options) {
+		o.Skip = nil
+		if f != nil {
+			o.Skip = func(x exchange) bool { return f(x.r) }
+		}
+	}
+}
+
+// WithDeniedHandler sets what answers a denied request, after the rate-limit headers and
+// Retry-After are set; the next handler does not run. Default: DeniedJSON.
+func WithDeniedHandler(f func(w http.ResponseWriter, r *http.Request, res ratelimit.Result)) Option {
+	return func(o *options) {
+		if f == nil {
+			f = DeniedJSON
+		}
+		o.denied = f
+	}
+}
+
+// WithErrorHandler sets what is told about a key function's failure and the limiter's
+// errors, before the middleware acts on them. A handler that answers the request itself
+// (with a 401, say) returns true, and the middleware does nothing more. Default: the error
+// is logged with slog.Default() at error level and false is returned.
+func WithErrorHandler(f func(w http.ResponseWriter, r *http.Request, err error) (answered bool)) Option {
+	return func(o *options) {
+		if f == nil {
+			f = logError
+		}
+		o.onError = f
+	}
+}
+
+// WithErrorPolicy sets what happens to a request when the limiter fails (Redis unreachable,
+// limiter closed). Default: ratelimit.FailOpen, the request proceeds;
+// ratelimit.FailClosed answers 503.
+func WithErrorPolicy(p ratelimit.ErrorPolicy) Option {
+	return func(o *options) { o.Policy = p }
+}
+
+// WithHeaderStyle sets which rate-limit headers responses carry (see package headers);
+// headers.StyleNone sends none. Default: headers.StyleXRateLimit. Denials carry
+// Retry-After whatever the style.
+func WithHeaderStyle(s headers.Style) Option {
+	return func(o *options) { o.Style = s }
+}
+
+// WithPolicyName sets the policy name of the IETF RateLimit-Policy and RateLimit headers.
+// Default: headers.DefaultPolicyName, "default".
+func WithPolicyName(name string) Option {
+	return func(o *options) {
+		if name == "" {
+			name = headers.DefaultPolicyName
+		}
+		o.PolicyName = name
+	}
+}
