@@ -161,17 +161,10 @@ func (l *Limiter) check(key string, limit ratelimit.Limit, n int) error {
 	if l.closed.Load() {
 		return ratelimit.ErrClosed
 	}
-	if _, ok := algorithms[l.algorithm]; !ok {
-		return fmt.Errorf("%w: algorithm %v on the Redis backend", ratelimit.ErrNotSupported, l.algorithm)
-	}
 	if err := args.Check(key, limit, n); err != nil {
 		return err
 	}
-	if limit.Rate > MaxRate {
-		return fmt.Errorf("%w: rate %v is above the Redis backend's maximum of %v per second",
-			ratelimit.ErrInvalidLimit, limit.Rate, MaxRate)
-	}
-	return args.CheckAlgorithm(l.algorithm, limit)
+	return l.ValidateLimit(limit)
 }
 
 // key returns the Redis key of the bucket: prefix, the caller's key, the algorithm's tag, then

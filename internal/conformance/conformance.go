@@ -201,12 +201,14 @@ func concurrency(t *testing.T, h Harness) {
 	require.Equal(t, int64(limit.Burst), admitted.Load())
 }
 
-// anyKey: any non-empty string is a key of its own, including ones that mean something to
-// Redis (braces, colons), unicode, and very long ones.
+// anyKey: any non-empty string of at most ratelimit.MaxKeyLen bytes is a key of its own,
+// including ones that mean something to Redis (braces, colons), unicode, and the longest
+// ones; a longer key is refused with ErrKeyTooLong.
 func anyKey(t *testing.T, h Harness) {
+	long := strings.Repeat("k", ratelimit.MaxKeyLen)
 	keys := []string{
 		"a", "{a}", "{", "}", "a:b:c", "ratelimit:a", "über-ключ-鍵", " ", "\x00",
-		strings.Repeat("k", 10<<10), strings.Repeat("k", 10<<10) + "x",
+		long, long[1:] + "x",
 	}
 	limit := ratelimit.Limit{Rate: 1, Burst: 2}
 	for round, remaining := range []int{1, 0} {
@@ -217,6 +219,8 @@ func anyKey(t *testing.T, h Harness) {
 			require.Equal(t, remaining, res.Remaining, "round %d, key %.20q", round, k)
 		}
 	}
+	_, err := h.Limiter.Allow(context.Background(), long+"k", limit)
+	require.ErrorIs(t, err, ratelimit.ErrKeyTooLong)
 }
 
 // wait covers the parts of Wait that need no time to pass: a backend's own tests cover

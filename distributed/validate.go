@@ -1,0 +1,29 @@
+package distributed
+
+import (
+	"fmt"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
+)
+
+var _ ratelimit.LimitValidator = (*Limiter)(nil)
+
+// ValidateLimit returns nil if the limiter accepts limit, or an error that says why not:
+// limit.Validate's reasons, a rate above MaxRate and the algorithm's own bounds (a sliding
+// log's ratelimit.MaxLogBurst, a window between 1 µs and 2⁵³ µs), wrapping
+// ratelimit.ErrInvalidLimit, or ratelimit.ErrNotSupported for an algorithm this backend
+// lacks.
+func (l *Limiter) ValidateLimit(limit ratelimit.Limit) error {
+	if _, ok := algorithms[l.algorithm]; !ok {
+		return fmt.Errorf("%w: algorithm %v on the Redis backend", ratelimit.ErrNotSupported, l.algorithm)
+	}
+	if err := limit.Validate(); err != nil {
+		return err
+	}
+	if limit.Rate > MaxRate {
+		return fmt.Errorf("%w: rate %v is above the Redis backend's maximum of %v per second",
+			ratelimit.ErrInvalidLimit, limit.Rate, MaxRate)
+	}
+	return args.CheckAlgorithm(l.algorithm, limit)
+}

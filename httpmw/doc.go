@@ -1,0 +1,49 @@
+// Package httpmw rate-limits net/http requests with any ratelimit.Limiter, for the standard
+// library's ServeMux and every router built on http.Handler (chi, gorilla/mux, echo through
+// its adapter). It is the twin of package ginmw: the same options, with the same meaning,
+// over *http.Request.
+//
+//	limiter := local.New()
+//	defer limiter.Close()
+//	limit := httpmw.New(limiter, httpmw.WithLimit(ratelimit.PerSecond(20)))
+//	http.ListenAndServe(":8080", limit(mux))
+//
+// # Where to put it
+//
+// New returns a func(http.Handler) http.Handler, so it wraps a whole mux or one handler,
+// each with its own limit. A bucket is named by its key and its limit, so two middlewares
+// with different limits never share a bucket. WithRouteLimits gives each ServeMux pattern
+// its own limit; the mux sets the pattern when it routes, so wrap the handlers it routes
+// to.
+//
+// # Responses
+//
+// An allowed request proceeds with rate-limit headers (WithHeaderStyle). A denied one gets
+// the same headers, Retry-After in whole seconds rounded up, and a 429 with
+// {"error":"rate limit exceeded","retry_after":N} (WithDeniedHandler); the next handler does
+// not run. Other answers:
+//
+//   - The limiter fails (Redis down, limiter closed): the error handler is told
+//     (WithErrorHandler) and the error policy applies: the request proceeds without
+//     rate-limit headers (ratelimit.FailOpen, the default), or gets a 503 with
+//     {"error":"rate limiter unavailable"} (ratelimit.FailClosed).
+//   - A cost above the limit's Burst can never be allowed: 429 whatever the policy.
+//   - A cost below 1 or a limit the backend rejects is a mistake in the program: 500 with
+//     {"error":"rate limit misconfigured"} whatever the policy, since failing open would let
+//     such requests bypass the limit. (Exempt requests with WithSkipFunc or the zero Limit
+//     instead.) New panics at once on a fixed limit the backend rejects.
+//   - A request whose own context ends first (the client left, a server timeout) is ended
+//     with a 503 and no body, and its handler does not run.
+//
+// # Security
+//
+// The default key is the socket peer's address, which no client can forge; behind a
+// reverse proxy every request then shares the proxy's key until you name the proxy with
+// httpkeys.WithTrustedProxies (see docs/client-ip.md). A request whose key cannot be found
+// is not let through unlimited: the error handler is told and the request is limited under
+// UnkeyedKey, one bucket shared by every such request.
+//
+// Under fail open, an attacker who can make the limiter fail escapes the limit; choose
+// ratelimit.FailClosed where the limit protects something that must not be overrun, such as
+// a login endpoint.
+package httpmw
