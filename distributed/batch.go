@@ -117,7 +117,7 @@ func (b *batcher) enqueue(ctx context.Context, script *redis.Script, keys []stri
 		return reply(ctx, c.vals, c.err)
 	case <-ctx.Done():
 		b.withdraw(c)
-		return nil, fmt.Errorf("ratelimit: redis: %w", context.Cause(ctx))
+		return nil, fmt.Errorf("distributed: %w", context.Cause(ctx))
 	}
 }
 

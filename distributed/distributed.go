@@ -58,7 +58,9 @@ func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 	}
 	o := defaultOptions()
 	for _, opt := range opts {
-		opt(&o)
+		if opt != nil {
+			opt(&o)
+		}
 	}
 	l := &Limiter{
 		client:    client,
@@ -193,12 +195,18 @@ func (l *Limiter) testNow() any {
 	return l.clock().Sub(epoch).Microseconds()
 }
 
+// errTimeout is the cause of the limiter's own deadline (WithTimeout), so that its errors
+// tell a Redis too slow to answer (ratelimit.ErrTimeout, a failure of the backend) from a
+// caller whose own context ended first. It wraps context.DeadlineExceeded too, as every
+// deadline does.
+var errTimeout = fmt.Errorf("%w (%w)", ratelimit.ErrTimeout, context.DeadlineExceeded)
+
 // run runs script within the limiter's deadline and returns its integers.
 func (l *Limiter) run(ctx context.Context, script *redis.Script, key string, argv []any) ([]int64, error) {
 	if l.timeout > 0 {
 		if d, ok := ctx.Deadline(); !ok || time.Until(d) > l.timeout {
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, l.timeout)
+			ctx, cancel = context.WithTimeoutCause(ctx, l.timeout, errTimeout)
 			defer cancel()
 		}
 	}
@@ -226,7 +234,7 @@ func (l *Limiter) run(ctx context.Context, script *redis.Script, key string, arg
 	case r := <-done:
 		return reply(ctx, r.vals, r.err)
 	case <-ctx.Done():
-		return nil, fmt.Errorf("ratelimit: redis: %w", context.Cause(ctx))
+		return nil, fmt.Errorf("distributed: %w", context.Cause(ctx))
 	}
 }
 
@@ -235,24 +243,22 @@ func (l *Limiter) run(ctx context.Context, script *redis.Script, key string, arg
 func reply(ctx context.Context, vals []int64, err error) ([]int64, error) {
 	if err != nil {
 		if cause := ended(ctx); cause != nil && !errors.Is(err, cause) {
-			return nil, fmt.Errorf("ratelimit: redis: %w: %w", cause, err)
+			return nil, fmt.Errorf("distributed: %w: %w", cause, err)
 		}
-		return nil, fmt.Errorf("ratelimit: redis: %w", err)
+		return nil, fmt.Errorf("distributed: %w", err)
 	}
 	if len(vals) < 4 {
-		return nil, fmt.Errorf("ratelimit: redis: the script returned %d values, want at least 4", len(vals))
+		return nil, fmt.Errorf("distributed: the script returned %d values, want at least 4", len(vals))
 	}
 	return vals, nil
 }
 
 // ended returns why ctx has ended, or nil. A socket deadline set from ctx can fire a moment
-// before ctx's own timer does, so a deadline in the past counts as ended.
+// before ctx's own timer does: a deadline in the past counts as ended, and its cause, which
+// tells the limiter's deadline from the caller's, is the one ctx is about to report.
 func ended(ctx context.Context) error {
-	if cause := context.Cause(ctx); cause != nil {
-		return cause
-	}
 	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-		return context.DeadlineExceeded
+		<-ctx.Done()
 	}
-	return nil
+	return context.Cause(ctx)
 }

@@ -101,7 +101,15 @@ func TestHungRedis(t *testing.T) {
 			defer client.Close()
 			l, err := distributed.New(client, distributed.WithTimeout(50*time.Millisecond))
 			require.NoError(t, err)
-			errorsWithin(t, l, 5, time.Second, context.DeadlineExceeded)
+			errorsWithin(t, l, 5, time.Second, ratelimit.ErrTimeout)
+
+			// A caller whose own deadline comes first gets its context's error, which says
+			// nothing of Redis's health: not ErrTimeout.
+			short, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+			defer cancel()
+			_, err = l.Allow(short, "k", ratelimit.Limit{Rate: 1, Burst: 1})
+			assert.ErrorIs(t, err, context.DeadlineExceeded)
+			assert.NotErrorIs(t, err, ratelimit.ErrTimeout)
 
 			// Many at once: the calls that queue behind the stalled ones (to share a
 			// pipeline) are bounded by the same deadline.
@@ -111,6 +119,7 @@ func TestHungRedis(t *testing.T) {
 				wg.Go(func() {
 					start := time.Now()
 					_, err := l.Allow(context.Background(), "k", limit)
+					assert.ErrorIs(t, err, ratelimit.ErrTimeout)
 					assert.ErrorIs(t, err, context.DeadlineExceeded)
 					assert.Less(t, time.Since(start), time.Second)
 				})

@@ -29,25 +29,38 @@ func defaultOptions() options {
 }
 
 // WithPrefix sets the string every Redis key of the limiter starts with. Default:
-// DefaultPrefix ("ratelimit:"). Give each application sharing a Redis its own prefix. A
+// DefaultPrefix ("ratelimit:"); the empty prefix means the default. Give each application
+// sharing a Redis its own prefix. A
 // prefix containing a Redis Cluster hash tag ("{…}") sends every bucket to one slot, and so
 // to one node: leave braces out unless that is what you want.
 func WithPrefix(p string) Option {
-	return func(o *options) { o.prefix = p }
+	return func(o *options) {
+		if p == "" {
+			p = DefaultPrefix
+		}
+		o.prefix = p
+	}
 }
 
 // WithTimeout bounds each decision: the limiter gives up on Redis after d, or at the
 // caller's deadline if that comes first. Default: DefaultTimeout (50 ms), about a hundred
 // times a healthy round trip inside a data centre, so that a dead or stalled Redis costs a
-// request that long and no more. Zero or less means no bound of the limiter's own: only the
-// caller's context (and the client's own timeouts) apply.
+// request that long and no more. Zero means the default; a negative value removes the
+// limiter's own bound: only the caller's context (and the client's own timeouts) apply.
+// Errors from this bound wrap ratelimit.ErrTimeout; when the caller's context ends first,
+// the error is the context's.
 //
 // The bound holds whatever the client's settings. Clients built with
 // ContextTimeoutEnabled: true honour it themselves; with any other client the limiter
 // stops waiting at the bound and leaves the call to finish in the background, which costs a
 // goroutine per call (see New).
 func WithTimeout(d time.Duration) Option {
-	return func(o *options) { o.timeout = max(d, 0) }
+	return func(o *options) {
+		if d == 0 {
+			d = DefaultTimeout
+		}
+		o.timeout = max(d, 0)
+	}
 }
 
 // WithAlgorithm selects the algorithm. Default: ratelimit.TokenBucket. This backend implements

@@ -29,7 +29,7 @@ func inBubble(t *testing.T, server *redistest.Server, f func(t *testing.T, l *di
 		client := redis.NewClient(&redis.Options{Addr: server.Addr(), ContextTimeoutEnabled: true})
 		defer client.Close()
 		l, err := distributed.New(client, distributed.WithPrefix(prefix), distributed.WithClock(time.Now),
-			distributed.WithAlgorithm(ratelimit.LeakyBucket), distributed.WithTimeout(0))
+			distributed.WithAlgorithm(ratelimit.LeakyBucket), distributed.WithTimeout(-1))
 		require.NoError(t, err)
 		f(t, l)
 	})

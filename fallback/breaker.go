@@ -55,7 +55,7 @@ func (c StateChange) Degraded() bool { return c.To != Closed }
 func (c StateChange) Recovered() bool { return c.To == Closed }
 
 // String describes the change for people, as in
-// "circuit breaker closed → open (degraded): ratelimit: redis: context deadline exceeded".
+// "circuit breaker closed → open (degraded): distributed: context deadline exceeded".
 func (c StateChange) String() string {
 	s := "circuit breaker " + c.From.String() + " → " + c.To.String()
 	if c.Degraded() {
@@ -126,7 +126,7 @@ func (b *breaker) admit(now int64) (bool, ticket) {
 		if now < int64(w&timeMask) {
 			return false, 0
 		}
-		probe := word(HalfOpen, now+b.cooldown)
+		probe := word(HalfOpen, b.after(now))
 		if b.word.CompareAndSwap(w, probe) {
 			if from == Open {
 				b.notify(StateChange{From: Open, To: HalfOpen})
@@ -153,7 +153,7 @@ func (b *breaker) success(t ticket) {
 // failure records that the primary could not decide. The threshold-th failure in a row
 // opens a closed breaker; a probe's failure reopens it.
 func (b *breaker) failure(t ticket, now int64, err error) {
-	open := word(Open, now+b.cooldown)
+	open := word(Open, b.after(now))
 	if t != 0 {
 		if b.word.CompareAndSwap(uint64(t), open) {
 			b.notify(StateChange{From: HalfOpen, To: Open, Err: err})
@@ -176,6 +176,15 @@ func (b *breaker) inconclusive(t ticket, now int64) {
 	if t != 0 {
 		b.word.CompareAndSwap(uint64(t), word(HalfOpen, now))
 	}
+}
+
+// after returns when a cooldown that starts at now ends, at most the largest time a word
+// holds, so that no cooldown, however long, wraps around to the past.
+func (b *breaker) after(now int64) int64 {
+	if b.cooldown > timeMask-now {
+		return timeMask
+	}
+	return now + b.cooldown
 }
 
 func (b *breaker) notify(c StateChange) {

@@ -3,6 +3,7 @@ package fallback_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -49,11 +50,11 @@ func (r *rig) allow(t *testing.T, limit ratelimit.Limit) ratelimit.Result {
 var roomy = ratelimit.Limit{Rate: 1, Burst: 100}
 
 const (
-	opened    = "circuit breaker closed → open (degraded): ratelimit: redis: connection refused"
+	opened    = "circuit breaker closed → open (degraded): distributed: connection refused"
 	halfOpen  = "circuit breaker open → half-open (degraded)"
-	reopened  = "circuit breaker half-open → open (degraded): ratelimit: redis: connection refused"
+	reopened  = "circuit breaker half-open → open (degraded): distributed: connection refused"
 	recovered = "circuit breaker half-open → closed (recovered)"
-	failed    = "k: ratelimit: redis: connection refused"
+	failed    = "k: distributed: connection refused"
 )
 
 // TestBreakerTimeline: five failures open the breaker; the primary then rests for exactly
@@ -122,9 +123,10 @@ func TestBreakerNeedsARun(t *testing.T) {
 	require.Equal(t, fallback.Open, r.l.State())
 }
 
-// TestBreakerOff: with no threshold, every call tries the primary however often it fails.
+// TestBreakerOff: with a negative threshold, every call tries the primary however often it
+// fails.
 func TestBreakerOff(t *testing.T) {
-	r := newRig(t, fallback.WithFailureThreshold(0))
+	r := newRig(t, fallback.WithFailureThreshold(-1))
 	r.primary.fail(nil)
 	for range 50 {
 		require.True(t, r.allow(t, roomy).Allowed)
@@ -136,11 +138,43 @@ func TestBreakerOff(t *testing.T) {
 	require.Len(t, errs, 50)
 }
 
-// TestAnswersAreNotFailures: errors about the arguments, and the caller's own cancellation,
-// are returned as they are, neither counted nor decided again by the secondary.
+// TestZeroThresholdIsTheDefault: zero means the default, five failures in a row.
+func TestZeroThresholdIsTheDefault(t *testing.T) {
+	r := newRig(t, fallback.WithFailureThreshold(0))
+	r.primary.fail(nil)
+	for range fallback.DefaultFailureThreshold - 1 {
+		r.allow(t, roomy)
+	}
+	require.Equal(t, fallback.Closed, r.l.State())
+	r.allow(t, roomy)
+	require.Equal(t, fallback.Open, r.l.State())
+}
+
+// TestLongestCooldown: a cooldown too long for the breaker's clock keeps it open; it must
+// not wrap around to the past and probe on every call.
+func TestLongestCooldown(t *testing.T) {
+	r := newRig(t, fallback.WithCooldown(math.MaxInt64))
+	r.primary.fail(nil)
+	for range fallback.DefaultFailureThreshold {
+		r.allow(t, roomy)
+	}
+	r.clock.Advance(time.Hour)
+	for range 10 {
+		r.allow(t, roomy)
+	}
+	require.Equal(t, int64(fallback.DefaultFailureThreshold), r.primary.calls.Load())
+	require.Equal(t, fallback.Open, r.l.State())
+}
+
+// TestAnswersAreNotFailures: errors about the arguments or one bucket, and the end of the
+// caller's own context, are returned as they are, neither counted nor decided again by the
+// secondary. A client sending calls with deadlines too short for any backend must not open
+// the breaker for everyone.
 func TestAnswersAreNotFailures(t *testing.T) {
 	canceled, cancel := context.WithCancel(context.Background())
 	cancel()
+	expired, cancelExpired := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer cancelExpired()
 	tests := []struct {
 		name string
 		ctx  context.Context
@@ -150,7 +184,10 @@ func TestAnswersAreNotFailures(t *testing.T) {
 		{"NotSupported", context.Background(), fmt.Errorf("%w: algorithm", ratelimit.ErrNotSupported)},
 		{"ExceedsBurst", context.Background(), ratelimit.ErrExceedsBurst},
 		{"Closed", context.Background(), ratelimit.ErrClosed},
-		{"CallerCanceled", canceled, fmt.Errorf("ratelimit: redis: %w", context.Canceled)},
+		{"InvalidState", context.Background(), fmt.Errorf("distributed: %w", ratelimit.ErrInvalidState)},
+		{"KeyTooLong", context.Background(), ratelimit.ErrKeyTooLong},
+		{"CallerCanceled", canceled, fmt.Errorf("distributed: %w", context.Canceled)},
+		{"CallerDeadline", expired, fmt.Errorf("distributed: %w", context.DeadlineExceeded)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -173,10 +210,11 @@ func TestAnswersAreNotFailures(t *testing.T) {
 	}
 }
 
-// TestDeadlinesAreFailures: a deadline that passed counts, whoever set it.
-func TestDeadlinesAreFailures(t *testing.T) {
+// TestPrimaryDeadlineIsAFailure: the primary's own deadline, passed while the caller's
+// context lives on, counts.
+func TestPrimaryDeadlineIsAFailure(t *testing.T) {
 	r := newRig(t)
-	r.primary.fail(fmt.Errorf("ratelimit: redis: %w", context.DeadlineExceeded))
+	r.primary.fail(fmt.Errorf("distributed: %w (%w)", ratelimit.ErrTimeout, context.DeadlineExceeded))
 	for range 5 {
 		require.True(t, r.allow(t, roomy).Allowed)
 	}

@@ -83,7 +83,7 @@ func TestDenialCacheCost(t *testing.T) {
 
 // TestDenialCacheOff: every call reaches the primary.
 func TestDenialCacheOff(t *testing.T) {
-	r := newRig(t, fallback.WithDenialCache(false))
+	r := newRig(t, fallback.WithDenialCacheSize(-1))
 	limit := ratelimit.Limit{Rate: 1, Burst: 1}
 	for range 10 {
 		r.allow(t, limit)

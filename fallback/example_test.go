@@ -69,15 +69,15 @@ func ExampleStateChange() {
 			return a
 		},
 	}))
-	opened := fallback.StateChange{From: fallback.Closed, To: fallback.Open, Err: errors.New("ratelimit: redis: connection refused")}
+	opened := fallback.StateChange{From: fallback.Closed, To: fallback.Open, Err: errors.New("distributed: connection refused")}
 	closed := fallback.StateChange{From: fallback.HalfOpen, To: fallback.Closed}
 	logger.Warn("rate limiter", "breaker", opened)
 	logger.Info("rate limiter", "breaker", closed)
 	fmt.Println(opened)
 	fmt.Println(closed)
 	// Output:
-	// level=WARN msg="rate limiter" breaker.from=closed breaker.to=open breaker.degraded=true breaker.err="ratelimit: redis: connection refused"
+	// level=WARN msg="rate limiter" breaker.from=closed breaker.to=open breaker.degraded=true breaker.err="distributed: connection refused"
 	// level=INFO msg="rate limiter" breaker.from=half-open breaker.to=closed breaker.degraded=false
-	// circuit breaker closed → open (degraded): ratelimit: redis: connection refused
+	// circuit breaker closed → open (degraded): distributed: connection refused
 	// circuit breaker half-open → closed (recovered)
 }

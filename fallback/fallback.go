@@ -50,7 +50,9 @@ func New(primary, secondary ratelimit.Limiter, opts ...Option) *Limiter {
 	}
 	o := defaultOptions()
 	for _, opt := range opts {
-		opt(&o)
+		if opt != nil {
+			opt(&o)
+		}
 	}
 	l := &Limiter{
 		primary:   primary,
@@ -64,7 +66,7 @@ func New(primary, secondary ratelimit.Limiter, opts ...Option) *Limiter {
 			hook:      o.onState,
 		},
 	}
-	if o.cacheOn {
+	if o.cacheSize > 0 {
 		l.cache = newDenialCache(o.cacheSize)
 	}
 	if l.clock != nil {
@@ -147,9 +149,9 @@ func (l *Limiter) Wait(ctx context.Context, key string, limit ratelimit.Limit) e
 	case err == nil:
 		l.breaker.success(t)
 		return nil
-	case !isFailure(ctx, err) || errors.Is(err, context.DeadlineExceeded):
-		// Waiting ends with the context's error by design: that says nothing of the
-		// primary's health.
+	case !isFailure(ctx, err) || errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ratelimit.ErrTimeout):
+		// Waiting ends with the context's error by design (or fails at once when the turn
+		// comes after the deadline): that says nothing of the primary's health.
 		l.breaker.inconclusive(t, l.now())
 		return err
 	}
@@ -212,18 +214,42 @@ func (l *Limiter) now() int64 {
 }
 
 // isFailure reports whether err, returned by the primary for a call made with ctx, means
-// that the primary could not decide, rather than an answer about the arguments (which the
-// secondary would give too) or the caller's own cancellation. A deadline that passed is a
-// failure, whoever set it: a primary that cannot answer within the time a request has is
-// unavailable to it.
+// that the primary failed, rather than an answer about the arguments or about one bucket
+// (which the secondary would not improve on), or the end of the caller's own context. A
+// caller that gives up early, or sends calls with deadlines too short for any backend,
+// says nothing of the primary's health and must not open the breaker for everyone. The
+// primary's own deadline is a failure: it wraps ratelimit.ErrTimeout while ctx lives on.
 func isFailure(ctx context.Context, err error) bool {
-	for _, answer := range []error{
-		ratelimit.ErrKeyEmpty, ratelimit.ErrInvalidLimit, ratelimit.ErrInvalidCost,
-		ratelimit.ErrExceedsBurst, ratelimit.ErrNotSupported, ratelimit.ErrClosed,
+	if ctx.Err() != nil {
+		return false
+	}
+	for _, answer := range [...]error{
+		ratelimit.ErrKeyEmpty, ratelimit.ErrKeyTooLong, ratelimit.ErrInvalidLimit, ratelimit.ErrInvalidCost,
+		ratelimit.ErrExceedsBurst, ratelimit.ErrNotSupported, ratelimit.ErrClosed, ratelimit.ErrInvalidState,
 	} {
 		if errors.Is(err, answer) {
 			return false
 		}
 	}
-	return !(errors.Is(err, context.Canceled) && ctx.Err() != nil)
+	return true
+}
+
+var _ ratelimit.LimitValidator = (*Limiter)(nil)
+
+// ValidateLimit returns nil if both limiters accept limit (the secondary, its share of it:
+// see WithInstances), or the first one's error. A limiter that cannot say is taken to
+// accept it.
+func (l *Limiter) ValidateLimit(limit ratelimit.Limit) error {
+	if err := limit.Validate(); err != nil {
+		return err
+	}
+	if v, ok := l.primary.(ratelimit.LimitValidator); ok {
+		if err := v.ValidateLimit(limit); err != nil {
+			return err
+		}
+	}
+	if v, ok := l.secondary.(ratelimit.LimitValidator); ok {
+		return v.ValidateLimit(l.share(limit))
+	}
+	return nil
 }

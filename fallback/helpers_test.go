@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 
 // errDown is what a switched-off primary answers, as a Redis backend does when Redis is
 // unreachable.
-var errDown = errors.New("ratelimit: redis: connection refused")
+var errDown = errors.New("distributed: connection refused")
 
 // switched is a primary whose failures the test turns on and off: a real local limiter that,
 // while down, answers errDown instead (or err, when set) without touching its buckets. It

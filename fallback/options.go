@@ -2,6 +2,7 @@ package fallback
 
 import (
 	"context"
+	"math"
 	"time"
 )
 
@@ -28,8 +29,7 @@ type options struct {
 	instances int
 	threshold int
 	cooldown  time.Duration
-	cacheOn   bool
-	cacheSize int
+	cacheSize int // negative: no cache
 	onError   func(ctx context.Context, key string, err error)
 	onState   func(StateChange)
 	clock     func() time.Time
@@ -40,7 +40,6 @@ func defaultOptions() options {
 		instances: 1,
 		threshold: DefaultFailureThreshold,
 		cooldown:  DefaultCooldown,
-		cacheOn:   true,
 		cacheSize: DefaultDenialCacheSize,
 	}
 }
@@ -48,8 +47,7 @@ func defaultOptions() options {
 // WithInstances sets how many instances of the service are expected to share the limit,
 // so that while the primary is unavailable each instance's secondary enforces its share:
 // Limit{Rate: Rate/n, Burst: max(1, Burst/n)}. Default: 1, the whole limit on every
-// instance (n instances together then admit up to n times the limit). A value below 1
-// means 1.
+// instance (n instances together then admit up to n times the limit).
 //
 // A request costing more than the share's burst takes the whole share: it passes when the
 // share is full, rather than failing with ratelimit.ErrExceedsBurst for a request the real
@@ -60,16 +58,24 @@ func WithInstances(n int) Option {
 }
 
 // WithFailureThreshold sets how many failures of the primary in a row open the circuit
-// breaker. Default: DefaultFailureThreshold (5). A value below 1 turns the breaker off:
+// breaker. Default: DefaultFailureThreshold (5). A negative value turns the breaker off:
 // every call then tries the primary first, and pays for its failure (up to the primary's
 // deadline) before falling back.
 func WithFailureThreshold(n int) Option {
-	return func(o *options) { o.threshold = max(n, 0) }
+	return func(o *options) {
+		switch {
+		case n == 0:
+			n = DefaultFailureThreshold
+		case n < 0:
+			n = 0 // the breaker's zero threshold: off
+		}
+		o.threshold = min(n, math.MaxInt32)
+	}
 }
 
 // WithCooldown sets how long the circuit breaker stays open before one call, the probe,
-// tries the primary again. Default: DefaultCooldown (250 ms). A value of zero or less
-// means the default.
+// tries the primary again. Default: DefaultCooldown (250 ms). A negative value means the
+// default too: a breaker without a cooldown would never try the primary again.
 func WithCooldown(d time.Duration) Option {
 	return func(o *options) {
 		if d <= 0 {
@@ -79,22 +85,15 @@ func WithCooldown(d time.Duration) Option {
 	}
 }
 
-// WithDenialCache turns the denial cache on or off. Default: on. While on, a request the
-// primary denied is denied again locally, without asking the primary, for as long as that
-// denial proves the primary would deny it too; see the package documentation.
-func WithDenialCache(on bool) Option {
-	return func(o *options) { o.cacheOn = on }
-}
-
-// WithDenialCacheSize caps the number of buckets whose last denial the cache holds.
-// Default: DefaultDenialCacheSize (65,536). A value below 1 means the default. The cache
-// is split into 64 shards with a cap each, so the cap is n rounded down to a multiple of
-// 64, and at least 64. At the cap, a new denial takes the place of an expired one, or of
-// the one expiring first among a few sampled; a dropped denial only sends requests to the
-// primary again.
+// WithDenialCacheSize caps the number of buckets whose last denial the denial cache holds;
+// see the package documentation for what the cache does. Default: DefaultDenialCacheSize
+// (65,536). A negative value turns the cache off. The cache is split into 64 shards with a
+// cap each, so the cap is n rounded down to a multiple of 64, and at least 64. At the cap, a
+// new denial takes the place of an expired one, or of the one expiring first among a few
+// sampled; a dropped denial only sends requests to the primary again.
 func WithDenialCacheSize(n int) Option {
 	return func(o *options) {
-		if n < 1 {
+		if n == 0 {
 			n = DefaultDenialCacheSize
 		}
 		o.cacheSize = n

@@ -82,7 +82,7 @@ func TestRedisDeadAddress(t *testing.T) {
 			}
 			require.Len(t, reported, 3)
 			for _, err := range reported {
-				assert.ErrorContains(t, err, "ginmw: ratelimit: redis: ")
+				assert.ErrorContains(t, err, "ginmw: distributed: ")
 			}
 		})
 	}

@@ -66,7 +66,7 @@ func TestErrorPolicy(t *testing.T) {
 			return l
 		},
 	}
-	wantErr := map[string]string{"redis down": "grpcmw: ratelimit: redis: ", "closed": "grpcmw: ratelimit: limiter closed"}
+	wantErr := map[string]string{"redis down": "grpcmw: distributed: ", "closed": "grpcmw: ratelimit: limiter closed"}
 	for name, newL := range limiters {
 		for _, k := range kinds {
 			for _, policy := range []ratelimit.ErrorPolicy{ratelimit.FailOpen, ratelimit.FailClosed} {
