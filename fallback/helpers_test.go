@@ -3,28 +3,18 @@ package fallback_test
 import (
 	"context"
 	"errors"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/internal/conformance"
+	"github.com/sluice-go/ratelimit/internal/redistest"
 	"github.com/sluice-go/ratelimit/local"
 )
 
-// quiet drops go-redis's log lines: the failure tests make it log every failed dial.
-type quiet struct{}
-
-func (quiet) Printf(context.Context, string, ...any) {}
-
-func TestMain(m *testing.M) {
-	redis.SetLogger(quiet{})
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { redistest.Main(m) }
 
 // errDown is what a switched-off primary answers, as a Redis backend does when Redis is
 // unreachable.

@@ -2,8 +2,6 @@ package fallback_test
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,24 +16,12 @@ import (
 	"github.com/sluice-go/ratelimit/internal/redistest"
 )
 
-// scriptCalls returns how many times Redis has run a script (EVALSHA or EVAL) since the
-// statistics were last reset.
+// scriptCalls returns how many times server has run a script since its statistics were
+// last reset.
 func scriptCalls(t *testing.T, server *redistest.Server) int64 {
 	t.Helper()
-	reply, err := server.Do("INFO", "commandstats")
+	n, err := server.ScriptCalls()
 	require.NoError(t, err)
-	text, _ := reply.(string)
-	var n int64
-	for line := range strings.Lines(text) {
-		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || (name != "cmdstat_evalsha" && name != "cmdstat_eval") {
-			continue
-		}
-		calls, _, _ := strings.Cut(strings.TrimPrefix(stats, "calls="), ",")
-		c, err := strconv.ParseInt(calls, 10, 64)
-		require.NoError(t, err)
-		n += c
-	}
 	return n
 }
 

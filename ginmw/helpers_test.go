@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/sluice-go/ratelimit/internal/conformance"
+	"github.com/sluice-go/ratelimit/internal/limitertest"
 	"github.com/sluice-go/ratelimit/local"
 )
 
@@ -17,13 +18,7 @@ func TestMain(m *testing.M) {
 }
 
 // newLimiter returns a local limiter reading a clock that moves only when the test says.
-func newLimiter(t *testing.T) (*local.Limiter, *conformance.Clock) {
-	t.Helper()
-	clock := conformance.NewClock()
-	l := local.New(local.WithClock(clock.Now), local.WithCleanupInterval(0))
-	t.Cleanup(func() { _ = l.Close() })
-	return l, clock
-}
+func newLimiter(t *testing.T) (*local.Limiter, *conformance.Clock) { return limitertest.Local(t) }
 
 // newRouter returns an engine with mw on every route: GET /v1/items/:id, POST /login and
 // GET /health, each answering 200 "ok".

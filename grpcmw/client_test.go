@@ -15,6 +15,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/grpcmw"
 	"github.com/sluice-go/ratelimit/headers"
+	"github.com/sluice-go/ratelimit/internal/limitertest"
 	"github.com/sluice-go/ratelimit/local"
 )
 
@@ -65,7 +66,7 @@ func TestClientWaitNotSupported(t *testing.T) {
 	for _, policy := range []ratelimit.ErrorPolicy{ratelimit.FailOpen, ratelimit.FailClosed} {
 		t.Run(policy.String(), func(t *testing.T) {
 			var rec recorder
-			l := &stub{err: ratelimit.ErrNotSupported}
+			l := &limitertest.Stub{Err: ratelimit.ErrNotSupported}
 			e := newEnv(t, server{}, grpc.WithUnaryInterceptor(grpcmw.UnaryClientInterceptor(l,
 				grpcmw.WithLimit(ratelimit.PerMinute(1)), grpcmw.WithWait(), grpcmw.WithErrorPolicy(policy),
 				grpcmw.WithErrorHandler(rec.handle))))

@@ -16,6 +16,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/grpcmw"
 	"github.com/sluice-go/ratelimit/headers"
+	"github.com/sluice-go/ratelimit/internal/limitertest"
 	"github.com/sluice-go/ratelimit/keyfuncs/grpckeys"
 )
 
@@ -63,7 +64,7 @@ func TestRetryDelayRounding(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.retryAfter.String(), func(t *testing.T) {
-			icpt := grpcmw.UnaryServerInterceptor(&stub{res: ratelimit.Result{RetryAfter: tt.retryAfter}},
+			icpt := grpcmw.UnaryServerInterceptor(&limitertest.Stub{Result: ratelimit.Result{RetryAfter: tt.retryAfter}},
 				grpcmw.WithLimit(ratelimit.PerSecond(1)))
 			md, err := direct(context.Background(), icpt, method, unaryOK(new(int)))
 			o := outcomeOf(t, md, err)
@@ -103,7 +104,7 @@ func TestQuotaFailureSubject(t *testing.T) {
 		metadata.Pairs("x-api-key", "secret"))
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			icpt := grpcmw.UnaryServerInterceptor(&stub{res: ratelimit.Result{RetryAfter: time.Second}},
+			icpt := grpcmw.UnaryServerInterceptor(&limitertest.Stub{Result: ratelimit.Result{RetryAfter: time.Second}},
 				grpcmw.WithLimit(ratelimit.PerSecond(1)), grpcmw.WithKeyFunc(tt.key),
 				grpcmw.WithErrorHandler(func(context.Context, string, error) error { return nil }))
 			md, err := direct(ctx, icpt, method, unaryOK(new(int)))
@@ -154,14 +155,14 @@ func TestMetadata(t *testing.T) {
 // A shaping limiter's Delay holds the call; a call whose context ends meanwhile ends with
 // the context's code and never reaches the handler.
 func TestDelayHoldsTheCall(t *testing.T) {
-	l := &stub{res: ratelimit.Result{Allowed: true, Delay: time.Millisecond}}
+	l := &limitertest.Stub{Result: ratelimit.Result{Allowed: true, Delay: time.Millisecond}}
 	icpt := grpcmw.UnaryServerInterceptor(l, grpcmw.WithLimit(ratelimit.PerSecond(1)))
 	var runs int
 	_, err := direct(context.Background(), icpt, method, unaryOK(&runs))
 	require.NoError(t, err)
 	assert.Equal(t, 1, runs)
 
-	l.res.Delay = time.Hour
+	l.Result.Delay = time.Hour
 	canceled, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err = direct(canceled, icpt, method, unaryOK(&runs))

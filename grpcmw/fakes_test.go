@@ -7,36 +7,9 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
-
-	"github.com/sluice-go/ratelimit"
 )
 
 // Fakes for calling the interceptors directly, without a server.
-
-// stub is a Limiter that answers every call with res and err, and records the costs asked.
-type stub struct {
-	res   ratelimit.Result
-	err   error
-	keys  []string
-	costs []int
-}
-
-func (s *stub) Allow(ctx context.Context, key string, limit ratelimit.Limit) (ratelimit.Result, error) {
-	return s.AllowN(ctx, key, limit, 1)
-}
-
-func (s *stub) AllowN(_ context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
-	s.keys = append(s.keys, key)
-	s.costs = append(s.costs, n)
-	res := s.res
-	res.Limit = limit
-	return res, s.err
-}
-
-func (s *stub) Wait(context.Context, string, ratelimit.Limit) error { return s.err }
-func (s *stub) Close() error                                        { return nil }
-
-var _ ratelimit.Limiter = (*stub)(nil)
 
 // unaryOK is a unary handler that counts its runs.
 func unaryOK(runs *int) grpc.UnaryHandler {

@@ -22,17 +22,12 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/sluice-go/ratelimit/internal/conformance"
+	"github.com/sluice-go/ratelimit/internal/limitertest"
 	"github.com/sluice-go/ratelimit/local"
 )
 
 // newLimiter returns a local limiter reading a clock that moves only when the test says.
-func newLimiter(t *testing.T) (*local.Limiter, *conformance.Clock) {
-	t.Helper()
-	clock := conformance.NewClock()
-	l := local.New(local.WithClock(clock.Now), local.WithCleanupInterval(0))
-	t.Cleanup(func() { _ = l.Close() })
-	return l, clock
-}
+func newLimiter(t *testing.T) (*local.Limiter, *conformance.Clock) { return limitertest.Local(t) }
 
 // The test service, registered without generated code: unary methods A and B echo a
 // StringValue; bidirectional streams SA and SB echo every message until the client closes.

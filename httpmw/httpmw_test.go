@@ -12,14 +12,13 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/httpmw"
-	"github.com/sluice-go/ratelimit/internal/conformance"
+	"github.com/sluice-go/ratelimit/internal/limitertest"
 	"github.com/sluice-go/ratelimit/local"
 )
 
 // newLimiter returns a local limiter on a clock that never moves.
 func newLimiter(t *testing.T) *local.Limiter {
-	l := local.New(local.WithClock(conformance.NewClock().Now))
-	t.Cleanup(func() { _ = l.Close() })
+	l, _ := limitertest.Local(t)
 	return l
 }
 

@@ -6,8 +6,11 @@ package limitertest
 import (
 	"context"
 	"sync"
+	"testing"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/conformance"
+	"github.com/sluice-go/ratelimit/local"
 )
 
 // Stub is a ratelimit.Limiter that answers every call with Result (its Limit set to the
@@ -84,4 +87,14 @@ func (s *Stub) Costs() []int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]int(nil), s.costs...)
+}
+
+// Local returns a local limiter, with opts, that reads a clock moving only when the test
+// says, and closes it when the test ends.
+func Local(t testing.TB, opts ...local.Option) (*local.Limiter, *conformance.Clock) {
+	t.Helper()
+	clock := conformance.NewClock()
+	l := local.New(append([]local.Option{local.WithClock(clock.Now)}, opts...)...)
+	t.Cleanup(func() { _ = l.Close() })
+	return l, clock
 }

@@ -11,9 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
-	"github.com/sluice-go/ratelimit/internal/conformance"
 	"github.com/sluice-go/ratelimit/internal/limitertest"
-	"github.com/sluice-go/ratelimit/local"
 )
 
 func TestMain(m *testing.M) {
@@ -23,8 +21,7 @@ func TestMain(m *testing.M) {
 
 // localLimiter returns a local limiter on a clock that never moves.
 func localLimiter(t *testing.T) ratelimit.Limiter {
-	l := local.New(local.WithClock(conformance.NewClock().Now))
-	t.Cleanup(func() { _ = l.Close() })
+	l, _ := limitertest.Local(t)
 	return l
 }
 
