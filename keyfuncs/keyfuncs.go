@@ -86,7 +86,7 @@ func Compose(fs ...Func) Func {
 	}
 }
 
-// Hashed returns a Func that replaces the key of f by "h:" and 22 characters of
+// Hashed returns a Func that replaces the key of f by "h:#" and 22 characters of
 // HMAC-SHA256(secret, key), so that client addresses and user IDs, which are personal data
 // in many jurisdictions, are not stored in the limiter (or in Redis) as they are. Keep
 // secret out of the code and the same on every instance that shares a Redis backend. With

