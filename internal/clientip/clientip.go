@@ -1,7 +1,8 @@
 // Package clientip finds the address of the client behind a request and turns it into a
 // rate-limit key: parsing socket and X-Forwarded-For addresses with net/netip, walking the
 // X-Forwarded-For chain past trusted proxies, and grouping addresses into prefixes. It is
-// shared by keyfuncs (Gin) and keyfuncs/grpckeys (gRPC).
+// shared by keyfuncs (Gin), keyfuncs/httpkeys (net/http) and keyfuncs/grpckeys (gRPC), whose
+// IP options all wrap Options.
 //
 // Nothing here panics on malformed input: a value that is not an address is reported with
 // ok == false, and the walk stops at it.

@@ -1,12 +1,16 @@
 package clientip
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/ratelimit"
 )
 
 func TestParseAddr(t *testing.T) {
@@ -145,6 +149,34 @@ func TestEmbedded(t *testing.T) {
 			assert.Equal(t, want, v4.String())
 		})
 	}
+}
+
+func TestOptions(t *testing.T) {
+	o := DefaultOptions()
+	require.NoError(t, o.Validate("pkg"))
+	o.IPv4Bits = 33
+	assert.EqualError(t, o.Validate("pkg"), "pkg: WithIPv4Prefix(33): bits must be between 0 and 32")
+	o.IPv4Bits, o.IPv6Bits = 32, -1
+	assert.EqualError(t, o.Validate("pkg"), "pkg: WithIPv6Prefix(-1): bits must be between 0 and 128")
+
+	// The error names the problem, never the remote address, which may hold a client's data.
+	o = DefaultOptions()
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.RemoteAddr = "alice@example.com"
+	_, err := o.RequestKey(r)
+	require.ErrorIs(t, err, ratelimit.ErrKeyEmpty)
+	assert.EqualError(t, err, "ratelimit: empty key: remote address is not an IP address")
+
+	o.Trust(netip.MustParsePrefix("10.0.0.0/8"), netip.Prefix{})
+	o.AddPlatform("CF-Connecting-IP", netip.MustParsePrefix("173.245.48.0/20"))
+	assert.Equal(t, Set{netip.MustParsePrefix("10.0.0.0/8")}, o.Trusted, "invalid prefix dropped")
+	r.RemoteAddr = "10.0.0.1:443"
+	r.Header.Set("X-Forwarded-For", "173.245.48.1")
+	r.Header.Set("CF-Connecting-IP", "64:ff9b::203.0.113.5")
+	key, err := o.RequestKey(r)
+	require.NoError(t, err)
+	// Proxy → Cloudflare's edge → the platform header, an IPv4 client behind NAT64.
+	assert.Equal(t, "ip:203.0.113.5", key)
 }
 
 // FuzzForwarded checks the walk's invariants on any header: it never panics; it returns the

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/ratelimit"
 )
 
 func TestLabel(t *testing.T) {
@@ -90,4 +92,53 @@ func TestValue(t *testing.T) {
 	}
 	_, err := Value((*id)(nil))
 	assert.EqualError(t, err, "String method of *keypart.id panicked")
+}
+
+func TestContextValue(t *testing.T) {
+	got, err := ContextValue("user", 42, `context value "user"`)
+	require.NoError(t, err)
+	assert.Equal(t, "user:42", got)
+	for _, tt := range []struct {
+		in   any
+		want string
+	}{
+		{nil, `ratelimit: empty key: context value "user" is missing`},
+		{"", `ratelimit: empty key: context value "user" is empty`},
+		{1.5, `ratelimit: empty key: context value "user": value of type float64 cannot be a key: use a string, an integer or a fmt.Stringer`},
+	} {
+		_, err := ContextValue("user", tt.in, `context value "user"`)
+		require.ErrorIs(t, err, ratelimit.ErrKeyEmpty)
+		assert.EqualError(t, err, tt.want)
+	}
+}
+
+func TestCompose(t *testing.T) {
+	type fn func(string) (string, error)
+	label := func(l string) fn { return func(v string) (string, error) { return Label(l, v), nil } }
+	empty := fn(func(string) (string, error) { return "", nil })
+
+	got, err := Compose("p", []fn{label("a"), label("b")})("x|y")
+	require.NoError(t, err)
+	assert.Equal(t, "a:x%257Cy|b:x%257Cy", got) // each part "a:x%7Cy", escaped once more by Join
+
+	_, err = Compose("p", []fn{label("a"), empty})("x")
+	assert.ErrorIs(t, err, ratelimit.ErrKeyEmpty)
+	assert.EqualError(t, err, "ratelimit: empty key: part 1 of Compose is empty")
+
+	got, err = Hashed("p", []byte("k"), fn(func(string) (string, error) { return "ip:192.0.2.1", nil }))("")
+	require.NoError(t, err)
+	assert.Equal(t, "h:#avoJEoIKCspjgRPYJH1IFA", got) // as in TestHash
+	_, err = Hashed("p", nil, empty)("")
+	assert.ErrorIs(t, err, ratelimit.ErrKeyEmpty)
+
+	// The caller's slice is copied: changing it later changes nothing.
+	fs := []fn{label("a")}
+	f := Compose("p", fs)
+	fs[0] = label("z")
+	got, _ = f("1")
+	assert.Equal(t, "a:1", got)
+
+	assert.PanicsWithValue(t, "p: Compose needs at least one Func", func() { Compose[string, fn]("p", nil) })
+	assert.PanicsWithValue(t, "p: Compose: Func 1 is nil", func() { Compose("p", []fn{label("a"), nil}) })
+	assert.PanicsWithValue(t, "p: Hashed: nil Func", func() { Hashed[string, fn]("p", nil, nil) })
 }
