@@ -1,14 +1,16 @@
 // Package keyfuncs provides ready key functions for the Gin middleware
 // (github.com/sluice-go/ratelimit/ginmw): the client's address, a header, a value set by
-// earlier middleware, the route template, the method, and compositions of these. The gRPC
-// counterparts live in keyfuncs/grpckeys, so that a gRPC service does not compile gin and a
-// Gin service does not compile gRPC.
+// earlier middleware, the route template, the method, and compositions of these. Those that
+// need only the *http.Request are built on package keyfuncs/httpkeys, the net/http
+// counterparts; the gRPC ones live in keyfuncs/grpckeys, so that a gRPC service does not
+// compile gin and a Gin service does not compile gRPC.
 //
 // # Keys
 //
 // Every key is labelled with what it holds ("ip:192.0.2.7", "user:42", "route:/v1/x",
-// "x-api-key:abc"), so keys of different kinds never collide, and Compose joins them with
-// "|": "user:42|route:/v1/x". A bucket is named by the key and the limit together, so two
+// "x-api-key:abc"), and Compose joins keys with "|": "user:42|route:/v1/x". Keys are
+// escaped, digested when long and bounded by ratelimit.MaxKeyLen as package httpkeys
+// describes, so that different labels and values never give the same key. A bucket is named by the key and the limit together, so two
 // routes with different limits never share a bucket even under the same key; two routes with
 // the same limit do, unless the key includes the route.
 //

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/gin-gonic/gin"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/keypart"
 	"github.com/sluice-go/ratelimit/keyfuncs"
 )
 
@@ -100,9 +102,14 @@ func TestClientIP(t *testing.T) {
 			"ip:2001:db8:1:2:aaaa::1"},
 		{"ipv4 by /24", []keyfuncs.IPOption{keyfuncs.WithIPv4Prefix(24)}, "192.0.2.77:1", nil, "ip:192.0.2.0/24"},
 		{"mapped ipv4 peer", nil, "[::ffff:192.0.2.1]:80", nil, "ip:192.0.2.1"},
-		{"unix socket peer", nil, "@", nil,
-			`error: ratelimit: empty key: remote address "@" is not an IP address`},
-		{"empty peer", nil, "", nil, `error: ratelimit: empty key: remote address "" is not an IP address`},
+		// IPv4 clients through a NAT64 translator: keyed by their IPv4 address.
+		{"nat64 peer", nil, "[64:ff9b::198.51.100.7]:443", nil, "ip:198.51.100.7"},
+		{"nat64 client behind proxy, by /24", []keyfuncs.IPOption{proxies, keyfuncs.WithIPv4Prefix(24)}, "10.1.2.3:443",
+			[]string{"X-Forwarded-For", "64:ff9b::198.51.100.7"}, "ip:198.51.100.0/24"},
+		// The remote address is not repeated in the error: whatever set it may have put a
+		// client's data there.
+		{"unix socket peer", nil, "@", nil, "error: ratelimit: empty key: remote address is not an IP address"},
+		{"empty peer", nil, "", nil, "error: ratelimit: empty key: remote address is not an IP address"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,6 +127,34 @@ func TestClientIPGinOptIn(t *testing.T) {
 	require.NoError(t, r.SetTrustedProxies([]string{"10.0.0.0/8"}))
 	assert.Equal(t, "ip:203.0.113.9",
 		key(t, r, http.MethodGet, "/v1/items/1", "203.0.113.9:1", "X-Forwarded-For", "198.51.100.1"))
+}
+
+// gin's ClientIP can return a platform header as the client sent it: the error does not
+// repeat it.
+func TestClientIPGinNotAnAddress(t *testing.T) {
+	r := newRouter(keyfuncs.ClientIP(keyfuncs.WithGinClientIP()), nil)
+	r.TrustedPlatform = "X-Client"
+	assert.Equal(t, "error: ratelimit: empty key: gin's ClientIP is not an IP address",
+		key(t, r, http.MethodGet, "/v1/items/1", "203.0.113.9:1", "X-Client", "alice@example.com"))
+}
+
+// A nil IPOption is skipped, as a nil option is everywhere in the kit.
+func TestClientIPNilOption(t *testing.T) {
+	r := newRouter(keyfuncs.ClientIP(nil, keyfuncs.WithIPv4Prefix(24), nil), nil)
+	assert.Equal(t, "ip:192.0.2.0/24", key(t, r, http.MethodGet, "/v1/items/1", "192.0.2.77:1"))
+	r = newRouter(keyfuncs.ClientIP(nil, keyfuncs.WithGinClientIP()), nil)
+	assert.Equal(t, "ip:192.0.2.77", key(t, r, http.MethodGet, "/v1/items/1", "192.0.2.77:1"))
+}
+
+// No key is longer than ratelimit.MaxKeyLen, however long the values the client sends.
+func TestKeysAreBounded(t *testing.T) {
+	f := keyfuncs.Compose(keyfuncs.Header("X-A"), keyfuncs.Header("X-B"), keyfuncs.Header("X-C"), keyfuncs.Route())
+	long := strings.Repeat("|", keypart.MaxValueLen) // kept, as "%7C" × 128
+	got := key(t, newRouter(f, nil), http.MethodGet, "/v1/items/1", "192.0.2.1:1", "X-A", long, "X-B", long, "X-C", long)
+	// Each header part is "x-a:" + "%7C" × 128 (388 bytes), "x-a:" + "%257C" × 128 once
+	// Compose escapes it; with "route:/v1/items/:id" the joined text takes 1954 bytes, so
+	// the key is its SHA-256: base64url of the first 16 bytes, from Python's hashlib.
+	assert.Equal(t, "h:#nfQ7G6oo9NZjZO6_EU-uzw", got)
 }
 
 func TestClientIPPanicsOnBadPrefix(t *testing.T) {
@@ -148,11 +183,18 @@ func TestValues(t *testing.T) {
 		{"header", keyfuncs.Header("X-API-Key"), nil, "GET", "/v1/items/1", []string{"X-API-Key", " abc "}, "x-api-key:abc"},
 		{"header missing", keyfuncs.Header("X-API-Key"), nil, "GET", "/v1/items/1", nil,
 			"error: ratelimit: empty key: header X-API-Key is missing or blank"},
+		// A value that is the text of a long value's digest keeps a bucket of its own.
+		{"header long", keyfuncs.Header("X-API-Key"), nil, "GET", "/v1/items/1",
+			[]string{"X-API-Key", strings.Repeat("k", 129)},
+			"x-api-key:#sha256:9094034fb2d0ce2e407c9b260f2806ab"}, // sha256("k" × 129)[:16], Python's hashlib
+		{"header digest text", keyfuncs.Header("X-API-Key"), nil, "GET", "/v1/items/1",
+			[]string{"X-API-Key", "#sha256:9094034fb2d0ce2e407c9b260f2806ab"},
+			"x-api-key:%23sha256:9094034fb2d0ce2e407c9b260f2806ab"},
 		{"context string", keyfuncs.ContextValue("user"), set("user", "alice"), "GET", "/v1/items/1", nil, "user:alice"},
 		{"context int", keyfuncs.ContextValue("user"), set("user", 42), "GET", "/v1/items/1", nil, "user:42"},
 		{"context stringer", keyfuncs.ContextValue("user"), set("user", userID(7)), "GET", "/v1/items/1", nil, "user:u7"},
 		{"context missing", keyfuncs.ContextValue("user"), nil, "GET", "/v1/items/1", nil,
-			`error: ratelimit: empty key: no value for "user" in the gin context`},
+			`error: ratelimit: empty key: gin context value "user" is missing`},
 		{"context pointer refused", keyfuncs.ContextValue("user"), set("user", &struct{}{}), "GET", "/v1/items/1", nil,
 			`error: ratelimit: empty key: gin context value "user": value of type *struct {} cannot be a key: use a string, an integer or a fmt.Stringer`},
 		{"context empty", keyfuncs.ContextValue("user"), set("user", ""), "GET", "/v1/items/1", nil,
@@ -163,12 +205,15 @@ func TestValues(t *testing.T) {
 		{"method unknown", keyfuncs.Method(), nil, "BREW", "/v1/items/1", nil, "method:OTHER"},
 		{"compose", keyfuncs.Compose(keyfuncs.ContextValue("user"), keyfuncs.Route()), set("user", 42),
 			"GET", "/v1/items/9", nil, "user:42|route:/v1/items/:id"},
+		// Label escapes the '|' ("x-tenant:a%7Cmethod:PUT"), and Compose escapes that part's
+		// '%' once more, so the part reads back as it was.
 		{"compose escapes", keyfuncs.Compose(keyfuncs.Header("X-Tenant"), keyfuncs.Method()), nil,
-			"GET", "/v1/items/9", []string{"X-Tenant", "a|method:PUT"}, "x-tenant:a%7Cmethod:PUT|method:GET"},
+			"GET", "/v1/items/9", []string{"X-Tenant", "a|method:PUT"}, "x-tenant:a%257Cmethod:PUT|method:GET"},
 		{"compose fails with a part", keyfuncs.Compose(keyfuncs.Route(), keyfuncs.ContextValue("user")), nil,
-			"GET", "/v1/items/9", nil, `error: ratelimit: empty key: no value for "user" in the gin context`},
+			"GET", "/v1/items/9", nil, `error: ratelimit: empty key: gin context value "user" is missing`},
+		{"compose of one", keyfuncs.Compose(keyfuncs.Method()), nil, "GET", "/v1/items/9", nil, "method:GET"},
 		{"hashed", keyfuncs.Hashed([]byte("k"), keyfuncs.ClientIP()), nil, "GET", "/v1/items/1", nil,
-			"h:avoJEoIKCspjgRPYJH1IFA"}, // base64url(HMAC-SHA256("k", "ip:192.0.2.1")[:16]), checked with Python's hmac
+			"h:#avoJEoIKCspjgRPYJH1IFA"}, // base64url(HMAC-SHA256("k", "ip:192.0.2.1")[:16]), checked with Python's hmac
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,73 +1,44 @@
 package keyfuncs
 
 import (
-	"fmt"
 	"net/netip"
 
 	"github.com/sluice-go/ratelimit/internal/clientip"
 )
 
-// IPOption configures ClientIP.
+// IPOption configures ClientIP. A nil IPOption is skipped. Each option but WithGinClientIP
+// means what its namesake in package httpkeys means, and is documented there.
 type IPOption func(*ipOptions)
 
 type ipOptions struct {
-	trusted   clientip.Set
-	platforms []platform
-	v4Bits    int
-	v6Bits    int
-	gin       bool
+	clientip.Options
+	gin bool
 }
 
-// platform is a header holding the client address, trusted from some sources only.
-type platform struct {
-	header string
-	from   clientip.Set
-}
-
-func defaultIPOptions() ipOptions {
-	return ipOptions{v4Bits: clientip.DefaultIPv4Bits, v6Bits: clientip.DefaultIPv6Bits}
-}
-
-// WithTrustedProxies names the address ranges of the reverse proxies and load balancers in
-// front of the service. Default: none, so X-Forwarded-For is never read and the client is
-// the socket peer. When the peer is in one of these ranges, ClientIP walks X-Forwarded-For
-// from the right, across all its lines, past every address in these ranges, and takes the
-// first address outside them; see docs/client-ip.md. Several calls add up; invalid
-// prefixes are ignored.
-//
-// Name only proxies you run (or your cloud runs for you): any host in these ranges can
-// claim to be any client.
+// WithTrustedProxies names the address ranges of the reverse proxies in front of the
+// service, whose X-Forwarded-For entries ClientIP then reads. Default: none. See
+// [httpkeys.WithTrustedProxies].
 func WithTrustedProxies(prefixes ...netip.Prefix) IPOption {
-	return func(o *ipOptions) { o.trusted = append(o.trusted, clientip.NewSet(prefixes...)...) }
+	return func(o *ipOptions) { o.Trust(prefixes...) }
 }
 
-// WithPlatformHeader trusts header, which holds a single client address (such as
-// Cloudflare's CF-Connecting-IP or Fly.io's Fly-Client-IP), for requests that reach the
-// service from the platform's address ranges, given in from. Default: no platform headers.
-// The source checked is the address ClientIP reaches after the X-Forwarded-For walk (the
-// socket peer when no proxies are trusted), so a client that bypasses the platform and
-// sends the header itself is keyed by its own address. A header that is missing or does not
-// hold exactly one address is ignored. Platforms publish their ranges and change them:
-// load them from the platform when the service starts rather than hard-coding them.
-// Several calls add platforms, tried in order.
+// WithPlatformHeader trusts header, which holds a single client address, for requests that
+// reach the service from the address ranges in from. Default: no platform headers. See
+// [httpkeys.WithPlatformHeader].
 func WithPlatformHeader(header string, from ...netip.Prefix) IPOption {
-	return func(o *ipOptions) {
-		o.platforms = append(o.platforms, platform{header: header, from: clientip.NewSet(from...)})
-	}
+	return func(o *ipOptions) { o.AddPlatform(header, from...) }
 }
 
-// WithIPv4Prefix keys IPv4 clients by the /bits network that holds them. Default: 32, one
-// key per address. bits must be between 0 and 32; ClientIP panics otherwise.
+// WithIPv4Prefix keys IPv4 clients by the /bits network that holds them. Default: 32. See
+// [httpkeys.WithIPv4Prefix].
 func WithIPv4Prefix(bits int) IPOption {
-	return func(o *ipOptions) { o.v4Bits = bits }
+	return func(o *ipOptions) { o.IPv4Bits = bits }
 }
 
-// WithIPv6Prefix keys IPv6 clients by the /bits network that holds them. Default: 64: a
-// single host or home is usually given a whole /64, and keying by address would let it use
-// 2^64 keys. Use 128 for one key per address, 48 or 56 to be stricter. bits must be between
-// 0 and 128; ClientIP panics otherwise.
+// WithIPv6Prefix keys IPv6 clients by the /bits network that holds them. Default: 64. See
+// [httpkeys.WithIPv6Prefix].
 func WithIPv6Prefix(bits int) IPOption {
-	return func(o *ipOptions) { o.v6Bits = bits }
+	return func(o *ipOptions) { o.IPv6Bits = bits }
 }
 
 // WithGinClientIP makes ClientIP use gin's c.ClientIP() instead of its own resolution, so
@@ -80,14 +51,4 @@ func WithIPv6Prefix(bits int) IPOption {
 // proxy, so any client can pick its key with X-Forwarded-For (CVE-2020-28483).
 func WithGinClientIP() IPOption {
 	return func(o *ipOptions) { o.gin = true }
-}
-
-func (o ipOptions) validate() error {
-	if o.v4Bits < 0 || o.v4Bits > 32 {
-		return fmt.Errorf("keyfuncs: WithIPv4Prefix(%d): bits must be between 0 and 32", o.v4Bits)
-	}
-	if o.v6Bits < 0 || o.v6Bits > 128 {
-		return fmt.Errorf("keyfuncs: WithIPv6Prefix(%d): bits must be between 0 and 128", o.v6Bits)
-	}
-	return nil
 }

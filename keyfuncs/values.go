@@ -2,31 +2,19 @@ package keyfuncs
 
 import (
 	"fmt"
-	"net/http"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/keypart"
+	"github.com/sluice-go/ratelimit/keyfuncs/httpkeys"
 )
 
 // Header returns a Func that keys a request by the value of the header name, labelled with
-// the name in lower case: Header("X-API-Key") gives "x-api-key:abc123". The value is trimmed
-// of spaces; a value longer than 128 bytes is replaced by a digest, so a client cannot make
-// keys of any length. A missing or blank header is an error. The client chooses this value:
-// key by a header only where something upstream has checked it (an API gateway that
-// authenticates the key), or a client can spread its requests over as many keys as it
-// likes.
+// the name in lower case: Header("X-API-Key") gives "x-api-key:abc123". It is
+// [httpkeys.Header], which says how long values are digested. The client chooses this
+// value: key by a header only where something upstream has checked it.
 func Header(name string) Func {
-	label := strings.ToLower(name)
-	return func(c *gin.Context) (string, error) {
-		v := strings.TrimSpace(c.GetHeader(name))
-		if v == "" {
-			return "", fmt.Errorf("%w: header %s is missing or blank", ratelimit.ErrKeyEmpty, name)
-		}
-		return keypart.Label(label, v), nil
-	}
+	return onRequest(httpkeys.Header(name))
 }
 
 // ContextValue returns a Func that keys a request by the value an earlier handler stored
@@ -34,19 +22,10 @@ func Header(name string) Func {
 // ContextValue("user") gives "user:42". The value may be a string, any integer type, or a
 // fmt.Stringer; other types are an error, as are a missing value and an empty string.
 func ContextValue(key string) Func {
+	what := fmt.Sprintf("gin context value %q", key)
 	return func(c *gin.Context) (string, error) {
-		v, ok := c.Get(key)
-		if !ok {
-			return "", fmt.Errorf("%w: no value for %q in the gin context", ratelimit.ErrKeyEmpty, key)
-		}
-		s, err := keypart.Value(v)
-		if err != nil {
-			return "", fmt.Errorf("%w: gin context value %q: %v", ratelimit.ErrKeyEmpty, key, err)
-		}
-		if s == "" {
-			return "", fmt.Errorf("%w: gin context value %q is empty", ratelimit.ErrKeyEmpty, key)
-		}
-		return keypart.Label(key, s), nil
+		v, _ := c.Get(key)
+		return keypart.ContextValue(key, v, what)
 	}
 }
 
@@ -68,17 +47,8 @@ func Route() Func {
 	}
 }
 
-// Method returns a Func that keys a request by its HTTP method: "method:GET". Methods other
-// than the eight of RFC 9110 (GET, HEAD, POST, PUT, DELETE, CONNECT, OPTIONS, TRACE) and
-// PATCH share "method:OTHER", since a client may send any token as a method. It never
-// fails.
+// Method returns a Func that keys a request by its HTTP method, as [httpkeys.Method] does:
+// "method:GET", and "method:OTHER" for methods outside RFC 9110 and PATCH. It never fails.
 func Method() Func {
-	return func(c *gin.Context) (string, error) {
-		switch m := c.Request.Method; m {
-		case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
-			http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
-			return "method:" + m, nil
-		}
-		return "method:OTHER", nil
-	}
+	return onRequest(httpkeys.Method())
 }

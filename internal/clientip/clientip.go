@@ -1,7 +1,8 @@
 // Package clientip finds the address of the client behind a request and turns it into a
 // rate-limit key: parsing socket and X-Forwarded-For addresses with net/netip, walking the
 // X-Forwarded-For chain past trusted proxies, and grouping addresses into prefixes. It is
-// shared by keyfuncs (Gin) and keyfuncs/grpckeys (gRPC), and uses only the standard library.
+// shared by keyfuncs (Gin), keyfuncs/httpkeys (net/http) and keyfuncs/grpckeys (gRPC), whose
+// IP options all wrap Options.
 //
 // Nothing here panics on malformed input: a value that is not an address is reported with
 // ok == false, and the walk stops at it.
@@ -11,6 +12,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/sluice-go/ratelimit/internal/keypart"
 )
 
 // Prefix lengths used when no option says otherwise: one key per IPv4 address, one key per
@@ -121,23 +124,67 @@ func Forwarded(peer netip.Addr, lines []string, trusted Set) netip.Addr {
 
 // Key formats a as a rate-limit key, "ip:" followed by the address, or by the prefix of
 // v4Bits or v6Bits that holds it when that prefix is shorter than the address:
-// "ip:192.0.2.7", "ip:2001:db8:1:2::/64". An invalid address gives "ip:invalid"; callers
-// check validity first.
+// "ip:192.0.2.7", "ip:2001:db8:1:2::/64". An IPv6 address that embeds an IPv4 client (see
+// Embedded) is keyed as that IPv4 address, by v4Bits. An invalid address gives
+// "ip:invalid"; callers check validity first.
 func Key(a netip.Addr, v4Bits, v6Bits int) string {
 	a = Normalize(a)
+	if v4, ok := Embedded(a); ok {
+		a = v4
+	}
 	bits := v6Bits
 	if a.Is4() {
 		bits = v4Bits
 	}
 	switch {
 	case !a.IsValid():
-		return "ip:invalid"
+		return keypart.Label("ip", "invalid")
 	case bits >= a.BitLen():
-		return "ip:" + a.String()
+		return keypart.Label("ip", a.String())
 	}
 	p, err := a.Prefix(max(bits, 0))
 	if err != nil {
-		return "ip:" + a.String()
+		return keypart.Label("ip", a.String())
 	}
-	return "ip:" + p.Addr().String() + "/" + strconv.Itoa(p.Bits())
+	return keypart.Label("ip", p.Addr().String()+"/"+strconv.Itoa(p.Bits()))
+}
+
+// Embedded returns the IPv4 address carried in the last 32 bits of an IPv6 address that
+// stands for an IPv4 client:
+//
+//   - 64:ff9b::/96, the NAT64 well-known prefix (RFC 6052), and 64:ff9b:1::/48, the prefix
+//     for local translators (RFC 8215), through which IPv4 clients reach an IPv6-only
+//     service (SIIT, NAT64). Inside 64:ff9b:1::/48 the IPv4 address is read as a /96
+//     translation prefix places it, and bits 64 to 71, which RFC 6052 keeps zero, must be
+//     zero;
+//   - ::a.b.c.d, an IPv4-compatible address (RFC 4291, deprecated but still seen), when a
+//     is not 0: "::" (unspecified), "::1" (loopback) and the rest of ::/104 are IPv6
+//     addresses, not IPv4 clients.
+//
+// Every other address, IPv4-mapped ones included (Normalize unmaps those), gives ok == false.
+func Embedded(a netip.Addr) (v4 netip.Addr, ok bool) {
+	if !a.Is6() || a.Is4In6() {
+		return netip.Addr{}, false
+	}
+	b := a.As16()
+	last := netip.AddrFrom4([4]byte(b[12:]))
+	switch {
+	case zero(b[4:12]) && b[0] == 0 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b: // 64:ff9b::/96
+		return last, true
+	case b[0] == 0 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && b[4] == 0 && b[5] == 1 && b[8] == 0: // 64:ff9b:1::/48
+		return last, true
+	case zero(b[:12]) && b[12] != 0: // ::a.b.c.d
+		return last, true
+	}
+	return netip.Addr{}, false
+}
+
+// zero reports whether every byte of b is 0.
+func zero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }

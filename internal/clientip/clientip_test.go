@@ -1,12 +1,16 @@
 package clientip
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/ratelimit"
 )
 
 func TestParseAddr(t *testing.T) {
@@ -89,6 +93,27 @@ func TestKey(t *testing.T) {
 		{"2001:db8:1:2:aaaa::1", 32, 128, "ip:2001:db8:1:2:aaaa::1"},
 		{"2001:db8:1:2:aaaa::1", 32, 48, "ip:2001:db8:1::/48"},
 		{"::ffff:192.0.2.7", 32, 64, "ip:192.0.2.7"}, // mapped: IPv4 rules
+		// IPv4 clients behind a NAT64 or SIIT translator: keyed by the embedded IPv4
+		// address, grouped by v4 bits; without this, all of them would share
+		// "ip:64:ff9b::/64".
+		{"64:ff9b::192.0.2.7", 32, 64, "ip:192.0.2.7"},
+		{"64:ff9b::c000:208", 32, 64, "ip:192.0.2.8"}, // the same form, written in hex
+		{"64:ff9b::192.0.2.7", 24, 128, "ip:192.0.2.0/24"},
+		{"64:ff9b:1:aa:bb:cc:198.51.100.9", 32, 64, "ip:198.51.100.9"}, // local-use /48, a /96 in it
+		{"64:ff9b:1:aa:bb:cc:198.51.100.9", 16, 64, "ip:198.51.0.0/16"},
+		// Bits 64 to 71 set: not an RFC 6052 address, so an IPv6 client like any other.
+		{"64:ff9b:1:aa:ff00::1", 32, 64, "ip:64:ff9b:1:aa::/64"},
+		// Outside the /96 and the /48 by one bit: IPv6 clients.
+		{"64:ff9b:0:0:1::c000:207", 32, 64, "ip:64:ff9b::/64"},
+		{"64:ff9b:2::c000:207", 32, 64, "ip:64:ff9b:2::/64"},
+		{"::192.0.2.7", 32, 64, "ip:192.0.2.7"}, // IPv4-compatible
+		{"::192.0.2.7", 8, 64, "ip:192.0.0.0/8"},
+		// "::" and "::1" are IPv6 (unspecified and loopback), not 0.0.0.0 and 0.0.0.1.
+		{"::", 32, 64, "ip:::/64"},
+		{"::1", 32, 64, "ip:::/64"},
+		{"::1", 32, 128, "ip:::1"},
+		{"::0.255.0.1", 32, 128, "ip:::ff:1"}, // in ::/104: IPv6
+		{"::1.0.0.0", 32, 64, "ip:1.0.0.0"},   // just past it: IPv4-compatible
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
@@ -96,6 +121,62 @@ func TestKey(t *testing.T) {
 		})
 	}
 	assert.Equal(t, "ip:invalid", Key(netip.Addr{}, 32, 64))
+}
+
+func TestEmbedded(t *testing.T) {
+	for in, want := range map[string]string{
+		"64:ff9b::198.51.100.1":          "198.51.100.1",
+		"64:ff9b:1::198.51.100.1":        "198.51.100.1",
+		"64:ff9b:1:ffff:ff:ffff:1.2.3.4": "1.2.3.4", // any /96 inside 64:ff9b:1::/48 whose bits 64-71 are zero
+		"::198.51.100.1":                 "198.51.100.1",
+		"::255.255.255.255":              "255.255.255.255",
+		"::":                             "",
+		"::1":                            "",
+		"::ff:ffff":                      "", // ::0.255.255.255
+		"::ffff:198.51.100.1":            "", // mapped: Normalize's business
+		"198.51.100.1":                   "",
+		"2001:db8::198.51.100.1":         "",
+		"64:ff9b:1:0:100::1":             "", // u octet (bits 64-71) not zero
+		"fe80::198.51.100.1%eth0":        "",
+	} {
+		t.Run(in, func(t *testing.T) {
+			v4, ok := Embedded(netip.MustParseAddr(in))
+			if want == "" {
+				assert.False(t, ok)
+				return
+			}
+			require.True(t, ok)
+			assert.Equal(t, want, v4.String())
+		})
+	}
+}
+
+func TestOptions(t *testing.T) {
+	o := DefaultOptions()
+	require.NoError(t, o.Validate("pkg"))
+	o.IPv4Bits = 33
+	assert.EqualError(t, o.Validate("pkg"), "pkg: WithIPv4Prefix(33): bits must be between 0 and 32")
+	o.IPv4Bits, o.IPv6Bits = 32, -1
+	assert.EqualError(t, o.Validate("pkg"), "pkg: WithIPv6Prefix(-1): bits must be between 0 and 128")
+
+	// The error names the problem, never the remote address, which may hold a client's data.
+	o = DefaultOptions()
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.RemoteAddr = "alice@example.com"
+	_, err := o.RequestKey(r)
+	require.ErrorIs(t, err, ratelimit.ErrKeyEmpty)
+	assert.EqualError(t, err, "ratelimit: empty key: remote address is not an IP address")
+
+	o.Trust(netip.MustParsePrefix("10.0.0.0/8"), netip.Prefix{})
+	o.AddPlatform("CF-Connecting-IP", netip.MustParsePrefix("173.245.48.0/20"))
+	assert.Equal(t, Set{netip.MustParsePrefix("10.0.0.0/8")}, o.Trusted, "invalid prefix dropped")
+	r.RemoteAddr = "10.0.0.1:443"
+	r.Header.Set("X-Forwarded-For", "173.245.48.1")
+	r.Header.Set("CF-Connecting-IP", "64:ff9b::203.0.113.5")
+	key, err := o.RequestKey(r)
+	require.NoError(t, err)
+	// Proxy → Cloudflare's edge → the platform header, an IPv4 client behind NAT64.
+	assert.Equal(t, "ip:203.0.113.5", key)
 }
 
 // FuzzForwarded checks the walk's invariants on any header: it never panics; it returns the

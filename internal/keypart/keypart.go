@@ -1,6 +1,28 @@
-// Package keypart builds the labelled parts of rate-limit keys ("user:42", "route:/v1/x")
-// and joins them, for keyfuncs (Gin) and keyfuncs/grpckeys (gRPC). It uses only the standard
-// library.
+// Package keypart builds rate-limit keys for keyfuncs (Gin), keyfuncs/httpkeys (net/http)
+// and keyfuncs/grpckeys (gRPC): labelled parts ("user:42"), digests of long values, hashed
+// keys, and lists of parts ("user:42|route:/v1/x").
+//
+// # Grammar
+//
+// Different inputs never give the same key, short of a SHA-256 collision, because every key
+// can be read back:
+//
+//	Label  label ":" value                        user:42
+//	       label ":#sha256:" 32 hex digits        x-api-key:#sha256:… (a value longer than MaxValueLen)
+//	Hash   "h:#" 22 base64url characters          h:#avoJEoIKCspjgRPYJH1IFA
+//	Join   part "|" part …                        user:42|route:/v1/x
+//
+// A label has '%', ':' and '|' escaped (as %25, %3A, %7C), so it ends at the key's first
+// ':'. A value has '%', '|' and '#' escaped (%23 for '#'), so a value starting with '#' is a
+// digest, never a literal: a client who sends the text of a digest gets a key of its own.
+// Hash's "h:#" is the digest form of the label "h", told apart from Label("h", long value)
+// by the "sha256:" the latter carries and the former cannot (base64url has no ':'). No Label
+// or Hash holds a '|', so the '|'s of a Join are its own; Join escapes '%' and '|' in each
+// part once more, so that a Join of Joins reads back as the tree it is. A Join of a single
+// part is the part, since it names the same thing.
+//
+// Every key is at most ratelimit.MaxKeyLen bytes: Label and Join replace a longer result by
+// Hash(nil, result), which is short and, being a digest of all of it, still tells keys apart.
 package keypart
 
 import (
@@ -11,6 +33,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/sluice-go/ratelimit"
 )
 
 // MaxValueLen is the longest value Label keeps as it is. A longer one, which a client can
@@ -18,33 +42,57 @@ import (
 // digest of fixed length.
 const MaxValueLen = 128
 
-// Label returns label + ":" + value, with a value longer than MaxValueLen replaced by
-// "sha256:" and the hex of the first 16 bytes of its SHA-256.
+// The bytes escaped as %XX: in labels, so that a label ends at the first ':' and never
+// holds Join's separator; in values, so that '#' starts only digests and '|' only separates
+// parts; in the parts of a Join, so that Joins nest. '%' is always escaped, so that escaping
+// can be undone.
+const (
+	labelSpecial = "%:|"
+	valueSpecial = "%|#"
+	partSpecial  = "%|"
+)
+
+// Label returns label + ":" + value with both escaped (see the package documentation), or,
+// for a value longer than MaxValueLen, label + ":#sha256:" and the hex of the first 16 bytes
+// of the value's SHA-256. A result longer than ratelimit.MaxKeyLen (a label hundreds of bytes
+// long) is replaced by Hash(nil, result).
 func Label(label, value string) string {
-	if len(value) > MaxValueLen {
-		sum := sha256.Sum256([]byte(value))
-		value = "sha256:" + hex.EncodeToString(sum[:16])
-	}
-	return label + ":" + value
+	return bound(labelled(label, value))
 }
 
-// Join joins parts with "|", escaping "%" as "%25" and "|" as "%7C" inside each part so that
-// a value holding a "|" cannot make two different lists of parts join to the same key.
+// labelled is Label without the bound on the length.
+func labelled(label, value string) string {
+	if len(value) > MaxValueLen {
+		sum := sha256.Sum256([]byte(value))
+		return escape(label, labelSpecial) + ":#sha256:" + hex.EncodeToString(sum[:16])
+	}
+	return escape(label, labelSpecial) + ":" + escape(value, valueSpecial)
+}
+
+// Join joins parts with "|", escaping "%" as "%25" and "|" as "%7C" inside each part, so
+// that no two different lists of parts join to the same key. A single part is returned as it
+// is (bounded, like every key), so Join([]string{k}) names what k names. A result longer
+// than ratelimit.MaxKeyLen is replaced by Hash(nil, result).
 func Join(parts []string) string {
+	if len(parts) == 1 {
+		return bound(parts[0])
+	}
+	return bound(joined(parts))
+}
+
+// joined is Join of two or more parts without the bound on the length.
+func joined(parts []string) string {
 	var b strings.Builder
 	for i, p := range parts {
 		if i > 0 {
 			b.WriteByte('|')
 		}
-		if strings.ContainsAny(p, "%|") {
-			p = strings.NewReplacer("%", "%25", "|", "%7C").Replace(p)
-		}
-		b.WriteString(p)
+		b.WriteString(escape(p, partSpecial))
 	}
 	return b.String()
 }
 
-// Hash returns "h:" followed by the unpadded base64url of the first 16 bytes of
+// Hash returns "h:#" followed by the unpadded base64url of the first 16 bytes of
 // HMAC-SHA256(secret, key), or of SHA-256(key) when secret is empty.
 func Hash(secret []byte, key string) string {
 	var sum []byte
@@ -56,7 +104,37 @@ func Hash(secret []byte, key string) string {
 		m.Write([]byte(key))
 		sum = m.Sum(nil)
 	}
-	return "h:" + base64.RawURLEncoding.EncodeToString(sum[:16])
+	return "h:#" + base64.RawURLEncoding.EncodeToString(sum[:16])
+}
+
+// bound returns key, or Hash(nil, key) when key is longer than ratelimit.MaxKeyLen.
+func bound(key string) string {
+	if len(key) > ratelimit.MaxKeyLen {
+		return Hash(nil, key)
+	}
+	return key
+}
+
+// escape returns s with '%' and every byte of special written as '%' and two upper-case hex
+// digits; special must include '%'.
+func escape(s, special string) string {
+	if !strings.ContainsAny(s, special) {
+		return s
+	}
+	const digits = "0123456789ABCDEF"
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if strings.IndexByte(special, c) < 0 {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(digits[c>>4])
+		b.WriteByte(digits[c&0xf])
+	}
+	return b.String()
 }
 
 // Value formats a value found in a request context: strings as they are, integers in
@@ -94,11 +172,12 @@ func Value(v any) (string, error) {
 }
 
 // stringOf calls s.String, turning a panic (a nil pointer whose String method does not
-// expect one) into an error: a key function must not take the request down.
+// expect one) into an error: a key function must not take the request down. The panic's
+// value is not reported, since it may hold the value being formatted.
 func stringOf(s fmt.Stringer) (str string, err error) {
 	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("String method of %T panicked: %v", s, r)
+		if recover() != nil {
+			err = fmt.Errorf("String method of %T panicked", s)
 		}
 	}()
 	return s.String(), nil

@@ -23,5 +23,5 @@ func ExamplePeerIP() {
 	}
 	// Output:
 	// ip:2001:db8:1:2::/64 <nil>
-	//  ratelimit: empty key: gRPC peer "/run/app.sock" is not an IP address
+	//  ratelimit: empty key: gRPC peer "unix" is not an IP address
 }

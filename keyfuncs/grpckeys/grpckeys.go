@@ -25,11 +25,13 @@ type Func func(ctx context.Context, fullMethod string) (string, error)
 // has no IP address (a Unix socket, an in-memory bufconn listener). It panics at
 // construction if an option is out of range.
 func PeerIP(opts ...IPOption) Func {
-	o := defaultIPOptions()
+	o := ipOptions{clientip.DefaultOptions()}
 	for _, opt := range opts {
-		opt(&o)
+		if opt != nil {
+			opt(&o)
+		}
 	}
-	if err := o.validate(); err != nil {
+	if err := o.Validate("grpckeys"); err != nil {
 		panic(err.Error())
 	}
 	return func(ctx context.Context, _ string) (string, error) {
@@ -39,9 +41,9 @@ func PeerIP(opts ...IPOption) Func {
 		}
 		a, ok := addrOf(p.Addr)
 		if !ok {
-			return "", fmt.Errorf("%w: gRPC peer %s is not an IP address", ratelimit.ErrKeyEmpty, describe(p.Addr))
+			return "", fmt.Errorf("%w: gRPC peer %s is not an IP address", ratelimit.ErrKeyEmpty, network(p.Addr))
 		}
-		return clientip.Key(a, o.v4Bits, o.v6Bits), nil
+		return o.Key(a), nil
 	}
 }
 
@@ -65,13 +67,16 @@ func addrOf(a net.Addr) (netip.Addr, bool) {
 	return clientip.ParseAddr(s)
 }
 
-// describe returns a.Network()/a.String() for an error message.
-func describe(a net.Addr) string {
-	s, ok := describeOK(a)
-	if !ok {
-		return fmt.Sprintf("of type %T", a)
-	}
-	return fmt.Sprintf("%q", s)
+// network names a's network for an error message ("unix", "bufconn"), quoted, or its type
+// when a.Network panics. The address itself is not reported: a peer that is not an IP
+// address may still be named after a client.
+func network(a net.Addr) (s string) {
+	defer func() {
+		if recover() != nil {
+			s = fmt.Sprintf("of type %T", a)
+		}
+	}()
+	return fmt.Sprintf("%q", a.Network())
 }
 
 // describeOK calls a.String, reporting false if it panics (a typed nil of an address type
@@ -108,19 +113,9 @@ func Metadata(name string) Func {
 // gives "user:42". The value may be a string, any integer type, or a fmt.Stringer; other
 // types, a missing value and an empty string are errors.
 func ContextValue(label string, key any) Func {
+	what := "context value " + label
 	return func(ctx context.Context, _ string) (string, error) {
-		v := ctx.Value(key)
-		if v == nil {
-			return "", fmt.Errorf("%w: no %s value in the context", ratelimit.ErrKeyEmpty, label)
-		}
-		s, err := keypart.Value(v)
-		if err != nil {
-			return "", fmt.Errorf("%w: context value %s: %v", ratelimit.ErrKeyEmpty, label, err)
-		}
-		if s == "" {
-			return "", fmt.Errorf("%w: context value %s is empty", ratelimit.ErrKeyEmpty, label)
-		}
-		return keypart.Label(label, s), nil
+		return keypart.ContextValue(label, ctx.Value(key), what)
 	}
 }
 
@@ -137,46 +132,40 @@ func FullMethod() Func {
 	}
 }
 
-// Compose returns a Func that joins the keys of fs with "|", in order, escaping "|" inside a
-// part: Compose(ContextValue("user", userKey{}), FullMethod()) gives
-// "user:42|rpc:/pkg.Svc/Get". It fails when any part fails. It panics if fs is empty or
-// holds nil.
+// Compose returns a Func that joins the keys of fs with "|", in order:
+// Compose(ContextValue("user", userKey{}), FullMethod()) gives "user:42|rpc:/pkg.Svc/Get".
+// Parts are escaped and long keys digested as httpkeys.Compose describes. It fails when any
+// part fails. It panics if fs is empty or holds nil.
 func Compose(fs ...Func) Func {
-	if len(fs) == 0 {
-		panic("grpckeys: Compose needs at least one Func")
-	}
+	parts := make([]func(call) (string, error), len(fs))
 	for i, f := range fs {
-		if f == nil {
-			panic(fmt.Sprintf("grpckeys: Compose: Func %d is nil", i))
+		if f != nil { // a nil stays nil, for keypart.Compose to report
+			parts[i] = f.onCall
 		}
 	}
-	return func(ctx context.Context, fullMethod string) (string, error) {
-		parts := make([]string, len(fs))
-		for i, f := range fs {
-			p, err := f(ctx, fullMethod)
-			if err != nil {
-				return "", err
-			}
-			parts[i] = p
-		}
-		return keypart.Join(parts), nil
-	}
+	k := keypart.Compose("grpckeys", parts)
+	return func(ctx context.Context, fullMethod string) (string, error) { return k(call{ctx, fullMethod}) }
 }
 
-// Hashed returns a Func that replaces the key of f by "h:" and 22 characters of
-// HMAC-SHA256(secret, key), as keyfuncs.Hashed does (the same key and secret give the same
-// result in both packages). With an empty secret a plain SHA-256 is used, which does not
-// hide IP addresses from anyone who can try all of them. It panics if f is nil.
+// Hashed returns a Func that replaces the key of f by "h:#" and 22 characters of
+// HMAC-SHA256(secret, key), as httpkeys.Hashed and keyfuncs.Hashed do (the same key and
+// secret give the same result in all three packages). With an empty secret a plain SHA-256
+// is used, which does not hide IP addresses from anyone who can try all of them. It panics
+// if f is nil.
 func Hashed(secret []byte, f Func) Func {
-	if f == nil {
-		panic("grpckeys: Hashed: nil Func")
+	var g func(call) (string, error)
+	if f != nil {
+		g = f.onCall
 	}
-	secret = append([]byte(nil), secret...)
-	return func(ctx context.Context, fullMethod string) (string, error) {
-		key, err := f(ctx, fullMethod)
-		if err != nil {
-			return "", err
-		}
-		return keypart.Hash(secret, key), nil
-	}
+	k := keypart.Hashed("grpckeys", secret, g)
+	return func(ctx context.Context, fullMethod string) (string, error) { return k(call{ctx, fullMethod}) }
 }
+
+// call holds a Func's two arguments as one, for keypart's Compose and Hashed, which take
+// functions of one argument.
+type call struct {
+	ctx        context.Context
+	fullMethod string
+}
+
+func (f Func) onCall(c call) (string, error) { return f(c.ctx, c.fullMethod) }
