@@ -3,13 +3,11 @@ package httpmw
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/headers"
-	"github.com/sluice-go/ratelimit/internal/clientip"
 	"github.com/sluice-go/ratelimit/internal/pipeline"
 )
 
@@ -121,13 +119,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func logError(_ http.ResponseWriter, r *http.Request, err error) bool {
 	slog.ErrorContext(r.Context(), "rate limiter", "method", r.Method, "error", err)
 	return false
-}
-
-// peerIP keys a request by its socket peer's address, the default key.
-func peerIP(r *http.Request) (string, error) {
-	a, ok := clientip.ParseAddr(r.RemoteAddr)
-	if !ok {
-		return "", fmt.Errorf("%w: the remote address is not an IP address", ratelimit.ErrKeyEmpty)
-	}
-	return clientip.Key(a, clientip.DefaultIPv4Bits, clientip.DefaultIPv6Bits), nil
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/internal/pipeline"
+	"github.com/sluice-go/ratelimit/keyfuncs/httpkeys"
 )
 
 // Option configures the middleware built by New. A nil Option is skipped, and a nil
@@ -26,7 +27,7 @@ type options struct {
 
 func defaultOptions() options {
 	return options{
-		Options: pipeline.Defaults(keyOf(peerIP)),
+		Options: pipeline.Defaults(keyOf(httpkeys.ClientIP())),
 		denied:  DeniedJSON,
 		onError: logError,
 	}
@@ -36,14 +37,14 @@ func keyOf(f func(r *http.Request) (string, error)) func(exchange) (string, erro
 	return func(x exchange) (string, error) { return f(x.r) }
 }
 
-// WithKeyFunc sets how a request's key is found. Default: the socket peer's address, as
-// httpkeys.ClientIP() gives it; behind a proxy, pass
+// WithKeyFunc sets how a request's key is found. Default: httpkeys.ClientIP(), the socket
+// peer's address; behind a proxy, pass
 // httpkeys.ClientIP(httpkeys.WithTrustedProxies(...)). A request whose key cannot be found
 // is limited under UnkeyedKey (see "Security" in the package documentation).
 func WithKeyFunc(f func(r *http.Request) (string, error)) Option {
 	return func(o *options) {
 		if f == nil {
-			f = peerIP
+			f = httpkeys.ClientIP()
 		}
 		o.Key = keyOf(f)
 	}
