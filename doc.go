@@ -1,12 +1,11 @@
 // Package ratelimit is a rate-limiting kit for Go services: one Limiter contract with an
 // in-process backend and a Redis backend behind it, and the glue services need around it.
 //
-// # The contract
-//
-// A Limit is a token bucket: Rate tokens per second, up to Burst. A Limiter decides, for a
-// key (a client IP, a user ID, a route) and a Limit, whether a request may proceed, and
-// returns a Result with what HTTP and gRPC responses report: how many requests remain, when
-// to retry, when the bucket is full again.
+// A Limiter decides, for a key (a client address, a user ID, a route) and a Limit, whether a
+// request may proceed, and returns a Result with what HTTP and gRPC responses report: how
+// many requests remain, when to retry, when the bucket is full again. Being limited is not an
+// error: an error means no decision was made, and errors.Is against the Err* values of this
+// package tells why.
 //
 //	res, err := limiter.Allow(ctx, "user:42", ratelimit.PerMinute(100))
 //	switch {
@@ -16,38 +15,34 @@
 //		// Limited: answer 429 with a Retry-After of res.RetryAfter.
 //	}
 //
-// Being limited is not an error. An error means no decision was made, and its cause can be
-// told with errors.Is against the Err* values of this package.
+// # Packages
 //
-// # Backends
+//   - local: buckets in memory, for one instance or per-instance limits.
+//   - distributed: buckets in Redis, one atomic Lua script per decision on the Redis clock,
+//     shared by every instance. Both backends implement every Algorithm and give the same
+//     answers to the same calls; one conformance suite checks it.
+//   - fallback: the two together, for when Redis is slow or down.
+//   - ginmw, httpmw, grpcmw: middleware for Gin, net/http and gRPC, one pipeline with the same
+//     options and answers (docs/middleware.md).
+//   - keyfuncs, keyfuncs/httpkeys, keyfuncs/grpckeys: keys clients cannot forge.
+//   - headers: Retry-After, X-RateLimit-* and the IETF RateLimit fields.
 //
-//   - [github.com/sluice-go/ratelimit/local]: in memory, one golang.org/x/time/rate limiter
-//     per bucket; for one instance, or per-instance limits.
-//   - [github.com/sluice-go/ratelimit/distributed]: in Redis, one atomic Lua script per
-//     decision on the Redis clock, shared by every instance.
+// # Conventions
 //
-// Both give the same answers to the same sequence of calls; one conformance suite checks it.
-// [github.com/sluice-go/ratelimit/fallback] composes the two for when Redis is slow or
-// down: a circuit breaker, local limits while Redis is away, and a cache of Redis's denials.
+// These hold across the module, and the packages do not repeat them:
 //
-// # Around the limiter
-//
-//   - [github.com/sluice-go/ratelimit/ginmw]: Gin middleware (429 with Retry-After, rate-limit
-//     headers, fail open or closed); see Example_gin.
-//   - [github.com/sluice-go/ratelimit/grpcmw]: gRPC interceptors, unary and stream, server and
-//     client (ResourceExhausted with RetryInfo, QuotaFailure and the retry pushback trailer);
-//     see Example_grpc.
-//   - [github.com/sluice-go/ratelimit/keyfuncs] and its grpckeys subpackage: keys that
-//     clients cannot forge (socket peer unless proxies are trusted), users, routes, methods.
-//   - [github.com/sluice-go/ratelimit/headers]: Retry-After, X-RateLimit-* and the IETF
-//     draft's RateLimit and RateLimit-Policy fields, as pure functions.
-//
-// # Semantics
-//
-// A bucket is named by (key, Rate, Burst), so a new limit for a key starts a fresh bucket.
-// A new bucket starts full. Taking n tokens is all or nothing: a denial takes nothing. With
-// Rate 1/s and Burst 2, three requests at once see two allowed (Remaining 1, then 0) and the
-// third denied with RetryAfter 1 s; 1.4 s later one more is allowed, with Remaining 0.
+//   - Options: the zero value, or a nil function, means the default; where a feature can be
+//     turned off, an explicit value does it (a negative duration or size, headers.StyleNone);
+//     a nil Option is skipped.
+//   - Constructors report a mistake in their arguments the way their signature allows:
+//     distributed.New returns an error; the others, which return no error, panic, as for a
+//     nil limiter or a fixed limit the backend rejects. Nothing panics on a request path.
+//   - Errors start with the name of the package that made them ("distributed: …") and wrap
+//     the Err* values of this package; no error, status message or header carries a key,
+//     which may be personal data.
+//   - Time: the in-process parts read the monotonic clock unless given one (local.WithClock,
+//     fallback.WithClock: simulations, replays, tests); the Redis backend reads Redis's
+//     clock, by design, and has no such option.
 //
 // This package imports only the standard library.
 package ratelimit

@@ -42,7 +42,7 @@ type call struct {
 	done   chan struct{} // closed once vals and err are set
 }
 
-// batcher sends queued decisions as pipelines. Its zero value is not usable: see newBatcher.
+// batcher sends queued decisions as pipelines. New makes one when the client can pipeline.
 type batcher struct {
 	client  pipeliner
 	timeout time.Duration // bounds each pipeline; zero means the client's own timeouts

@@ -91,7 +91,9 @@ end
 
 -- Denied. A point in the future is a window k = 0, 1 or 2 after this one and an offset y in
 -- it; seen from window k the counts are (prev, cur), (cur, 0), (0, 0), so est only falls as
--- time passes. Find the first point at which the request is admitted.
+-- time passes. Find the first point at which the request is admitted. (A local function
+-- costs a closure each time the script makes it, which is why the admitting path has none;
+-- this one is made on the deny path only.)
 local function admits(k, y)
   local p, c = prev, cur
   if k == 1 then

@@ -7,15 +7,10 @@
 //	secondary := local.New()
 //	limiter := fallback.New(primary, secondary, fallback.WithInstances(4))
 //
-// The Limiter is itself a ratelimit.Limiter: hand it to ginmw.New or the grpcmw
-// interceptors as any other. While the primary is healthy it answers exactly as the
-// primary does.
-//
-// # Bounded latency
-//
-// Every call to the primary must end within a deadline of the primary's own (distributed's
-// WithTimeout, 50 ms by default); this package adds none. What it bounds is how often that
-// deadline is paid: once the breaker is open, calls do not wait for the primary at all.
+// The Limiter is itself a ratelimit.Limiter, for any middleware. While the primary is
+// healthy it answers exactly as the primary does. Every call to the primary ends within the
+// primary's own deadline (distributed's WithTimeout); what this package bounds is how often
+// that deadline is paid: once the breaker is open, calls do not wait for the primary at all.
 //
 // # Circuit breaker
 //
@@ -26,14 +21,14 @@
 // Its success closes the breaker; its failure opens it for another cooldown. A probe that
 // has not answered within a cooldown is handed on to the next call.
 //
-// Only failures count: errors about the arguments (ratelimit.ErrKeyEmpty,
-// ErrInvalidLimit, ErrInvalidCost, ErrExceedsBurst, ErrNotSupported, ErrClosed) are
-// answers, returned as they are, and so is context.Canceled when the caller's own context
-// was canceled. A deadline that passed is a failure, whoever set it.
-//
-// The breaker needs a run of failures, not a failure ratio: under load, a run of five comes
-// soon whenever a good share of calls fail (at a 50 % failure rate, within 62 calls on
-// average), and a run keeps the hot path to one atomic load while closed.
+// Only failures of the primary count: its own deadline (ratelimit.ErrTimeout) and its
+// errors talking to Redis. Errors about the arguments or one bucket (ratelimit.ErrKeyEmpty,
+// ErrKeyTooLong, ErrInvalidLimit, ErrInvalidCost, ErrExceedsBurst, ErrNotSupported,
+// ErrClosed, ErrInvalidState) are answers, returned as they are; so is any error of a call
+// whose own context has ended, so that clients giving up early, or sending deadlines too
+// short for any backend, cannot open the breaker for everyone. The breaker needs a run of
+// failures, not a ratio: under load a run of five comes soon whenever a good share of calls
+// fail, and a run keeps the hot path to one atomic load while closed.
 //
 // # Degrading to the secondary
 //
@@ -73,11 +68,10 @@
 // instances use the bucket meanwhile, the true RetryAfter is longer, as it would be an
 // instant after the primary's own answer.
 //
-// The cache is on by default: a hit costs well under a microsecond and allocates nothing,
-// a miss adds less than that to a round trip to Redis of tens of microseconds, and it takes
-// a hammered key off Redis almost entirely (see docs/benchmarks.md). Its size is capped
-// (WithDenialCacheSize); entries expire when their denial does. Only the primary's denials
-// are remembered, never the secondary's.
+// The cache is on by default (WithDenialCacheSize caps it, or turns it off): a hit costs
+// well under a microsecond and allocates nothing, and it takes a hammered key off Redis
+// almost entirely (docs/benchmarks.md). Entries expire when their denial does; only the
+// primary's denials are remembered.
 //
 // # Hooks
 //
@@ -89,8 +83,6 @@
 //	fallback.WithStateHook(func(c fallback.StateChange) {
 //		slog.Warn("rate limiter", "breaker", c)
 //	})
-//
-// # Closing
 //
 // Close makes later calls fail with ratelimit.ErrClosed; it closes neither limiter, which
 // belong to the caller. The Limiter starts no goroutine.

@@ -9,9 +9,9 @@ import (
 )
 
 // Check returns nil when key, limit and n make a valid AllowN call, or else the first error
-// of: ratelimit.ErrKeyEmpty, ratelimit.ErrKeyTooLong, ratelimit.ErrInvalidLimit, ratelimit.ErrInvalidCost (n < 1),
-// ratelimit.ErrExceedsBurst (n > limit.Burst), the last three wrapped with the offending
-// values.
+// of: ratelimit.ErrKeyEmpty, ratelimit.ErrKeyTooLong, ratelimit.ErrInvalidLimit,
+// ratelimit.ErrInvalidCost (n < 1), ratelimit.ErrExceedsBurst (n > limit.Burst), the last
+// four wrapped with the offending values.
 func Check(key string, limit ratelimit.Limit, n int) error {
 	if key == "" {
 		return ratelimit.ErrKeyEmpty
