@@ -45,29 +45,11 @@
 //
 // # Denial cache
 //
-// When the primary denies a request of one token on a bucket (key, Rate, Burst) with
-// RetryAfter r, and the request was sent at local time t, the primary decided at some time
-// between t and its answer, so the same request cannot conform before t + r: r is, by the
-// ratelimit contract, the earliest time it would if nothing else used the bucket, and other
-// traffic can only push that time later (for every algorithm: more traffic never frees
-// capacity sooner). A request of one token can therefore be denied locally until t + r
-// without asking the primary, and that denial is one the primary would give. Requests of
-// more tokens always go to the primary: they would be denied too, but their RetryAfter, and
-// how their Remaining grows meanwhile, depend on the algorithm, which only the primary knows.
-// So does every request once the primary has admitted one on the bucket, which forgets the
-// denial.
-//
-// The cache never admits anything. It can only deny what the primary would admit when the
-// two clocks disagree on how long r lasts: the local monotonic clock against Redis's wall
-// clock (slewed by at most 500 ppm under NTP: 0.5 ms on a 1 s RetryAfter) or a step of the
-// Redis clock; or when Redis lost the bucket (a restart, a failover to a replica that had
-// not received it), after which the cache keeps denying for what is left of r, which is at
-// most Burst/Rate. The cached Result is the primary's, aged by the time since the request
-// was sent, as if nothing else had used the bucket since: RetryAfter and ResetAfter shrink,
-// and Remaining is 0, as in every denial of one token by every algorithm. When other
-// instances use the bucket meanwhile, the true RetryAfter is longer, as it would be an
-// instant after the primary's own answer.
-//
+// When the primary denies a request of one token with RetryAfter r, the same request cannot
+// conform before r has passed (other traffic only pushes that time later), so the cache
+// denies it locally until then, without asking the primary: a denial the primary would give.
+// The cache never admits anything; docs/redis.md ("The denial cache") has the argument, and
+// the few cases, all bounded by Burst/Rate, where it can deny what the primary would admit.
 // The cache is on by default (WithDenialCacheSize caps it, or turns it off): a hit costs
 // well under a microsecond and allocates nothing, and it takes a hammered key off Redis
 // almost entirely (docs/benchmarks.md). Entries expire when their denial does; only the
