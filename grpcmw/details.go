@@ -17,10 +17,27 @@ import (
 )
 
 // deniedError is the status of a denial: ResourceExhausted with RetryInfo and QuotaFailure.
-func deniedError(key string, res ratelimit.Result) error {
+func (m *interceptor) deniedError(key string, res ratelimit.Result) error {
 	return statusError(codes.ResourceExhausted, msgDenied,
 		&errdetails.RetryInfo{RetryDelay: durationpb.New(retryDelay(res.RetryAfter))},
-		quotaFailure(key, fmt.Sprintf("rate limit %v exceeded", res.Limit)))
+		quotaFailure(key, m.exceeded(res.Limit)))
+}
+
+// exceeded returns the QuotaFailure description of a denial under limit, "rate limit 2/min
+// burst 2 exceeded". The latest one is kept, since most interceptors deny under one limit
+// or a few.
+func (m *interceptor) exceeded(limit ratelimit.Limit) string {
+	if d := m.description.Load(); d != nil && d.limit == limit {
+		return d.text
+	}
+	d := &description{limit, fmt.Sprintf("rate limit %v exceeded", limit)}
+	m.description.Store(d)
+	return d.text
+}
+
+type description struct {
+	limit ratelimit.Limit
+	text  string
 }
 
 // statusError returns the error of a status with details.
@@ -66,6 +83,12 @@ func pushback(d time.Duration) string {
 func keyKind(key string) string {
 	if key == UnkeyedKey {
 		return UnkeyedKey
+	}
+	if !strings.Contains(key, "|") { // one part: its label is a substring, no copy needed
+		if label, _, ok := strings.Cut(key, ":"); ok && isLabel(label) {
+			return label
+		}
+		return "key"
 	}
 	parts := strings.Split(key, "|")
 	for i, p := range parts {

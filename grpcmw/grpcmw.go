@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/grpclog"
@@ -41,6 +42,7 @@ var logger = grpclog.Component("ratelimit")
 type interceptor struct {
 	p *pipeline.Pipeline[call]
 	options
+	description atomic.Pointer[description] // see exceeded
 }
 
 // newInterceptor applies opts and panics, naming the constructor, on a configuration that
@@ -88,7 +90,7 @@ func (m *interceptor) admit(ctx context.Context, fullMethod string, wait bool) (
 			err = m.denied(ctx, fullMethod, d.Result)
 		}
 		if err == nil {
-			err = deniedError(d.Key, d.Result)
+			err = m.deniedError(d.Key, d.Result)
 		}
 		return m.trailer(d.Result, pushback(d.Result.RetryAfter)), err
 	case pipeline.TooCostly:
@@ -114,16 +116,13 @@ func (m *interceptor) admit(ctx context.Context, fullMethod string, wait bool) (
 // trailer returns the trailer metadata of a decision: the rate-limit fields of the header
 // style, and the pushback when given; nil when there is none.
 func (m *interceptor) trailer(res ratelimit.Result, pushback string) metadata.MD {
-	fields := headers.Fields(m.Style, m.PolicyName, res)
-	if len(fields) == 0 && pushback == "" {
+	if m.Style == headers.StyleNone && res.Allowed {
 		return nil
 	}
-	md := make(metadata.MD, len(fields)+1)
-	for _, f := range fields {
-		md.Set(f.Name, f.Value) // Set lowercases the name, as gRPC metadata keys must be
-	}
+	md := make(metadata.MD, 6)
+	headers.SetLower(md, m.Style, m.PolicyName, res)
 	if pushback != "" {
-		md.Set(PushbackKey, pushback)
+		md[PushbackKey] = []string{pushback}
 	}
 	return md
 }

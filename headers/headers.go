@@ -68,29 +68,108 @@ func (s Style) String() string {
 // the policy name of the IETF fields. A style this package does not know counts as the
 // default, StyleXRateLimit.
 func Fields(style Style, policy string, res ratelimit.Result) []Field {
-	fields := make([]Field, 0, 6)
-	if !res.Allowed {
-		fields = append(fields, Field{NameRetryAfter, strconv.FormatInt(RetryAfterSeconds(res.RetryAfter), 10)})
-	}
-	switch style {
-	case StyleIETF, StyleNone:
-	default:
-		fields = append(fields, XRateLimit(res)...)
-	}
-	if style == StyleIETF || style == StyleBoth {
-		fields = append(fields,
-			Field{NamePolicy, Policy(policy, res.Limit)},
-			Field{NameRateLimit, RateLimit(policy, res)})
+	var scratch [128]byte
+	fs := build(scratch[:0], style, policy, res)
+	fields := make([]Field, fs.n)
+	start := 0
+	for i := range fs.n {
+		fields[i] = Field{names[fs.ids[i]].name, string(fs.buf[start:fs.ends[i]])}
+		start = fs.ends[i]
 	}
 	return fields
 }
 
 // Set writes the fields of style for res into h, replacing any earlier values of the same
-// fields; see Fields.
+// fields; see Fields. It costs two allocations, whatever the style.
 func Set(h http.Header, style Style, policy string, res ratelimit.Result) {
-	for _, f := range Fields(style, policy, res) {
-		h.Set(f.Name, f.Value)
+	set(h, style, policy, res, false)
+}
+
+// SetLower is Set for gRPC metadata (metadata.MD is a map[string][]string), whose keys are
+// lower case: "x-ratelimit-limit", "retry-after" and so on.
+func SetLower(md map[string][]string, style Style, policy string, res ratelimit.Result) {
+	set(md, style, policy, res, true)
+}
+
+func set(m map[string][]string, style Style, policy string, res ratelimit.Result, lower bool) {
+	var scratch [128]byte
+	fs := build(scratch[:0], style, policy, res)
+	if fs.n == 0 {
+		return
 	}
+	all := string(fs.buf)
+	vals := make([]string, fs.n)
+	start := 0
+	for i := range fs.n {
+		vals[i] = all[start:fs.ends[i]]
+		start = fs.ends[i]
+		name := names[fs.ids[i]].canonical
+		if lower {
+			name = names[fs.ids[i]].lower
+		}
+		m[name] = vals[i : i+1 : i+1]
+	}
+}
+
+// The fields, each under its name as the specifications spell it, as Go's http.Header keys
+// it, and in lower case.
+const (
+	idRetryAfter = iota
+	idLimit
+	idRemaining
+	idReset
+	idPolicy
+	idRateLimit
+	numFields
+)
+
+var names = [numFields]struct{ name, canonical, lower string }{
+	{NameRetryAfter, "Retry-After", "retry-after"},
+	{NameLimit, "X-Ratelimit-Limit", "x-ratelimit-limit"},
+	{NameRemaining, "X-Ratelimit-Remaining", "x-ratelimit-remaining"},
+	{NameReset, "X-Ratelimit-Reset", "x-ratelimit-reset"},
+	{NamePolicy, "Ratelimit-Policy", "ratelimit-policy"},
+	{NameRateLimit, "Ratelimit", "ratelimit"},
+}
+
+// fieldSet holds the fields of one decision: their values one after the other in buf, the
+// i-th ending at ends[i], and which field each is.
+type fieldSet struct {
+	buf  []byte
+	ends [numFields]int
+	ids  [numFields]int
+	n    int
+}
+
+func (fs *fieldSet) end(id int) {
+	fs.ends[fs.n], fs.ids[fs.n] = len(fs.buf), id
+	fs.n++
+}
+
+// build appends the values of the fields of style for res to dst, in the order of Fields.
+func build(dst []byte, style Style, policy string, res ratelimit.Result) fieldSet {
+	fs := fieldSet{buf: dst}
+	if !res.Allowed {
+		fs.buf = strconv.AppendInt(fs.buf, RetryAfterSeconds(res.RetryAfter), 10)
+		fs.end(idRetryAfter)
+	}
+	switch style {
+	case StyleIETF, StyleNone:
+	default:
+		fs.buf = strconv.AppendInt(fs.buf, int64(max(res.Limit.Burst, 0)), 10)
+		fs.end(idLimit)
+		fs.buf = strconv.AppendInt(fs.buf, int64(max(res.Remaining, 0)), 10)
+		fs.end(idRemaining)
+		fs.buf = strconv.AppendInt(fs.buf, ceilSeconds(res.ResetAfter), 10)
+		fs.end(idReset)
+	}
+	if style == StyleIETF || style == StyleBoth {
+		fs.buf = appendPolicy(fs.buf, policy, res.Limit)
+		fs.end(idPolicy)
+		fs.buf = appendRateLimit(fs.buf, policy, res)
+		fs.end(idRateLimit)
+	}
+	return fs
 }
 
 // XRateLimit returns X-RateLimit-Limit (the limit's Burst: the most requests a client can
@@ -98,11 +177,8 @@ func Set(h http.Header, style Style, policy string, res ratelimit.Result) {
 // (seconds until the bucket is full again, rounded up; 0 when it is full). Out-of-range
 // values in res are clamped to 0, so every value is a non-negative decimal integer.
 func XRateLimit(res ratelimit.Result) []Field {
-	return []Field{
-		{NameLimit, strconv.Itoa(max(res.Limit.Burst, 0))},
-		{NameRemaining, strconv.Itoa(max(res.Remaining, 0))},
-		{NameReset, strconv.FormatInt(ceilSeconds(res.ResetAfter), 10)},
-	}
+	res.Allowed = true // no Retry-After
+	return Fields(StyleXRateLimit, "", res)
 }
 
 // RetryAfterSeconds returns d in whole seconds rounded up, and at least 1: the value of

@@ -3,7 +3,6 @@ package headers
 import (
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/sluice-go/ratelimit"
 )
@@ -25,16 +24,19 @@ const maxSFInteger = 999_999_999_999_999
 // optional). Characters a String item cannot hold (outside printable ASCII) are replaced
 // by '?' in the name.
 func Policy(name string, l ratelimit.Limit) string {
+	return string(appendPolicy(nil, name, l))
+}
+
+func appendPolicy(b []byte, name string, l ratelimit.Limit) []byte {
 	q, w := policyWindow(l)
-	var b strings.Builder
-	writeString(&b, name)
-	b.WriteString(";q=")
-	b.WriteString(strconv.FormatInt(q, 10))
+	b = appendString(b, name)
+	b = append(b, ";q="...)
+	b = strconv.AppendInt(b, q, 10)
 	if w > 0 {
-		b.WriteString(";w=")
-		b.WriteString(strconv.FormatInt(w, 10))
+		b = append(b, ";w="...)
+		b = strconv.AppendInt(b, w, 10)
 	}
-	return b.String()
+	return b
 }
 
 // RateLimit returns the value of the RateLimit field for the policy named name: a String
@@ -47,17 +49,19 @@ func Policy(name string, l ratelimit.Limit) string {
 // may spend r requests without being denied. The bucket refills during that time too, so
 // the real allowance is larger; the field errs on the safe side, which the draft permits.
 func RateLimit(name string, res ratelimit.Result) string {
+	return string(appendRateLimit(nil, name, res))
+}
+
+func appendRateLimit(b []byte, name string, res ratelimit.Result) []byte {
 	t := ceilSeconds(res.ResetAfter)
 	if !res.Allowed {
 		t = RetryAfterSeconds(res.RetryAfter)
 	}
-	var b strings.Builder
-	writeString(&b, name)
-	b.WriteString(";r=")
-	b.WriteString(strconv.FormatInt(min(int64(max(res.Remaining, 0)), maxSFInteger), 10))
-	b.WriteString(";t=")
-	b.WriteString(strconv.FormatInt(min(t, maxSFInteger), 10))
-	return b.String()
+	b = appendString(b, name)
+	b = append(b, ";r="...)
+	b = strconv.AppendInt(b, min(int64(max(res.Remaining, 0)), maxSFInteger), 10)
+	b = append(b, ";t="...)
+	return strconv.AppendInt(b, min(t, maxSFInteger), 10)
 }
 
 // policyWindow returns the q and w parameters of Policy; w == 0 means none.
@@ -81,22 +85,21 @@ func policyWindow(l ratelimit.Limit) (q, w int64) {
 	return q, int64(math.Ceil(window))
 }
 
-// writeString writes s as a structured-field String (RFC 9651, section 3.3.3): in double
-// quotes, with '"' and '\' escaped by a backslash and any byte outside printable ASCII
+// appendString appends s as a structured-field String (RFC 9651, section 3.3.3): in double
+// quotes, with '"' and '\\' escaped by a backslash and any byte outside printable ASCII
 // replaced by '?'.
-func writeString(b *strings.Builder, s string) {
-	b.WriteByte('"')
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
 		case c == '"' || c == '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
+			b = append(b, '\\', c)
 		case c < 0x20 || c > 0x7e:
-			b.WriteByte('?')
+			b = append(b, '?')
 		default:
-			b.WriteByte(c)
+			b = append(b, c)
 		}
 	}
-	b.WriteByte('"')
+	return append(b, '"')
 }
