@@ -69,10 +69,25 @@ type stack struct {
 	primary *counted
 }
 
-// counted is a Limiter that counts the calls to AllowN of the Limiter it wraps.
+// counted is a Limiter that counts the calls to AllowN of the Limiter it wraps, in all and
+// per key (see tally).
 type counted struct {
 	ratelimit.Limiter
 	calls, failures atomic.Int64
+
+	mu   sync.Mutex
+	keys map[string]*tally
+}
+
+// tally is what the primary answered for one key: how many calls it admitted, denied and
+// failed, and when it last admitted and denied one.
+type tally struct {
+	allowed, denied, failed int
+	lastOK, lastDenied      time.Time
+	lastDecided             time.Time // the later of lastOK and lastDenied
+	// answering is when the primary first decided the key after it last failed on it
+	// (zero while it has not since).
+	answering time.Time
 }
 
 func (c *counted) Allow(ctx context.Context, key string, limit ratelimit.Limit) (ratelimit.Result, error) {
@@ -85,13 +100,61 @@ func (c *counted) AllowN(ctx context.Context, key string, limit ratelimit.Limit,
 	if err != nil {
 		c.failures.Add(1)
 	}
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.keys == nil {
+		c.keys = make(map[string]*tally)
+	}
+	k := c.keys[key]
+	if k == nil {
+		k = &tally{}
+		c.keys[key] = k
+	}
+	switch {
+	case err != nil:
+		k.failed++
+		k.answering = time.Time{}
+		return res, err
+	case res.Allowed:
+		k.allowed++
+		k.lastOK = now
+	default:
+		k.denied++
+		k.lastDenied = now
+	}
+	k.lastDecided = now
+	if k.answering.IsZero() {
+		k.answering = now
+	}
 	return res, err
+}
+
+// forgetAnswering marks every key as not known to be answered by the primary, as at the
+// start of a fault: from then on, tally.answering is when the primary first decided the key
+// after the last of that mark and its failures.
+func (c *counted) forgetAnswering() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, k := range c.keys {
+		k.answering = time.Time{}
+	}
+}
+
+// tally returns a copy of what the primary answered for key.
+func (c *counted) tally(key string) tally {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if k := c.keys[key]; k != nil {
+		return *k
+	}
+	return tally{}
 }
 
 // newStack builds the stack the tests run: distributed.New(client) with its defaults (50 ms
 // deadline), a local secondary if degrade is set, and the fallback Limiter's defaults but
-// for opts.
-func newStack(t *testing.T, client *redis.Client, degrade bool, opts ...fallback.Option) *stack {
+// for opts. client is any go-redis client: a single node's, a Cluster's, a failover one.
+func newStack(t *testing.T, client redis.Scripter, degrade bool, opts ...fallback.Option) *stack {
 	t.Helper()
 	primary, err := distributed.New(client)
 	require.NoError(t, err)
@@ -111,11 +174,13 @@ func newStack(t *testing.T, client *redis.Client, degrade bool, opts ...fallback
 }
 
 // sample is one request of a load test: when it started, how long it took, and how it
-// ended (an HTTP status, or a gRPC code mapped to one; 0 for a transport error).
+// ended (an HTTP status, or a gRPC code mapped to one; 0 for a transport error); and, in
+// the tests with many keys (runKeyed), which key it was for.
 type sample struct {
 	at   time.Time
 	took time.Duration
 	code int
+	key  int
 }
 
 // run calls do from workers goroutines until stop is closed, and returns every sample.
@@ -133,6 +198,29 @@ func run(workers int, stop <-chan struct{}, do func() int) []sample {
 				start := time.Now()
 				code := do()
 				out[w] = append(out[w], sample{at: start, took: time.Since(start), code: code})
+			}
+		})
+	}
+	wg.Wait()
+	return slices.Concat(out...)
+}
+
+// runKeyed is run for requests on n keys: do(i) sends a request for key i, and each worker
+// goes through all the keys in turn, each starting at a key of its own.
+func runKeyed(workers, n int, stop <-chan struct{}, do func(i int) int) []sample {
+	out := make([][]sample, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w % n; ; i = (i + 1) % n {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				start := time.Now()
+				code := do(i)
+				out[w] = append(out[w], sample{at: start, took: time.Since(start), code: code, key: i})
 			}
 		})
 	}

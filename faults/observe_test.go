@@ -161,3 +161,28 @@ func (e *events) waitFor(to fallback.State, since time.Time, limit time.Duration
 		}
 	}
 }
+
+// last returns when the breaker last entered state to before until, if it did.
+func (e *events) last(to fallback.State, until time.Time) (time.Time, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i := len(e.changes) - 1; i >= 0; i-- {
+		if e.changes[i].To == to && e.times[i].Before(until) {
+			return e.times[i], true
+		}
+	}
+	return time.Time{}, false
+}
+
+// count returns how many times the breaker changed state at or after since.
+func (e *events) count(since time.Time) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, at := range e.times {
+		if !at.Before(since) {
+			n++
+		}
+	}
+	return n
+}

@@ -1,5 +1,7 @@
 // Package redistest starts real Redis servers for tests: one redis-server
-// process with NewServer, or a three-node Redis Cluster with NewCluster.
+// process with NewServer, a Redis Cluster of three masters (and replicas, with
+// WithReplicas) with NewCluster, or a master and its replica watched by three
+// sentinels with NewSentinel.
 //
 // A real server is used instead of an in-process fake because the behaviour
 // worth testing against Redis — scripting, expiry, cluster slot ownership and
@@ -8,8 +10,10 @@
 // Every server listens only on 127.0.0.1, on a port picked when it starts,
 // keeps nothing on disk, and runs in its own tb.TempDir. Its output is captured
 // and shown when the test fails, and it is stopped and reaped by tb.Cleanup, so
-// tests never have to tidy up. Server.Stop exists for tests that need Redis to
-// disappear mid-run, and Server.Restart for those that need it back on the same port.
+// tests never have to tidy up. Server.Stop and Server.Kill exist for tests that
+// need Redis to disappear mid-run (Kill as in a crash, for failovers:
+// Cluster.AwaitFailover and Sentinel.AwaitFailover wait for the replica to take
+// over), and Server.Restart for those that need it back on the same port, empty.
 //
 // When redis-server or redis-cli is not installed the test fails instead of
 // skipping: a skipped Redis test looks green in CI while testing nothing.

@@ -29,10 +29,19 @@ const (
 // errPortInUse means the server lost the race for its port.
 var errPortInUse = errors.New("port already in use")
 
-// start launches redis-server on a port from pickPort, retrying with a new
-// port while the chosen one turns out to be taken. extraArgs, if not nil,
-// adds options that depend on the port or the server's directory.
-func start(tb testing.TB, pickPort func() (int, error), extraArgs func(port int, dir string) []string) *Server {
+// role is what a process's command line holds beyond the options every server
+// gets, built from its port and directory: head, if not nil, comes first (a
+// sentinel's configuration file, which it writes, and --sentinel); tail, if
+// not nil, comes last (cluster or replication options). The zero role is a
+// plain redis-server.
+type role struct {
+	head func(port int, dir string) ([]string, error)
+	tail func(port int, dir string) []string
+}
+
+// start launches redis-server in role r on a port from pickPort, retrying
+// with a new port while the chosen one turns out to be taken.
+func start(tb testing.TB, pickPort func() (int, error), r role) *Server {
 	tb.Helper()
 	bin := requireBinary(tb, "redis-server")
 	for attempt := 1; ; attempt++ {
@@ -40,7 +49,7 @@ func start(tb testing.TB, pickPort func() (int, error), extraArgs func(port int,
 		if err != nil {
 			tb.Fatalf("redistest: pick a port: %v", err)
 		}
-		s, err := launch(tb, bin, port, extraArgs)
+		s, err := launch(tb, bin, port, r)
 		if err == nil {
 			tb.Cleanup(func() { s.cleanup(tb) })
 			return s
@@ -53,14 +62,22 @@ func start(tb testing.TB, pickPort func() (int, error), extraArgs func(port int,
 
 // launch starts one redis-server and waits until it is ready. On error the
 // process has already been stopped.
-func launch(tb testing.TB, bin string, port int, extraArgs func(port int, dir string) []string) (*Server, error) {
+func launch(tb testing.TB, bin string, port int, r role) (*Server, error) {
 	dir := tb.TempDir()
+	var args []string
+	if r.head != nil {
+		head, err := r.head(port, dir)
+		if err != nil {
+			return nil, err
+		}
+		args = head
+	}
 	logPath := filepath.Join(dir, "redis.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	args := []string{
+	args = append(args,
 		"--port", strconv.Itoa(port),
 		"--bind", host,
 		"--protected-mode", "no",
@@ -68,9 +85,12 @@ func launch(tb testing.TB, bin string, port int, extraArgs func(port int, dir st
 		"--save", "",
 		"--appendonly", "no",
 		"--dir", dir,
-	}
-	if extraArgs != nil {
-		args = append(args, extraArgs(port, dir)...)
+		// A replica's first sync starts at once, not after the 5 s Redis 7 waits
+		// by default for more replicas to share a diskless transfer.
+		"--repl-diskless-sync-delay", "0",
+	)
+	if r.tail != nil {
+		args = append(args, r.tail(port, dir)...)
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
@@ -85,7 +105,7 @@ func launch(tb testing.TB, bin string, port int, extraArgs func(port int, dir st
 		return nil, err
 	}
 
-	s := &Server{port: port, logPath: logPath, cmd: cmd, exited: make(chan struct{})}
+	s := &Server{port: port, role: r, logPath: logPath, cmd: cmd, exited: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
 		close(s.exited)

@@ -28,7 +28,7 @@ func TestStartRetriesWhenPortIsTaken(t *testing.T) {
 	t.Cleanup(func() { l.Close() })
 	taken := l.Addr().(*net.TCPAddr).Port
 
-	s := start(t, portsFrom(taken), nil)
+	s := start(t, portsFrom(taken), role{})
 	require.NotEqual(t, taken, s.Port())
 	reply, err := s.Do("PING")
 	require.NoError(t, err)
@@ -44,7 +44,7 @@ func TestStartRetriesWhenAnotherRedisHoldsThePort(t *testing.T) {
 	_, err := other.Do("SET", "owner", "other")
 	require.NoError(t, err)
 
-	s := start(t, portsFrom(other.Port()), nil)
+	s := start(t, portsFrom(other.Port()), role{})
 	require.NotEqual(t, other.Port(), s.Port())
 	reply, err := s.Do("GET", "owner")
 	require.NoError(t, err)
@@ -69,7 +69,7 @@ func TestStartRetriesWhenClusterBusPortIsTaken(t *testing.T) {
 			return freeClusterPort()
 		}
 	}()
-	s := start(t, pick, clusterArgs)
+	s := start(t, pick, clusterConfig{nodeTimeout: defaultNodeTimeout}.role())
 	require.NotEqual(t, port, s.Port())
 	reply, err := s.Do("CLUSTER", "MYID")
 	require.NoError(t, err)

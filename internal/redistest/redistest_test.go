@@ -289,3 +289,73 @@ func runExpectingFatal(t *testing.T, fn func(testing.TB)) string {
 	require.NotEmpty(t, f.fatal, "returned instead of failing")
 	return f.fatal
 }
+
+func TestServerKill(t *testing.T) {
+	t.Parallel()
+	s := redistest.NewServer(t)
+	_, err := s.Do("PING")
+	require.NoError(t, err)
+
+	s.Kill()
+	_, err = s.Do("PING")
+	require.Error(t, err)
+	s.Kill() // as harmless as a second Stop
+	s.Stop()
+}
+
+// TestClusterFailover: a master of a cluster with replicas is killed, and its replica takes
+// over its slots, with the data it had replicated.
+func TestClusterFailover(t *testing.T) {
+	t.Parallel()
+	begin := time.Now()
+	c := redistest.NewCluster(t, redistest.WithReplicas(1), redistest.WithNodeTimeout(500*time.Millisecond))
+	t.Logf("cluster of %d nodes ready in %v", len(c.Nodes()), time.Since(begin))
+	require.Len(t, c.Nodes(), 6)
+
+	const key = "{user-42}"
+	master := c.MasterOf(t, key)
+	_, err := master.Do("SET", key, "7")
+	require.NoError(t, err)
+	// WAIT returns once the replica has the write: the failover must keep it.
+	reply, err := master.Do("WAIT", "1", "5000")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), reply)
+
+	master.Kill()
+	killed := time.Now()
+	c.AwaitFailover(t, 20*time.Second)
+	t.Logf("failed over in %v", time.Since(killed))
+	promoted := c.MasterOf(t, key)
+	require.NotEqual(t, master.Port(), promoted.Port())
+	reply, err = promoted.Do("GET", key)
+	require.NoError(t, err)
+	require.Equal(t, "7", reply)
+}
+
+// TestSentinelFailover: the master watched by the sentinels is killed, and the sentinels
+// promote its replica, with the data it had replicated.
+func TestSentinelFailover(t *testing.T) {
+	t.Parallel()
+	begin := time.Now()
+	s := redistest.NewSentinel(t)
+	t.Logf("sentinels ready in %v", time.Since(begin))
+	require.Len(t, s.SentinelAddrs(), 3)
+
+	master, replica := s.Master(t), s.Replica(t)
+	require.NotEqual(t, master.Port(), replica.Port())
+	_, err := master.Do("SET", "k", "7")
+	require.NoError(t, err)
+	reply, err := master.Do("WAIT", "1", "5000")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), reply)
+
+	master.Kill()
+	killed := time.Now()
+	promoted := s.AwaitFailover(t, master, 20*time.Second)
+	t.Logf("failed over in %v", time.Since(killed))
+	require.Equal(t, replica.Port(), promoted.Port())
+	require.Equal(t, promoted, s.Master(t))
+	reply, err = promoted.Do("GET", "k")
+	require.NoError(t, err)
+	require.Equal(t, "7", reply)
+}

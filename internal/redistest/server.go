@@ -24,6 +24,7 @@ const (
 // for concurrent use.
 type Server struct {
 	port    int
+	role    role
 	logPath string
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed once cmd.Wait has returned
@@ -39,7 +40,7 @@ type Server struct {
 // or does not come up. The server is stopped when tb's cleanups run.
 func NewServer(tb testing.TB) *Server {
 	tb.Helper()
-	return start(tb, freePort, nil)
+	return start(tb, freePort, role{})
 }
 
 // Addr returns the server's address as "127.0.0.1:PORT".
@@ -65,6 +66,22 @@ func (s *Server) Stop() {
 			<-s.exited
 		}
 	})
+	s.dropConn()
+}
+
+// Kill ends the server at once with SIGKILL, as a crash or the kernel's OOM killer would:
+// no shutdown, nothing said to its replicas, its sentinels or the rest of its cluster, and
+// whatever it had not yet sent them is lost. It waits for the process to exit. Kill after
+// Stop or Kill does nothing, and so does Stop after Kill.
+func (s *Server) Kill() {
+	s.stopOnce.Do(func() {
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	})
+	s.dropConn()
+}
+
+func (s *Server) dropConn() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.conn != nil {
@@ -74,13 +91,15 @@ func (s *Server) Stop() {
 }
 
 // Restart stops s if it is still running, then starts a new, empty redis-server on the
-// same port and returns it once it answers PING: to a client, Redis went away and came back
-// without its data, as after a crash. The new Server is stopped when tb's cleanups run; s
-// stays stopped. Restart fails tb if the port was taken in the meantime.
+// same port, with the same options, and returns it once it answers PING: to a client, Redis
+// went away and came back without its data, as after a crash of a Redis that keeps nothing
+// on disk (--save "" --appendonly no, as every server here). The new Server is stopped when
+// tb's cleanups run; s stays stopped. Restart fails tb if the port was taken in the
+// meantime.
 func (s *Server) Restart(tb testing.TB) *Server {
 	tb.Helper()
 	s.Stop()
-	return start(tb, func() (int, error) { return s.port, nil }, nil)
+	return start(tb, func() (int, error) { return s.port, nil }, s.role)
 }
 
 // Do runs one command, such as Do("SET", "k", "v"), and returns its reply:
