@@ -33,7 +33,9 @@ type Limiter struct {
 	// limiter waits for the reply in a goroutine of its own and stops at the deadline.
 	guard bool
 	// batch, when the client can pipeline, sends decisions made concurrently together.
-	batch  *batcher
+	batch *batcher
+	// reload, for a Cluster client, asks it to read the cluster's slots again: see run.
+	reload func(context.Context)
 	closed atomic.Bool
 }
 
@@ -72,6 +74,9 @@ func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 	}
 	if p, ok := client.(pipeliner); ok {
 		l.batch = &batcher{client: p, timeout: o.timeout}
+	}
+	if c, ok := client.(*redis.ClusterClient); ok {
+		l.reload = c.ReloadState
 	}
 	return l, nil
 }
@@ -202,7 +207,25 @@ func (l *Limiter) testNow() any {
 var errTimeout = fmt.Errorf("%w (%w)", ratelimit.ErrTimeout, context.DeadlineExceeded)
 
 // run runs script within the limiter's deadline and returns its integers.
+//
+// A Cluster client learns that a failover moved slots only from a MOVED reply, which a
+// dead master never sends, or from its periodic reload (a minute by default): until then it
+// sends those slots to the dead node. So when Redis itself fails to answer (no reply, or
+// none in time) rather than the caller giving up, run asks the client to reload its slots;
+// go-redis does that in the background, at most once per cooldown however often asked.
 func (l *Limiter) run(ctx context.Context, script *redis.Script, key string, argv []any) ([]int64, error) {
+	vals, err := l.call(ctx, script, key, argv)
+	if err != nil && l.reload != nil && ctx.Err() == nil {
+		var reply redis.Error
+		if !errors.As(err, &reply) {
+			l.reload(context.Background())
+		}
+	}
+	return vals, err
+}
+
+// call is run without the reload.
+func (l *Limiter) call(ctx context.Context, script *redis.Script, key string, argv []any) ([]int64, error) {
 	if l.timeout > 0 {
 		if d, ok := ctx.Deadline(); !ok || time.Until(d) > l.timeout {
 			var cancel context.CancelFunc
