@@ -154,3 +154,9 @@ func TestClose(t *testing.T) {
 func TestNewNilPrimary(t *testing.T) {
 	require.PanicsWithValue(t, "fallback: New: nil primary Limiter", func() { fallback.New(nil, nil) })
 }
+
+// TestNilOption: a nil Option is skipped, as everywhere in the module.
+func TestNilOption(t *testing.T) {
+	r := newRig(t, nil, fallback.WithInstances(0), nil)
+	require.True(t, r.allow(t, roomy).Allowed)
+}

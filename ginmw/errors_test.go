@@ -1,16 +1,21 @@
 package ginmw_test
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
 
 	"github.com/gin-gonic/gin"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/ginmw"
+	"github.com/sluice-go/ratelimit/internal/limitertest"
 	"github.com/sluice-go/ratelimit/keyfuncs"
+	"github.com/sluice-go/ratelimit/local"
 )
 
 // A request that cannot be keyed is limited in one shared bucket, not let through.
@@ -113,4 +118,24 @@ func TestNewPanics(t *testing.T) {
 		ginmw.New(l, ginmw.WithLimit(ratelimit.Limit{Burst: 5}),
 			ginmw.WithLimitFunc(func(*gin.Context) ratelimit.Limit { return ratelimit.PerSecond(1) }))
 	})
+}
+
+// A fixed limit the backend rejects, though Limit.Validate accepts it, panics at start-up
+// rather than failing on every request: the backends say so through ValidateLimit.
+func TestNewAsksTheBackend(t *testing.T) {
+	log, _ := limitertest.Local(t, local.WithAlgorithm(ratelimit.SlidingWindowLog))
+	tooLong := ratelimit.Limit{Rate: 1, Burst: ratelimit.MaxLogBurst + 1}
+	assert.PanicsWithValue(t, fmt.Sprintf("ginmw: New: WithLimit(%v): ratelimit: invalid limit: burst %d is above the sliding window log's maximum of %d (ratelimit.MaxLogBurst)",
+		tooLong, tooLong.Burst, ratelimit.MaxLogBurst),
+		func() { ginmw.New(log, ginmw.WithLimit(tooLong)) })
+	assert.PanicsWithValue(t, "ginmw: New: WithRouteLimits: /login: 2e+06/s burst 1: ratelimit: invalid limit: rate 2e+06 is above the Redis backend's maximum of 1e+06 per second",
+		func() {
+			redisLimiter, err := distributed.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}))
+			require.NoError(t, err)
+			ginmw.New(redisLimiter, ginmw.WithRouteLimits(map[string]ratelimit.Limit{
+				"/login": {Rate: 2e6, Burst: 1},
+			}, ratelimit.Limit{}))
+		})
+	// A limit the backend accepts, and the zero Limit, pass.
+	assert.NotPanics(t, func() { ginmw.New(log, ginmw.WithLimit(ratelimit.PerMinute(5)), nil) })
 }

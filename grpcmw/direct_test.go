@@ -209,3 +209,17 @@ func TestConstructorsPanic(t *testing.T) {
 		func() { grpcmw.UnaryClientInterceptor(l, one, grpcmw.WithWait(), cost) })
 	assert.NotPanics(t, func() { grpcmw.UnaryServerInterceptor(l, one, grpcmw.WithWait(), cost) }, "servers ignore WithWait")
 }
+
+// A nil Option is skipped, and nil functions mean the defaults.
+func TestNilOptions(t *testing.T) {
+	l, _ := newLimiter(t)
+	icpt := grpcmw.UnaryServerInterceptor(l, nil, grpcmw.WithLimit(ratelimit.PerMinute(1)), grpcmw.WithKeyFunc(nil),
+		grpcmw.WithCostFunc(nil), grpcmw.WithSkipFunc(nil), grpcmw.WithDeniedHandler(nil), grpcmw.WithErrorHandler(nil),
+		grpcmw.WithLimitFunc(nil), grpcmw.WithPolicyName(""))
+	var runs int
+	_, err := direct(context.Background(), icpt, method, unaryOK(&runs))
+	require.NoError(t, err)
+	_, err = direct(context.Background(), icpt, method, unaryOK(&runs))
+	assert.Equal(t, codes.ResourceExhausted, status.Code(err))
+	assert.Equal(t, 1, runs)
+}

@@ -1,0 +1,28 @@
+package distributed_test
+
+import (
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/distributed"
+)
+
+// ValidateLimit says, without a round trip, what AllowN would refuse; a nil Option is
+// skipped, and zero options mean their defaults.
+func TestValidateLimit(t *testing.T) {
+	l, err := distributed.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), nil,
+		distributed.WithTimeout(0), distributed.WithPrefix(""), distributed.WithAlgorithm(ratelimit.SlidingWindowLog))
+	require.NoError(t, err)
+	assert.NoError(t, l.ValidateLimit(ratelimit.PerSecond(10)))
+	assert.ErrorIs(t, l.ValidateLimit(ratelimit.Limit{Rate: 2e6, Burst: 1}), ratelimit.ErrInvalidLimit)
+	assert.ErrorIs(t, l.ValidateLimit(ratelimit.Limit{Rate: 1, Burst: ratelimit.MaxLogBurst + 1}), ratelimit.ErrInvalidLimit)
+	assert.ErrorIs(t, l.ValidateLimit(ratelimit.Limit{Rate: 1}), ratelimit.ErrInvalidLimit)
+
+	other, err := distributed.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), distributed.WithAlgorithm(ratelimit.Algorithm(99)))
+	require.NoError(t, err)
+	assert.ErrorIs(t, other.ValidateLimit(ratelimit.PerSecond(10)), ratelimit.ErrNotSupported)
+}
