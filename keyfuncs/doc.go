@@ -15,25 +15,14 @@
 // a bucket even under the same key; two routes with the same limit do, unless the key
 // includes the route.
 //
-// # Errors
-//
 // A Func that cannot find its key returns an error wrapping ratelimit.ErrKeyEmpty, never a
-// panic and never an empty key with a nil error. ginmw then reports the error and limits the
-// request under a single key shared by every request that could not be keyed, so that a
-// client cannot escape its limit by leaving the key out.
+// panic; ginmw then limits the request under one key shared by every such request.
 //
 // # Security
 //
 // ClientIP uses the socket peer unless told which proxies to trust, because any client can
-// write X-Forwarded-For, X-Real-IP or CF-Connecting-IP. Trusting them from everyone (gin's
-// own c.ClientIP() with the engine's default settings, CVE-2020-28483) lets one client rotate
-// through unlimited keys. WithTrustedProxies and WithPlatformHeader trust these headers only
-// from the addresses you name; WithGinClientIP is for engines configured with
-// SetTrustedProxies. IPv6 clients are grouped by /64 by default, since one host commonly
-// holds a whole /64. Values the client chooses (Header) should be keys only when something
-// upstream has authenticated them.
-//
-// Keys can be personal data (addresses, user IDs) and are stored by the limiter, in Redis
-// for the distributed backend. Hashed replaces a key by an HMAC of it. docs/client-ip.md
-// covers proxies, platforms, IPv6 and privacy in more depth.
+// write X-Forwarded-For; WithGinClientIP is for engines configured with SetTrustedProxies
+// (gin's c.ClientIP() with default settings trusts everyone: CVE-2020-28483). Values the
+// client chooses (Header) should be keys only when something upstream has authenticated
+// them. docs/client-ip.md covers proxies, platforms, IPv6 and hashing personal data.
 package keyfuncs

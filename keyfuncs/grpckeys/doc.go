@@ -8,12 +8,9 @@
 // It is a package of its own so that a gRPC service does not compile gin, nor a Gin service
 // gRPC; the address handling is shared with keyfuncs and keyfuncs/httpkeys.
 //
-// # Errors
-//
-// A Func that cannot find its key returns an error wrapping ratelimit.ErrKeyEmpty, never a
-// panic: a peer that is a Unix socket or an in-memory connection (bufconn) has no IP
-// address, and metadata may be missing. Errors name the peer's network ("unix"), never its
-// address.
+// A Func that cannot find its key (a peer without an IP address, such as a Unix socket or
+// bufconn; missing metadata) returns an error wrapping ratelimit.ErrKeyEmpty, which names
+// the peer's network ("unix"), never its address.
 //
 // # Security
 //
