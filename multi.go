@@ -1,0 +1,64 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Request is one limit to enforce on one decision of MultiLimiter.AllowAll.
+type Request struct {
+	// Key names the bucket, with Limit.
+	Key string
+	// Limit is the limit of the bucket; the zero Limit means unlimited: the entry is
+	// skipped, and reported as allowed.
+	Limit Limit
+	// N is the number of tokens to take; 0 means 1.
+	N int
+	// Name is the rule's name, for headers, metrics and errors; never the key, which may be
+	// personal data.
+	Name string
+}
+
+// MultiResult is the outcome of a decision over several Requests.
+type MultiResult struct {
+	// Allowed reports whether every request was allowed, and so every bucket charged.
+	Allowed bool
+	// Results holds one Result per Request, in the same order. On a denial each says what
+	// AllowN alone would have said, and nothing was taken from any bucket.
+	Results []Result
+	// Binding is, on a denial, the index of the request with the longest RetryAfter; when
+	// allowed, the index of the one with the fewest Remaining (ties: the first). It is the
+	// request whose Result headers report.
+	Binding int
+	// RetryAfter is the longest RetryAfter of the denied requests; 0 when allowed.
+	RetryAfter time.Duration
+}
+
+// MultiLimiter is implemented by limiters that decide several limits at once, all or
+// nothing: every bucket is charged or none is. Find it by type assertion; a limiter
+// without it cannot decide several limits atomically, and middleware asked to do so
+// refuses to start rather than fall back to a loop of AllowN calls.
+type MultiLimiter interface {
+	// AllowAll decides reqs together. Bad input is an error naming the entry (by index and
+	// Name, never the key): an empty list, an empty key, an invalid limit, N > Burst
+	// (ErrExceedsBurst, with Binding on that entry), the same (key, limit) twice.
+	AllowAll(ctx context.Context, reqs []Request) (MultiResult, error)
+}
+
+// Inspector is implemented by limiters whose buckets can be read and adjusted. Find it by
+// type assertion.
+type Inspector interface {
+	// Peek returns what AllowN(ctx, key, limit, n) would answer now, and writes nothing:
+	// a bucket that does not exist is not created.
+	Peek(ctx context.Context, key string, limit Limit, n int) (Result, error)
+	// Refund gives n tokens back to the bucket, never beyond a full bucket, and returns
+	// its state afterwards as Peek would for one token. A missing bucket is a no-op.
+	Refund(ctx context.Context, key string, limit Limit, n int) (Result, error)
+	// Reset makes the bucket full again.
+	Reset(ctx context.Context, key string, limit Limit) error
+}
+
+// ErrCrossSlot is returned by a Redis Cluster limiter told to refuse, rather than decide
+// in slot groups, an AllowAll whose keys live in different hash slots.
+var ErrCrossSlot = errors.New("ratelimit: keys in different hash slots")
