@@ -2,7 +2,6 @@ package faults
 
 import (
 	"context"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -17,18 +16,13 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/fallback"
+	"github.com/sluice-go/ratelimit/internal/redistest"
 	"github.com/sluice-go/ratelimit/local"
 )
 
-// quiet drops go-redis's log lines: the tests make it log every failed dial.
-type quiet struct{}
-
-func (quiet) Printf(context.Context, string, ...any) {}
-
 func TestMain(m *testing.M) {
-	redis.SetLogger(quiet{})
 	gin.SetMode(gin.TestMode)
-	os.Exit(m.Run())
+	redistest.Main(m)
 }
 
 // noLeaks fails t if goroutines started during the test outlive its cleanups. It waits up
