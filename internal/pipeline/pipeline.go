@@ -89,9 +89,6 @@ func New[R any](prefix string, l ratelimit.Limiter, o Options[R], onError func(R
 	return &Pipeline[R]{limiter: l, opts: o, onError: onError, prefix: prefix}, nil
 }
 
-// Options returns the options the pipeline was built with.
-func (p *Pipeline[R]) Options() *Options[R] { return &p.opts }
-
 // Decide decides whether r, whose context is ctx, may proceed, taking its cost from its
 // bucket if so. A shaper's delay is served before Decide returns.
 func (p *Pipeline[R]) Decide(ctx context.Context, r R) Decision {
