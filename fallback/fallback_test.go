@@ -23,7 +23,7 @@ func TestConformanceHealthy(t *testing.T) {
 		t.Run(alg.String(), func(t *testing.T) {
 			conformance.Run(t, alg, func(t *testing.T) conformance.Harness {
 				clock := conformance.NewClock()
-				primary := local.New(local.WithClock(clock.Now), local.WithCleanupInterval(0), local.WithAlgorithm(alg))
+				primary := local.New(local.WithClock(clock.Now), local.WithCleanupInterval(-1), local.WithAlgorithm(alg))
 				t.Cleanup(func() { _ = primary.Close() })
 				l := fallback.New(primary, nil, fallback.WithClock(clock.Now))
 				return conformance.Harness{Limiter: l, Advance: clock.Advance, CanWait: true, Algorithm: alg}
@@ -41,7 +41,7 @@ func TestConformanceDegraded(t *testing.T) {
 		t.Run(alg.String(), func(t *testing.T) {
 			conformance.Run(t, alg, func(t *testing.T) conformance.Harness {
 				clock := conformance.NewClock()
-				secondary := local.New(local.WithClock(clock.Now), local.WithCleanupInterval(0), local.WithAlgorithm(alg))
+				secondary := local.New(local.WithClock(clock.Now), local.WithCleanupInterval(-1), local.WithAlgorithm(alg))
 				t.Cleanup(func() { _ = secondary.Close() })
 				l := fallback.New(deadRedis(t, addr, alg), secondary, fallback.WithClock(clock.Now))
 				// Open the breaker first, so that Wait goes to the secondary from the start

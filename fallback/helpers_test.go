@@ -87,7 +87,7 @@ func (s *switched) hang() (release func()) {
 // newLocal returns a local limiter on clock, without a cleanup goroutine.
 func newLocal(t *testing.T, clock *conformance.Clock) *local.Limiter {
 	t.Helper()
-	l := local.New(local.WithClock(clock.Now), local.WithCleanupInterval(0))
+	l := local.New(local.WithClock(clock.Now), local.WithCleanupInterval(-1))
 	t.Cleanup(func() { _ = l.Close() })
 	return l
 }

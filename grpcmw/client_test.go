@@ -22,7 +22,7 @@ import (
 // With WithWait, calls over the limit wait for their turn instead of failing. The limit is
 // 1000/s with a burst of 1, on the real clock, so each wait is about a millisecond.
 func TestClientWait(t *testing.T) {
-	l := local.New(local.WithCleanupInterval(0))
+	l := local.New(local.WithCleanupInterval(-1))
 	t.Cleanup(func() { _ = l.Close() })
 	limit := grpcmw.WithLimit(ratelimit.Limit{Rate: 1000, Burst: 1})
 	e := newEnv(t, server{},

@@ -113,7 +113,7 @@ func TestQuotaFailureSubject(t *testing.T) {
 	}
 }
 
-// WithMetadata adds the fields of package headers to the trailer, in lower case, on allowed
+// WithHeaderStyle adds the fields of package headers to the trailer, in lower case, on allowed
 // and denied calls alike.
 func TestMetadata(t *testing.T) {
 	tests := []struct {

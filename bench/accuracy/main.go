@@ -125,7 +125,7 @@ func simulate(cfg config) (report, error) {
 	start := time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(rng.Int64N(w)) * time.Microsecond)
 	now := start
 	counter := local.New(local.WithAlgorithm(ratelimit.SlidingWindowCounter),
-		local.WithClock(func() time.Time { return now }), local.WithCleanupInterval(0))
+		local.WithClock(func() time.Time { return now }), local.WithCleanupInterval(-1))
 	defer counter.Close()
 
 	burst := cfg.limit.Burst

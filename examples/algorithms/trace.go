@@ -74,7 +74,7 @@ func (d decision) departs() time.Duration { return d.at + d.delay }
 func play(alg ratelimit.Algorithm, at []time.Duration) ([]decision, error) {
 	now := traceStart
 	limiter := local.New(local.WithClock(func() time.Time { return now }),
-		local.WithAlgorithm(alg), local.WithCleanupInterval(0))
+		local.WithAlgorithm(alg), local.WithCleanupInterval(-1))
 	defer limiter.Close()
 
 	out := make([]decision, 0, len(at))

@@ -36,7 +36,7 @@ func send(r http.Handler, method, path, remoteAddr string, header ...string) *ht
 
 func TestRoutes(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	l := local.New(local.WithClock(func() time.Time { return now }), local.WithCleanupInterval(0))
+	l := local.New(local.WithClock(func() time.Time { return now }), local.WithCleanupInterval(-1))
 	defer l.Close()
 	r := newRouter(l, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")})
 

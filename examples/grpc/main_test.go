@@ -37,7 +37,7 @@ func serve(t *testing.T, limiter ratelimit.Limiter) string {
 // client runs the example's client for n calls and returns what it printed.
 func client(t *testing.T, addr string, n int) string {
 	t.Helper()
-	self := local.New(local.WithCleanupInterval(0))
+	self := local.New(local.WithCleanupInterval(-1))
 	defer self.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -51,7 +51,7 @@ func client(t *testing.T, addr string, n int) string {
 // for 7 calls.
 func TestClientAndServer(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	l := local.New(local.WithClock(func() time.Time { return now }), local.WithCleanupInterval(0))
+	l := local.New(local.WithClock(func() time.Time { return now }), local.WithCleanupInterval(-1))
 	defer l.Close()
 	assert.Equal(t, `call 1: SERVING, 4 calls left
 call 2: SERVING, 3 calls left
