@@ -18,6 +18,7 @@ type ObservedLimiter struct {
 	obs     Observer       // wrapped by Observers: panics recovered
 	policy  string
 	backend string
+	epoch   time.Time // durations are read as differences of time.Since(epoch)
 }
 
 var (
@@ -45,7 +46,9 @@ func Observe(l Limiter, o Observer, policy string) *ObservedLimiter {
 		panic("ratelimit: Observe: nil Observer")
 	}
 	origin, _ := l.(OriginReporter)
-	return &ObservedLimiter{limiter: l, origin: origin, obs: obs, policy: policy, backend: BackendName(l)}
+	return &ObservedLimiter{
+		limiter: l, origin: origin, obs: obs, policy: policy, backend: BackendName(l), epoch: time.Now(),
+	}
 }
 
 // Allow is AllowN with n = 1.
@@ -62,7 +65,8 @@ func (l *ObservedLimiter) AllowN(ctx context.Context, key string, limit Limit, n
 // AllowNOrigin is AllowN, and also returns which backend decided: the wrapped Limiter's
 // own answer when it is an OriginReporter, and otherwise its BackendName.
 func (l *ObservedLimiter) AllowNOrigin(ctx context.Context, key string, limit Limit, n int) (Result, Origin, error) {
-	start := time.Now()
+	// Two readings of the monotonic clock; time.Now would add a reading of the wall clock.
+	start := time.Since(l.epoch)
 	var (
 		res Result
 		org Origin
@@ -73,7 +77,7 @@ func (l *ObservedLimiter) AllowNOrigin(ctx context.Context, key string, limit Li
 	} else {
 		res, err = l.limiter.AllowN(ctx, key, limit, n)
 	}
-	elapsed := time.Since(start)
+	elapsed := time.Since(l.epoch) - start
 	if org.Backend == "" {
 		org.Backend = l.backend
 	}
