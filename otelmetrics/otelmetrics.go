@@ -75,6 +75,7 @@ type seriesKey struct{ policy, backend string }
 // series holds the counts of one (policy, backend) pair and their attribute sets, made
 // once, so that recording a decision allocates nothing.
 type series struct {
+	policy    string
 	requests  [2][2]counter // [allowed, denied][shadow]
 	errors    [numKinds][2]counter
 	cacheHits counter
@@ -89,14 +90,6 @@ const numKinds = int(ratelimit.KindClosed) + 1
 type counter struct {
 	n     atomic.Int64
 	attrs metric.ObserveOption
-}
-
-// observe reports c, unless it has never counted anything: a series appears with its
-// first decision, as it would on a synchronous counter.
-func (c *counter) observe(obs metric.Observer, inst metric.Int64Observable) {
-	if n := c.n.Load(); n > 0 {
-		obs.ObserveInt64(inst, n, c.attrs)
-	}
 }
 
 // New returns an Observer whose instruments come from the MeterProvider of
@@ -147,27 +140,70 @@ func New(opts ...Option) (*Observer, error) {
 	return o, nil
 }
 
-// report reports the counts of every series.
+// report reports the counts of every policy. They are kept per (policy, backend), so the
+// backends of each policy are added up first.
 func (o *Observer) report(_ context.Context, obs metric.Observer) error {
-	for _, s := range *o.series.Load() {
-		o.reportSeries(obs, s)
+	byPolicy := make(map[string]*counts)
+	add := func(s *series) {
+		sum := byPolicy[s.policy]
+		if sum == nil {
+			sum = &counts{series: s}
+			byPolicy[s.policy] = sum
+		}
+		sum.add(s)
 	}
-	o.reportSeries(obs, o.other)
+	for _, s := range *o.series.Load() {
+		add(s)
+	}
+	add(o.other)
+	for _, sum := range byPolicy {
+		sum.report(obs, o.requests, o.cacheHits)
+	}
 	return nil
 }
 
-func (o *Observer) reportSeries(obs metric.Observer, s *series) {
-	for out := range s.requests {
-		for shadow := range s.requests[out] {
-			s.requests[out][shadow].observe(obs, o.requests)
+// counts are the counts of a policy's decisions, summed over its backends, and a series of
+// the policy for their attributes.
+type counts struct {
+	series    *series
+	requests  [2][2]int64
+	errors    [numKinds][2]int64
+	cacheHits int64
+}
+
+func (c *counts) add(s *series) {
+	for out := range c.requests {
+		for shadow := range c.requests[out] {
+			c.requests[out][shadow] += s.requests[out][shadow].n.Load()
 		}
 	}
-	for kind := range s.errors {
-		for shadow := range s.errors[kind] {
-			s.errors[kind][shadow].observe(obs, o.requests)
+	for kind := range c.errors {
+		for shadow := range c.errors[kind] {
+			c.errors[kind][shadow] += s.errors[kind][shadow].n.Load()
 		}
 	}
-	s.cacheHits.observe(obs, o.cacheHits)
+	c.cacheHits += s.cacheHits.n.Load()
+}
+
+// report reports each count that is not zero: a series appears with its first decision,
+// as it would on a synchronous counter.
+func (c *counts) report(obs metric.Observer, requests, cacheHits metric.Int64Observable) {
+	observe := func(inst metric.Int64Observable, n int64, attrs metric.ObserveOption) {
+		if n > 0 {
+			obs.ObserveInt64(inst, n, attrs)
+		}
+	}
+	for out := range c.requests {
+		for shadow := range c.requests[out] {
+			observe(requests, c.requests[out][shadow], c.series.requests[out][shadow].attrs)
+		}
+	}
+	for kind := range c.errors {
+		for shadow := range c.errors[kind] {
+			observe(requests, c.errors[kind][shadow], c.series.errors[kind][shadow].attrs)
+		}
+	}
+	observe(cacheHits, c.cacheHits, c.series.cacheHits.attrs)
 }
 
 // registerBuckets makes the ratelimit.buckets instrument, when there is a source for it.
@@ -271,7 +307,7 @@ func newSeries(policy, backend string) *series {
 	set := func(kv ...attribute.KeyValue) metric.ObserveOption {
 		return metric.WithAttributeSet(attribute.NewSet(kv...))
 	}
-	s := &series{}
+	s := &series{policy: policy}
 	s.cacheHits.attrs = set(p)
 	for shadow, sh := range []attribute.KeyValue{attribute.Bool(attrShadow, false), attribute.Bool(attrShadow, true)} {
 		for _, out := range []ratelimit.Outcome{ratelimit.OutcomeAllowed, ratelimit.OutcomeDenied} {

@@ -279,6 +279,21 @@ func TestCardinality(t *testing.T) {
 	assert.Equal(t, 8*3+4*3, values) // requests: 8 series × 3; duration: 4 series × 3
 }
 
+// TestPolicyOverBackends: a policy decided by two backends is one series of requests, and
+// two of durations.
+func TestPolicyOverBackends(t *testing.T) {
+	obs, reader := newObserver(t)
+	for _, backend := range []string{"distributed", "local", "distributed"} {
+		obs.ObserveDecision(context.Background(), ratelimit.Decision{Policy: "api", Backend: backend})
+	}
+	c := collect(t, reader)
+	assert.Equal(t, map[string]int64{"ratelimit.policy=api,ratelimit.result=allowed,ratelimit.shadow=false": 3},
+		c.counts(t, "ratelimit.requests"))
+	h := c.histogram(t)
+	assert.Len(t, h, 2)
+	assert.Equal(t, uint64(2), h["ratelimit.backend=distributed,ratelimit.policy=api,ratelimit.result=allowed"].Count)
+}
+
 // TestMaxSeries: past the bound, new (policy, backend) pairs share "_OTHER".
 func TestMaxSeries(t *testing.T) {
 	obs, reader := newObserver(t, otelmetrics.WithMaxSeries(2))
