@@ -14,7 +14,7 @@
 //     (allowed, denied or error), ratelimit.shadow (true on shadow decisions, false
 //     otherwise) and, on errors only, error.type (timeout, unavailable, invalid_input,
 //     canceled, closed).
-//   - ratelimit.decision.duration (Histogram, s, DurationBuckets: 10 µs to 250 ms):
+//   - ratelimit.decision.duration (Histogram, s, buckets from 10 µs to 250 ms):
 //     ratelimit.policy, ratelimit.backend, ratelimit.result.
 //   - ratelimit.fallback.transitions (Counter, {transition}): ratelimit.fallback.from and
 //     ratelimit.fallback.to (closed, open, half-open).

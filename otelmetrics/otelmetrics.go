@@ -18,11 +18,11 @@ import (
 // ScopeName is the instrumentation scope of the Observer's meter.
 const ScopeName = "github.com/sluice-go/ratelimit/otelmetrics"
 
-// DurationBuckets are the bounds, in seconds, of the buckets of ratelimit.decision.duration:
+// durationBuckets are the bounds, in seconds, of the buckets of ratelimit.decision.duration:
 // from 10 µs (a local decision takes about 0.1 µs, a denial-cache hit under 1 µs) through
 // the tens of µs of a Redis round trip on a LAN, up to 250 ms (far past any limiter's
 // deadline: distributed's default is 50 ms).
-var DurationBuckets = []float64{
+var durationBuckets = []float64{
 	0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005,
 	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
 }
@@ -123,7 +123,7 @@ func New(opts ...Option) (*Observer, error) {
 	o.duration, errs[1] = meter.Float64Histogram("ratelimit.decision.duration",
 		metric.WithUnit("s"),
 		metric.WithDescription("How long the limiter took to decide, by policy, backend and result."),
-		metric.WithExplicitBucketBoundaries(DurationBuckets...))
+		metric.WithExplicitBucketBoundaries(durationBuckets...))
 	o.transitions, errs[2] = meter.Int64Counter("ratelimit.fallback.transitions",
 		metric.WithUnit("{transition}"),
 		metric.WithDescription("Changes of state of the fallback circuit breaker."))

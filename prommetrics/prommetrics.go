@@ -14,9 +14,9 @@ import (
 	"github.com/sluice-go/ratelimit"
 )
 
-// DurationBuckets are the upper bounds, in seconds, of the buckets of
+// durationBuckets are the upper bounds, in seconds, of the buckets of
 // ratelimit_decision_duration_seconds: 10 µs to 250 ms, as in otelmetrics.
-var DurationBuckets = []float64{
+var durationBuckets = [...]float64{
 	0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005,
 	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
 }
@@ -82,15 +82,15 @@ type series struct {
 	duration        [3]histogram // [allowed, denied, error]
 }
 
-// histogram counts observations in the buckets of DurationBuckets, and one more for +Inf.
+// histogram counts observations in the buckets of durationBuckets, and one more for +Inf.
 // The count is the sum of the buckets, so that a scrape during decisions is consistent.
 type histogram struct {
-	counts [15]atomic.Uint64
+	counts [len(durationBuckets) + 1]atomic.Uint64
 	sum    atomic.Uint64 // math.Float64bits of the sum
 }
 
 func (h *histogram) observe(v float64) {
-	h.counts[sort.SearchFloat64s(DurationBuckets, v)].Add(1)
+	h.counts[sort.SearchFloat64s(durationBuckets[:], v)].Add(1)
 	for {
 		old := h.sum.Load()
 		if h.sum.CompareAndSwap(old, math.Float64bits(math.Float64frombits(old)+v)) {
@@ -265,12 +265,12 @@ func (c *counts) collect(ch chan<- prometheus.Metric, policy string) {
 func (s *series) collectDuration(ch chan<- prometheus.Metric) {
 	for out := range s.duration {
 		h := &s.duration[out]
-		cumulative := make(map[float64]uint64, len(DurationBuckets))
+		cumulative := make(map[float64]uint64, len(durationBuckets))
 		var count uint64
 		for i := range h.counts {
 			count += h.counts[i].Load()
-			if i < len(DurationBuckets) {
-				cumulative[DurationBuckets[i]] = count
+			if i < len(durationBuckets) {
+				cumulative[durationBuckets[i]] = count
 			}
 		}
 		if count == 0 {
