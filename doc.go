@@ -42,6 +42,16 @@
 //   - [github.com/sluice-go/ratelimit/headers]: Retry-After, X-RateLimit-* and the IETF
 //     draft's RateLimit and RateLimit-Policy fields, as pure functions.
 //
+// # Observing
+//
+// Every decision can be reported to an Observer, as a Decision: policy, backend, outcome,
+// error kind (ClassifyError), shadow, cost, remaining, limit and duration, never the key.
+// Observe wraps a Limiter called directly; Observers composes several and recovers their
+// panics. [github.com/sluice-go/ratelimit/otelmetrics] (OpenTelemetry),
+// github.com/sluice-go/ratelimit/prommetrics (Prometheus, a module of its own) and
+// [github.com/sluice-go/ratelimit/slogobserver] (log/slog) implement it; docs/observability.md
+// has the instruments, queries and alerts.
+//
 // # Semantics
 //
 // A bucket is named by (key, Rate, Burst), so a new limit for a key starts a fresh bucket.
