@@ -90,6 +90,10 @@
 //		slog.Warn("rate limiter", "breaker", c)
 //	})
 //
+// WithObserver reports the same changes to a ratelimit.Observer (otelmetrics,
+// prommetrics, slogobserver). The Limiter is a ratelimit.OriginReporter: whoever reports
+// its decisions learns which limiter made each, and which came from the denial cache.
+//
 // # Closing
 //
 // Close makes later calls fail with ratelimit.ErrClosed; it closes neither limiter, which
