@@ -284,7 +284,7 @@ func Observers(list ...Observer) Observer {
 type safeObserver struct{ Observer }
 
 // ObserveDecision tells the observer of d, recovering a panic. The deferred recover is
-// open-coded: it costs a few nanoseconds when nothing panics (BenchmarkObserversRecover).
+// open-coded: it costs about 15 ns when nothing panics (BenchmarkObserversRecover).
 func (s safeObserver) ObserveDecision(ctx context.Context, d Decision) {
 	defer func() { _ = recover() }()
 	s.Observer.ObserveDecision(ctx, d)
