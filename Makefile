@@ -1,7 +1,7 @@
 # make test — the one test command: installs redis-server if missing, checks gofmt and
 #             go vet, runs every test with the race detector (and the nested modules' tests:
-#             bench/, examples/algorithms/, and faults/, which stops and slows real Redis
-#             servers under load).
+#             bench/, examples/algorithms/, faults/, which stops and slows real Redis
+#             servers under load, and prommetrics/, the Prometheus collector).
 # make bench — the benchmarks, ours and the peers' (bench/ is a module of its own).
 
 GO ?= go
@@ -14,6 +14,7 @@ test: redis
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./...
 	cd examples/algorithms && $(GO) vet ./... && $(GO) test -count=1 ./...
 	cd faults && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+	cd prommetrics && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 	$(GO) test -race -count=1 ./...
 
 # Our own benchmarks, then the comparison with other limiters (figures: docs/benchmarks.md).

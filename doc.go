@@ -44,5 +44,14 @@
 //     fallback.WithClock: simulations, replays, tests); the Redis backend reads Redis's
 //     clock, by design, and has no such option.
 //
+// # Observing
+//
+// Every decision can be reported to an Observer, as a Decision: policy, backend, outcome,
+// error kind (ClassifyError), shadow, cost, remaining, limit and duration, never the key.
+// The middlewares take one (WithObserver); Observe wraps a Limiter called directly;
+// Observers composes several and recovers their panics. Packages otelmetrics
+// (OpenTelemetry), prommetrics (Prometheus, a module of its own) and slogobserver
+// (log/slog) implement it; docs/observability.md has the instruments, queries and alerts.
+//
 // This package imports only the standard library.
 package ratelimit

@@ -66,6 +66,10 @@
 //		slog.Warn("rate limiter", "breaker", c)
 //	})
 //
+// WithObserver reports the same changes to a ratelimit.Observer (otelmetrics,
+// prommetrics, slogobserver). The Limiter is a ratelimit.OriginReporter: whoever reports
+// its decisions learns which limiter made each, and which came from the denial cache.
+//
 // Close makes later calls fail with ratelimit.ErrClosed; it closes neither limiter, which
 // belong to the caller. The Limiter starts no goroutine.
 package fallback

@@ -30,6 +30,7 @@ type Limiter struct {
 	breaker   breaker
 	cache     *denialCache // nil when off
 	onError   func(ctx context.Context, key string, err error)
+	origins   origins
 	clock     func() time.Time // nil: the monotonic clock
 	epoch     time.Time
 	closed    atomic.Bool
@@ -59,11 +60,12 @@ func New(primary, secondary ratelimit.Limiter, opts ...Option) *Limiter {
 		secondary: secondary,
 		instances: o.instances,
 		onError:   o.onError,
+		origins:   originsOf(primary, secondary),
 		clock:     o.clock,
 		breaker: breaker{
 			threshold: int32(o.threshold),
 			cooldown:  int64(o.cooldown),
-			hook:      o.onState,
+			hook:      o.stateHook(),
 		},
 	}
 	if o.cacheSize > 0 {
@@ -93,16 +95,22 @@ func (l *Limiter) Allow(ctx context.Context, key string, limit ratelimit.Limit) 
 //     under the scaled limit (WithInstances); without a secondary, AllowN returns an
 //     error wrapping ErrUnavailable.
 func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
+	res, _, err := l.decide(ctx, key, limit, n)
+	return res, err
+}
+
+// decide is AllowN, and also says which limiter decided (AllowNOrigin).
+func (l *Limiter) decide(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, ratelimit.Origin, error) {
 	if l.closed.Load() {
-		return ratelimit.Result{Limit: limit}, ratelimit.ErrClosed
+		return ratelimit.Result{Limit: limit}, l.origins.self, ratelimit.ErrClosed
 	}
 	if err := args.Check(key, limit, n); err != nil {
-		return ratelimit.Result{Limit: limit}, err
+		return ratelimit.Result{Limit: limit}, l.origins.self, err
 	}
 	sent := l.now()
 	if l.cache != nil {
 		if res, ok := l.cache.lookup(key, limit, n, sent); ok {
-			return res, nil
+			return res, l.origins.cache, nil
 		}
 	}
 	ok, t := l.breaker.admit(sent)
@@ -120,10 +128,10 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit,
 		default:
 			l.cache.store(key, limit, n, sent, res)
 		}
-		return res, nil
+		return res, l.origins.primary, nil
 	case !isFailure(ctx, err):
 		l.breaker.inconclusive(t, l.now())
-		return res, err
+		return res, l.origins.primary, err
 	}
 	l.fail(ctx, key, t, err)
 	return l.degraded(ctx, key, limit, n, fmt.Errorf("%w: %w", ErrUnavailable, err))
@@ -178,15 +186,16 @@ func (l *Limiter) fail(ctx context.Context, key string, t ticket, err error) {
 }
 
 // degraded decides with the secondary, or returns unavailable when there is none.
-func (l *Limiter) degraded(ctx context.Context, key string, limit ratelimit.Limit, n int, unavailable error) (ratelimit.Result, error) {
+func (l *Limiter) degraded(ctx context.Context, key string, limit ratelimit.Limit, n int, unavailable error) (ratelimit.Result, ratelimit.Origin, error) {
 	if l.secondary == nil {
-		return ratelimit.Result{Limit: limit}, unavailable
+		return ratelimit.Result{Limit: limit}, l.origins.self, unavailable
 	}
 	share := l.share(limit)
 	// A request costing more than this instance's share of the burst takes all of it: it
 	// passes when the share is full, instead of failing with ErrExceedsBurst for a request
 	// the real limit allows.
-	return l.secondary.AllowN(ctx, key, share, min(n, share.Burst))
+	res, err := l.secondary.AllowN(ctx, key, share, min(n, share.Burst))
+	return res, l.origins.secondary, err
 }
 
 func (l *Limiter) waitDegraded(ctx context.Context, key string, limit ratelimit.Limit, unavailable error) error {

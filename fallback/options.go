@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"time"
+
+	"github.com/sluice-go/ratelimit"
 )
 
 // Defaults of the options.
@@ -33,6 +35,7 @@ type options struct {
 	onError   func(ctx context.Context, key string, err error)
 	onState   func(StateChange)
 	clock     func() time.Time
+	observer  ratelimit.Observer
 }
 
 func defaultOptions() options {
@@ -123,4 +126,14 @@ func WithStateHook(f func(StateChange)) Option {
 // time by hand. Default: the system clock. A nil now means the default.
 func WithClock(now func() time.Time) Option {
 	return func(o *options) { o.clock = now }
+}
+
+// WithObserver sets an observer told of every change of the circuit breaker's state, when
+// it implements ratelimit.BreakerObserver (otelmetrics, prommetrics and slogobserver do),
+// beside the hook of WithStateHook. A panic in it is recovered. Decisions are reported by
+// whoever calls the Limiter (the middlewares' WithObserver, ratelimit.Observe), which learn
+// from AllowNOrigin which limiter decided and which denials came from the denial cache.
+// Default: none.
+func WithObserver(o ratelimit.Observer) Option {
+	return func(opts *options) { opts.observer = o }
 }

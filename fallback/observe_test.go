@@ -1,0 +1,139 @@
+package fallback_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/fallback"
+	"github.com/sluice-go/ratelimit/internal/conformance"
+)
+
+// observed keeps what an Observer is told.
+type observed struct {
+	mu          sync.Mutex
+	decisions   []ratelimit.Decision
+	transitions []ratelimit.BreakerTransition
+}
+
+func (o *observed) ObserveDecision(_ context.Context, d ratelimit.Decision) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	d.Duration, d.Err = 0, nil // not compared
+	o.decisions = append(o.decisions, d)
+}
+
+func (o *observed) ObserveBreaker(t ratelimit.BreakerTransition) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.transitions = append(o.transitions, t)
+}
+
+// broken panics whenever it is told anything.
+type broken struct{}
+
+func (broken) ObserveDecision(context.Context, ratelimit.Decision) { panic("broken observer") }
+func (broken) ObserveBreaker(ratelimit.BreakerTransition)          { panic("broken observer") }
+
+// TestObserveOutage: an outage seen through ratelimit.Observe and WithObserver. The primary
+// decides and denies (the denial is cached), fails five times (the secondary decides, the
+// breaker opens), and comes back after the cooldown (the probe closes the breaker).
+func TestObserveOutage(t *testing.T) {
+	obs := &observed{}
+	r := newRig(t, fallback.WithObserver(ratelimit.Observers(obs, broken{})))
+	l := ratelimit.Observe(r.l, ratelimit.Observers(obs, broken{}), "api")
+	ctx := context.Background()
+	limit := ratelimit.Limit{Rate: 1, Burst: 1}
+
+	call := func(key string) {
+		t.Helper()
+		_, err := l.Allow(ctx, key, limit)
+		require.NoError(t, err)
+	}
+	call("a") // primary: allowed
+	call("a") // primary: denied, and cached
+	call("a") // the denial cache
+	r.primary.fail(nil)
+	for range 5 {
+		call("b") // the primary fails, the secondary decides
+	}
+	call("b") // breaker open: the secondary, without asking
+	r.clock.Advance(fallback.DefaultCooldown)
+	r.primary.down.Store(false)
+	call("c") // the probe: the primary, which closes the breaker
+
+	const primary = "fallback_test.switched" // BackendName of the test's primary type
+	d := func(backend string, outcome ratelimit.Outcome, remaining int, cached bool) ratelimit.Decision {
+		return ratelimit.Decision{
+			Policy: "api", Backend: backend, Outcome: outcome, Cached: cached, Cost: 1,
+			Remaining: remaining, Limit: limit,
+		}
+	}
+	allowed, denied := ratelimit.OutcomeAllowed, ratelimit.OutcomeDenied
+	assert.Equal(t, []ratelimit.Decision{
+		d(primary, allowed, 0, false),
+		d(primary, denied, 0, false),
+		d("fallback", denied, 0, true),
+		d("local", allowed, 0, false), // b's first request, on the secondary's bucket
+		d("local", denied, 0, false),
+		d("local", denied, 0, false),
+		d("local", denied, 0, false),
+		d("local", denied, 0, false),
+		d("local", denied, 0, false),
+		d(primary, allowed, 0, false),
+	}, obs.decisions)
+	require.Len(t, obs.transitions, 3)
+	assert.Equal(t, ratelimit.BreakerTransition{From: "closed", To: "open", Err: errDown}, obs.transitions[0])
+	assert.Equal(t, ratelimit.BreakerTransition{From: "open", To: "half-open"}, obs.transitions[1])
+	assert.Equal(t, ratelimit.BreakerTransition{From: "half-open", To: "closed"}, obs.transitions[2])
+
+	// WithStateHook is still told, beside the observer.
+	changes, _ := r.hooks.seen()
+	assert.Equal(t, []string{opened, halfOpen, recovered}, changes)
+}
+
+// TestOriginWithoutSecondary: the errors the Limiter answers alone come from "fallback".
+func TestOriginWithoutSecondary(t *testing.T) {
+	clock := conformance.NewClock()
+	primary := newSwitched(t, clock)
+	l := fallback.New(primary, nil, fallback.WithClock(clock.Now), fallback.WithFailureThreshold(1))
+	ctx := context.Background()
+	limit := ratelimit.PerSecond(1)
+
+	_, org, err := l.AllowNOrigin(ctx, "", limit, 1)
+	require.ErrorIs(t, err, ratelimit.ErrKeyEmpty)
+	assert.Equal(t, ratelimit.Origin{Backend: "fallback"}, org)
+
+	primary.fail(nil)
+	_, org, err = l.AllowNOrigin(ctx, "k", limit, 1)
+	require.ErrorIs(t, err, fallback.ErrUnavailable)
+	assert.Equal(t, ratelimit.Origin{Backend: "fallback"}, org)
+	assert.Equal(t, ratelimit.KindUnavailable, ratelimit.ClassifyError(ctx, err))
+
+	require.NoError(t, l.Close())
+	_, org, err = l.AllowNOrigin(ctx, "k", limit, 1)
+	require.ErrorIs(t, err, ratelimit.ErrClosed)
+	assert.Equal(t, ratelimit.Origin{Backend: "fallback"}, org)
+	assert.Equal(t, "fallback", ratelimit.BackendName(l))
+}
+
+// TestWithObserverNotBreakerObserver: an observer that does not want transitions changes
+// nothing.
+func TestWithObserverNotBreakerObserver(t *testing.T) {
+	r := newRig(t, fallback.WithObserver(decisionsOnly{}), fallback.WithFailureThreshold(1))
+	r.primary.fail(nil)
+	r.allow(t, roomy)
+	require.Equal(t, fallback.Open, r.l.State())
+	changes, _ := r.hooks.seen()
+	assert.Equal(t, []string{opened}, changes)
+	r.clock.Advance(time.Hour)
+}
+
+type decisionsOnly struct{}
+
+func (decisionsOnly) ObserveDecision(context.Context, ratelimit.Decision) {}

@@ -1,0 +1,59 @@
+package otelmetrics
+
+import (
+	"go.opentelemetry.io/otel/metric"
+)
+
+// DefaultMaxSeries is the default of WithMaxSeries.
+const DefaultMaxSeries = 256
+
+// Option configures an Observer built by New.
+type Option func(*options)
+
+type options struct {
+	provider  metric.MeterProvider
+	maxSeries int
+	buckets   []bucketSource
+}
+
+// bucketSource is a backend whose buckets the ratelimit.buckets instrument reports.
+type bucketSource struct {
+	backend string
+	count   func() int
+}
+
+func defaultOptions() options {
+	return options{maxSeries: DefaultMaxSeries}
+}
+
+// WithMeterProvider sets the MeterProvider the instruments come from. Default: the global
+// one, otel.GetMeterProvider(), as it is when New is called. A nil mp means the default.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(o *options) { o.provider = mp }
+}
+
+// WithMaxSeries bounds the number of distinct (policy, backend) pairs the Observer keeps
+// apart, and so the number of series it can make, whatever names reach it: decisions of
+// any further pair are counted with policy and backend "_OTHER". Policies and backends are
+// names fixed by configuration, so the bound is reached only by mistake (a key given as a
+// policy name). Default: DefaultMaxSeries (256). A value below 1 means the default.
+func WithMaxSeries(n int) Option {
+	return func(o *options) {
+		if n < 1 {
+			n = DefaultMaxSeries
+		}
+		o.maxSeries = n
+	}
+}
+
+// WithBuckets reports count() as the value of ratelimit.buckets for backend at each
+// collection: the number of buckets a limiter holds, e.g. WithBuckets("local", l.Len) for a
+// *local.Limiter. It may be given once per backend name; count must be safe for concurrent
+// use and quick. Default: no ratelimit.buckets series.
+func WithBuckets(backend string, count func() int) Option {
+	return func(o *options) {
+		if count != nil {
+			o.buckets = append(o.buckets, bucketSource{backend, count})
+		}
+	}
+}

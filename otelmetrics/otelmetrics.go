@@ -1,0 +1,330 @@
+package otelmetrics
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/sluice-go/ratelimit"
+)
+
+// ScopeName is the instrumentation scope of the Observer's meter.
+const ScopeName = "github.com/sluice-go/ratelimit/otelmetrics"
+
+// durationBuckets are the bounds, in seconds, of the buckets of ratelimit.decision.duration:
+// from 10 µs (a local decision takes about 0.1 µs, a denial-cache hit under 1 µs) through
+// the tens of µs of a Redis round trip on a LAN, up to 250 ms (far past any limiter's
+// deadline: distributed's default is 50 ms).
+var durationBuckets = []float64{
+	0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005,
+	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+}
+
+// Names of the attributes. Their values are names fixed by configuration (policies,
+// backends) or taken from small fixed sets; never a key.
+const (
+	attrPolicy    = "ratelimit.policy"
+	attrResult    = "ratelimit.result"
+	attrShadow    = "ratelimit.shadow"
+	attrErrorType = "error.type"
+	attrBackend   = "ratelimit.backend"
+	attrFrom      = "ratelimit.fallback.from"
+	attrTo        = "ratelimit.fallback.to"
+)
+
+// other is the policy and backend of the decisions past WithMaxSeries, and the error.type
+// of an error of no known kind (as OpenTelemetry's semantic conventions name such values).
+const other = "_OTHER"
+
+// Observer is a ratelimit.Observer and ratelimit.BreakerObserver that records decisions
+// and breaker transitions on OpenTelemetry instruments; see the package documentation for
+// the instruments. It is safe for concurrent use.
+//
+// The counts of decisions and denial-cache hits are kept by the Observer itself, one atomic
+// counter per series, and reported at each collection through asynchronous counters: the
+// SDK's synchronous instruments resolve their attributes on every call, which costs a few
+// hundred nanoseconds a measurement, while an atomic add costs a few. Only the duration,
+// a histogram, is recorded on every decision (OpenTelemetry has no asynchronous histogram).
+type Observer struct {
+	requests    metric.Int64ObservableCounter
+	cacheHits   metric.Int64ObservableCounter
+	duration    metric.Float64Histogram
+	transitions metric.Int64Counter
+
+	maxSeries int
+	mu        sync.Mutex                            // serializes additions to series
+	series    atomic.Pointer[map[seriesKey]*series] // copied on write
+	other     *series
+	states    map[[2]string]metric.AddOption // the attributes of the known transitions
+}
+
+var (
+	_ ratelimit.Observer        = (*Observer)(nil)
+	_ ratelimit.BreakerObserver = (*Observer)(nil)
+)
+
+type seriesKey struct{ policy, backend string }
+
+// series holds the counts of one (policy, backend) pair and their attribute sets, made
+// once, so that recording a decision allocates nothing.
+type series struct {
+	policy    string
+	requests  [2][2]counter // [allowed, denied][shadow]
+	errors    [numKinds][2]counter
+	cacheHits counter
+	duration  [3][]metric.RecordOption // [allowed, denied, error]
+}
+
+// numKinds is the number of ratelimit.ErrorKind values; index 0 (KindNone) stands for an
+// error of no known kind.
+const numKinds = int(ratelimit.KindClosed) + 1
+
+// counter is a count and the attributes it is reported with.
+type counter struct {
+	n     atomic.Int64
+	attrs metric.ObserveOption
+}
+
+// New returns an Observer whose instruments come from the MeterProvider of
+// WithMeterProvider (default: the global one). It fails only if the provider refuses to
+// make an instrument.
+func New(opts ...Option) (*Observer, error) {
+	cfg := defaultOptions()
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	mp := cfg.provider
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	meter := mp.Meter(ScopeName)
+
+	o := &Observer{maxSeries: cfg.maxSeries, other: newSeries(other, other)}
+	m := make(map[seriesKey]*series)
+	o.series.Store(&m)
+	o.states = make(map[[2]string]metric.AddOption)
+	for _, from := range []string{"closed", "open", "half-open"} {
+		for _, to := range []string{"closed", "open", "half-open"} {
+			o.states[[2]string{from, to}] = transitionOption(from, to)
+		}
+	}
+
+	var errs [6]error
+	o.requests, errs[0] = meter.Int64ObservableCounter("ratelimit.requests",
+		metric.WithUnit("{request}"),
+		metric.WithDescription("Rate-limiting decisions, by policy and result."))
+	o.duration, errs[1] = meter.Float64Histogram("ratelimit.decision.duration",
+		metric.WithUnit("s"),
+		metric.WithDescription("How long the limiter took to decide, by policy, backend and result."),
+		metric.WithExplicitBucketBoundaries(durationBuckets...))
+	o.transitions, errs[2] = meter.Int64Counter("ratelimit.fallback.transitions",
+		metric.WithUnit("{transition}"),
+		metric.WithDescription("Changes of state of the fallback circuit breaker."))
+	o.cacheHits, errs[3] = meter.Int64ObservableCounter("ratelimit.denial_cache.hits",
+		metric.WithUnit("{request}"),
+		metric.WithDescription("Denials answered by the fallback denial cache without asking the backend."))
+	if errs[0] == nil && errs[3] == nil {
+		_, errs[4] = meter.RegisterCallback(o.report, o.requests, o.cacheHits)
+	}
+	errs[5] = registerBuckets(meter, cfg.buckets)
+	if err := errors.Join(errs[:]...); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// report reports the counts of every policy. They are kept per (policy, backend), so the
+// backends of each policy are added up first.
+func (o *Observer) report(_ context.Context, obs metric.Observer) error {
+	byPolicy := make(map[string]*counts)
+	add := func(s *series) {
+		sum := byPolicy[s.policy]
+		if sum == nil {
+			sum = &counts{series: s}
+			byPolicy[s.policy] = sum
+		}
+		sum.add(s)
+	}
+	for _, s := range *o.series.Load() {
+		add(s)
+	}
+	add(o.other)
+	for _, sum := range byPolicy {
+		sum.report(obs, o.requests, o.cacheHits)
+	}
+	return nil
+}
+
+// counts are the counts of a policy's decisions, summed over its backends, and a series of
+// the policy for their attributes.
+type counts struct {
+	series    *series
+	requests  [2][2]int64
+	errors    [numKinds][2]int64
+	cacheHits int64
+}
+
+func (c *counts) add(s *series) {
+	for out := range c.requests {
+		for shadow := range c.requests[out] {
+			c.requests[out][shadow] += s.requests[out][shadow].n.Load()
+		}
+	}
+	for kind := range c.errors {
+		for shadow := range c.errors[kind] {
+			c.errors[kind][shadow] += s.errors[kind][shadow].n.Load()
+		}
+	}
+	c.cacheHits += s.cacheHits.n.Load()
+}
+
+// report reports each count that is not zero: a series appears with its first decision,
+// as it would on a synchronous counter.
+func (c *counts) report(obs metric.Observer, requests, cacheHits metric.Int64Observable) {
+	observe := func(inst metric.Int64Observable, n int64, attrs metric.ObserveOption) {
+		if n > 0 {
+			obs.ObserveInt64(inst, n, attrs)
+		}
+	}
+	for out := range c.requests {
+		for shadow := range c.requests[out] {
+			observe(requests, c.requests[out][shadow], c.series.requests[out][shadow].attrs)
+		}
+	}
+	for kind := range c.errors {
+		for shadow := range c.errors[kind] {
+			observe(requests, c.errors[kind][shadow], c.series.errors[kind][shadow].attrs)
+		}
+	}
+	observe(cacheHits, c.cacheHits, c.series.cacheHits.attrs)
+}
+
+// registerBuckets makes the ratelimit.buckets instrument, when there is a source for it.
+func registerBuckets(meter metric.Meter, sources []bucketSource) error {
+	if len(sources) == 0 {
+		return nil
+	}
+	gauge, err := meter.Int64ObservableUpDownCounter("ratelimit.buckets",
+		metric.WithUnit("{bucket}"),
+		metric.WithDescription("Buckets held by a limiter."))
+	if err != nil {
+		return err
+	}
+	attrs := make([]metric.ObserveOption, len(sources))
+	for i, s := range sources {
+		attrs[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String(attrBackend, s.backend)))
+	}
+	_, err = meter.RegisterCallback(func(_ context.Context, obs metric.Observer) error {
+		for i, s := range sources {
+			obs.ObserveInt64(gauge, int64(s.count()), attrs[i])
+		}
+		return nil
+	}, gauge)
+	return err
+}
+
+// ObserveDecision records d: one ratelimit.requests, one ratelimit.decision.duration, and
+// one ratelimit.denial_cache.hits when d.Cached. It allocates nothing once the pair
+// (d.Policy, d.Backend) has been seen.
+func (o *Observer) ObserveDecision(ctx context.Context, d ratelimit.Decision) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	s := o.lookup(d.Policy, d.Backend)
+	shadow := 0
+	if d.Shadow {
+		shadow = 1
+	}
+	out := d.Outcome
+	switch out {
+	case ratelimit.OutcomeAllowed, ratelimit.OutcomeDenied:
+		s.requests[out][shadow].n.Add(1)
+	default:
+		out = ratelimit.OutcomeError
+		kind := int(d.ErrorKind)
+		if kind >= numKinds {
+			kind = 0
+		}
+		s.errors[kind][shadow].n.Add(1)
+	}
+	if d.Cached {
+		s.cacheHits.n.Add(1)
+	}
+	o.duration.Record(ctx, d.Duration.Seconds(), s.duration[out]...)
+}
+
+// ObserveBreaker records t on ratelimit.fallback.transitions.
+func (o *Observer) ObserveBreaker(t ratelimit.BreakerTransition) {
+	opt, ok := o.states[[2]string{t.From, t.To}]
+	if !ok {
+		opt = transitionOption(t.From, t.To)
+	}
+	o.transitions.Add(context.Background(), 1, opt)
+}
+
+func transitionOption(from, to string) metric.AddOption {
+	return metric.WithAttributeSet(attribute.NewSet(attribute.String(attrFrom, from), attribute.String(attrTo, to)))
+}
+
+// lookup returns the series of (policy, backend), making it on first sight; past
+// maxSeries pairs, the shared series of "_OTHER".
+func (o *Observer) lookup(policy, backend string) *series {
+	m := *o.series.Load()
+	if s, ok := m[seriesKey{policy, backend}]; ok {
+		return s
+	}
+	if len(m) >= o.maxSeries {
+		return o.other
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	m = *o.series.Load()
+	if s, ok := m[seriesKey{policy, backend}]; ok {
+		return s
+	}
+	if len(m) >= o.maxSeries {
+		return o.other
+	}
+	// Copies of the names: the caller's may share memory with a larger buffer.
+	k := seriesKey{strings.Clone(policy), strings.Clone(backend)}
+	s := newSeries(k.policy, k.backend)
+	next := maps.Clone(m)
+	next[k] = s
+	o.series.Store(&next)
+	return s
+}
+
+func newSeries(policy, backend string) *series {
+	p := attribute.String(attrPolicy, policy)
+	b := attribute.String(attrBackend, backend)
+	set := func(kv ...attribute.KeyValue) metric.ObserveOption {
+		return metric.WithAttributeSet(attribute.NewSet(kv...))
+	}
+	s := &series{policy: policy}
+	s.cacheHits.attrs = set(p)
+	for shadow, sh := range []attribute.KeyValue{attribute.Bool(attrShadow, false), attribute.Bool(attrShadow, true)} {
+		for _, out := range []ratelimit.Outcome{ratelimit.OutcomeAllowed, ratelimit.OutcomeDenied} {
+			s.requests[out][shadow].attrs = set(p, attribute.String(attrResult, out.String()), sh)
+		}
+		for kind := range numKinds {
+			name := ratelimit.ErrorKind(kind).String()
+			if kind == 0 {
+				name = other
+			}
+			s.errors[kind][shadow].attrs = set(p, attribute.String(attrResult, ratelimit.OutcomeError.String()), sh,
+				attribute.String(attrErrorType, name))
+		}
+	}
+	for _, out := range []ratelimit.Outcome{ratelimit.OutcomeAllowed, ratelimit.OutcomeDenied, ratelimit.OutcomeError} {
+		s.duration[out] = []metric.RecordOption{metric.WithAttributeSet(
+			attribute.NewSet(p, b, attribute.String(attrResult, out.String())))}
+	}
+	return s
+}

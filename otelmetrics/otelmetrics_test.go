@@ -1,0 +1,353 @@
+package otelmetrics_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/fallback"
+	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/otelmetrics"
+)
+
+// newObserver returns an Observer on a real SDK MeterProvider read by hand.
+func newObserver(t testing.TB, opts ...otelmetrics.Option) (*otelmetrics.Observer, *sdkmetric.ManualReader) {
+	t.Helper()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	obs, err := otelmetrics.New(append([]otelmetrics.Option{otelmetrics.WithMeterProvider(mp)}, opts...)...)
+	require.NoError(t, err)
+	return obs, reader
+}
+
+// collected is one collection, by instrument name.
+type collected map[string]metricdata.Metrics
+
+func collect(t testing.TB, r *sdkmetric.ManualReader) collected {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, r.Collect(context.Background(), &rm))
+	out := collected{}
+	for _, sm := range rm.ScopeMetrics {
+		assert.Equal(t, otelmetrics.ScopeName, sm.Scope.Name)
+		for _, m := range sm.Metrics {
+			out[m.Name] = m
+		}
+	}
+	return out
+}
+
+func attrs(s attribute.Set) string { return s.Encoded(attribute.DefaultEncoder()) }
+
+// counts returns the value of each series of an int64 sum, by its attributes.
+func (c collected) counts(t testing.TB, name string) map[string]int64 {
+	t.Helper()
+	sum, ok := c[name].Data.(metricdata.Sum[int64])
+	require.True(t, ok, "%s is %T", name, c[name].Data)
+	out := map[string]int64{}
+	for _, p := range sum.DataPoints {
+		out[attrs(p.Attributes)] = p.Value
+	}
+	return out
+}
+
+// histogram returns each series of ratelimit.decision.duration by its attributes.
+func (c collected) histogram(t testing.TB) map[string]metricdata.HistogramDataPoint[float64] {
+	t.Helper()
+	h, ok := c["ratelimit.decision.duration"].Data.(metricdata.Histogram[float64])
+	require.True(t, ok)
+	out := map[string]metricdata.HistogramDataPoint[float64]{}
+	for _, p := range h.DataPoints {
+		out[attrs(p.Attributes)] = p
+	}
+	return out
+}
+
+// seedClock is the seed timeline's clock: t0 + at, moved by the test.
+type seedClock struct{ now time.Time }
+
+func (c *seedClock) Now() time.Time { return c.now }
+
+// TestSeedTimeline: Rate 1/s, Burst 2, three requests at once: two allowed, one denied.
+func TestSeedTimeline(t *testing.T) {
+	obs, reader := newObserver(t)
+	clock := &seedClock{time.Date(2026, 1, 1, 0, 0, 0, 100e6, time.UTC)}
+	l := local.New(local.WithClock(clock.Now), local.WithCleanupInterval(0))
+	defer l.Close()
+	limiter := ratelimit.Observe(l, obs, "api")
+	for range 3 {
+		_, err := limiter.Allow(context.Background(), "client", ratelimit.Limit{Rate: 1, Burst: 2})
+		require.NoError(t, err)
+	}
+
+	c := collect(t, reader)
+	assert.Equal(t, map[string]int64{
+		"ratelimit.policy=api,ratelimit.result=allowed,ratelimit.shadow=false": 2,
+		"ratelimit.policy=api,ratelimit.result=denied,ratelimit.shadow=false":  1,
+	}, c.counts(t, "ratelimit.requests"))
+	assert.Equal(t, "{request}", c["ratelimit.requests"].Unit)
+
+	h := c.histogram(t)
+	require.Len(t, h, 2)
+	allowed := h["ratelimit.backend=local,ratelimit.policy=api,ratelimit.result=allowed"]
+	denied := h["ratelimit.backend=local,ratelimit.policy=api,ratelimit.result=denied"]
+	assert.Equal(t, uint64(3), allowed.Count+denied.Count)
+	assert.Equal(t, uint64(2), allowed.Count)
+	assert.Equal(t, []float64{1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 0.01, 0.025, 0.05, 0.1, 0.25},
+		allowed.Bounds)
+	assert.Equal(t, "s", c["ratelimit.decision.duration"].Unit)
+}
+
+// TestErrorsAndShadow: each error kind is its own error.type, shadow decisions their own
+// series, and a denial-cache hit counts both as a denial and as a hit.
+func TestErrorsAndShadow(t *testing.T) {
+	obs, reader := newObserver(t)
+	ctx := context.Background()
+	for _, d := range []ratelimit.Decision{
+		{Policy: "api", Backend: "distributed", Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindTimeout, Duration: 50 * time.Millisecond},
+		{Policy: "api", Backend: "distributed", Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindTimeout, Duration: 50 * time.Millisecond},
+		{Policy: "api", Backend: "distributed", Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindUnavailable},
+		{Policy: "api", Backend: "local", Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindInvalidInput},
+		{Policy: "api", Backend: "local", Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindCanceled},
+		{Policy: "api", Backend: "local", Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindClosed},
+		{Policy: "api", Backend: "local", Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindNone},
+		{Policy: "api", Backend: "local", Outcome: ratelimit.OutcomeError, ErrorKind: 200},
+		{Policy: "new", Backend: "local", Outcome: ratelimit.OutcomeDenied, Shadow: true},
+		{Policy: "new", Backend: "local", Outcome: ratelimit.OutcomeAllowed, Shadow: true},
+		{Policy: "new", Backend: "local", Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindTimeout, Shadow: true},
+		{Policy: "api", Backend: "fallback", Outcome: ratelimit.OutcomeDenied, Cached: true},
+	} {
+		obs.ObserveDecision(ctx, d)
+	}
+	c := collect(t, reader)
+	assert.Equal(t, map[string]int64{
+		"error.type=timeout,ratelimit.policy=api,ratelimit.result=error,ratelimit.shadow=false":       2,
+		"error.type=unavailable,ratelimit.policy=api,ratelimit.result=error,ratelimit.shadow=false":   1,
+		"error.type=invalid_input,ratelimit.policy=api,ratelimit.result=error,ratelimit.shadow=false": 1,
+		"error.type=canceled,ratelimit.policy=api,ratelimit.result=error,ratelimit.shadow=false":      1,
+		"error.type=closed,ratelimit.policy=api,ratelimit.result=error,ratelimit.shadow=false":        1,
+		"error.type=_OTHER,ratelimit.policy=api,ratelimit.result=error,ratelimit.shadow=false":        2,
+		"ratelimit.policy=new,ratelimit.result=denied,ratelimit.shadow=true":                          1,
+		"ratelimit.policy=new,ratelimit.result=allowed,ratelimit.shadow=true":                         1,
+		"error.type=timeout,ratelimit.policy=new,ratelimit.result=error,ratelimit.shadow=true":        1,
+		"ratelimit.policy=api,ratelimit.result=denied,ratelimit.shadow=false":                         1,
+	}, c.counts(t, "ratelimit.requests"))
+	assert.Equal(t, map[string]int64{"ratelimit.policy=api": 1}, c.counts(t, "ratelimit.denial_cache.hits"))
+
+	h := c.histogram(t)
+	redis := h["ratelimit.backend=distributed,ratelimit.policy=api,ratelimit.result=error"]
+	assert.Equal(t, uint64(3), redis.Count)
+	assert.InDelta(t, 0.1, redis.Sum, 1e-12)
+	// 0 s, and 50 ms twice: the buckets (…, 0.025], (0.025, 0.05] count 50 ms (le 0.05).
+	assert.Equal(t, []uint64{1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0}, redis.BucketCounts)
+	assert.Equal(t, uint64(5), h["ratelimit.backend=local,ratelimit.policy=api,ratelimit.result=error"].Count)
+}
+
+// failing is a primary that cannot decide, as a Redis backend when Redis is down.
+type failing struct{ ratelimit.Limiter }
+
+var errDown = errors.New("ratelimit: redis: connection refused")
+
+func (failing) AllowN(_ context.Context, _ string, limit ratelimit.Limit, _ int) (ratelimit.Result, error) {
+	return ratelimit.Result{Limit: limit}, errDown
+}
+
+// TestFallbackOutage: the primary fails; the first call and the next go to the local
+// secondary, the breaker opens once; the decisions are counted under backend local.
+func TestFallbackOutage(t *testing.T) {
+	obs, reader := newObserver(t, otelmetrics.WithBuckets("local", nil))
+	secondary := local.New(local.WithCleanupInterval(0))
+	defer secondary.Close()
+	fb := fallback.New(failing{}, secondary, fallback.WithFailureThreshold(1), fallback.WithCooldown(time.Hour),
+		fallback.WithObserver(obs))
+	limiter := ratelimit.Observe(fb, obs, "api")
+	for range 3 {
+		_, err := limiter.Allow(context.Background(), "k", ratelimit.Limit{Rate: 1, Burst: 2})
+		require.NoError(t, err)
+	}
+	c := collect(t, reader)
+	assert.Equal(t, map[string]int64{
+		"ratelimit.policy=api,ratelimit.result=allowed,ratelimit.shadow=false": 2,
+		"ratelimit.policy=api,ratelimit.result=denied,ratelimit.shadow=false":  1,
+	}, c.counts(t, "ratelimit.requests"))
+	h := c.histogram(t)
+	assert.Equal(t, uint64(2), h["ratelimit.backend=local,ratelimit.policy=api,ratelimit.result=allowed"].Count)
+	assert.Equal(t, uint64(1), h["ratelimit.backend=local,ratelimit.policy=api,ratelimit.result=denied"].Count)
+	assert.Equal(t, map[string]int64{"ratelimit.fallback.from=closed,ratelimit.fallback.to=open": 1},
+		c.counts(t, "ratelimit.fallback.transitions"))
+	assert.NotContains(t, c, "ratelimit.buckets", "a nil count adds nothing")
+
+	obs.ObserveBreaker(ratelimit.BreakerTransition{From: "open", To: "half-open"})
+	obs.ObserveBreaker(ratelimit.BreakerTransition{From: "weird", To: "closed"})
+	assert.Equal(t, map[string]int64{
+		"ratelimit.fallback.from=closed,ratelimit.fallback.to=open":    1,
+		"ratelimit.fallback.from=open,ratelimit.fallback.to=half-open": 1,
+		"ratelimit.fallback.from=weird,ratelimit.fallback.to=closed":   1,
+	}, collect(t, reader).counts(t, "ratelimit.fallback.transitions"))
+}
+
+func TestBuckets(t *testing.T) {
+	l := local.New(local.WithCleanupInterval(0))
+	defer l.Close()
+	obs, reader := newObserver(t, otelmetrics.WithBuckets("local", l.Len))
+	limiter := ratelimit.Observe(l, obs, "api")
+	for i := range 3 {
+		_, err := limiter.Allow(context.Background(), "k"+strconv.Itoa(i), ratelimit.PerSecond(1))
+		require.NoError(t, err)
+	}
+	c := collect(t, reader)
+	assert.Equal(t, map[string]int64{"ratelimit.backend=local": 3}, c.counts(t, "ratelimit.buckets"))
+	assert.False(t, c["ratelimit.buckets"].Data.(metricdata.Sum[int64]).IsMonotonic)
+}
+
+// shadowed marks every decision it forwards as a shadow one.
+type shadowed struct{ ratelimit.Observer }
+
+func (s shadowed) ObserveDecision(ctx context.Context, d ratelimit.Decision) {
+	d.Shadow = true
+	s.Observer.ObserveDecision(ctx, d)
+}
+
+// TestCardinality: 100,000 distinct keys under two policies, enforced and in shadow, each
+// key allowed once and denied once, make at most policies × results × shadow series of
+// ratelimit.requests, and no attribute value of any instrument is a key.
+func TestCardinality(t *testing.T) {
+	const keys = 100_000
+	obs, reader := newObserver(t)
+	l := local.New(local.WithCleanupInterval(0))
+	defer l.Close()
+	limiters := []*ratelimit.ObservedLimiter{
+		ratelimit.Observe(l, obs, "api"), ratelimit.Observe(l, obs, "login"),
+		ratelimit.Observe(l, shadowed{obs}, "api"), ratelimit.Observe(l, shadowed{obs}, "login"),
+	}
+	limit := ratelimit.Limit{Rate: 1e-6, Burst: 1}
+	ctx := context.Background()
+	seen := make(map[string]bool, keys)
+	for i := range keys {
+		key := "10.0." + strconv.Itoa(i/256) + "." + strconv.Itoa(i%256)
+		seen[key] = true
+		lim := limiters[i%len(limiters)]
+		for range 2 {
+			_, err := lim.Allow(ctx, key, limit)
+			require.NoError(t, err)
+		}
+	}
+	require.Len(t, seen, keys)
+
+	c := collect(t, reader)
+	requests := c.counts(t, "ratelimit.requests")
+	const policies, results, shadow = 2, 3, 2
+	assert.LessOrEqual(t, len(requests), policies*results*shadow)
+	assert.Len(t, requests, 8) // allowed and denied, per policy, enforced and in shadow
+	for set, n := range requests {
+		assert.Equal(t, int64(keys/4), n, set)
+	}
+	var values int
+	for name, m := range c {
+		var sets []attribute.Set
+		switch data := m.Data.(type) {
+		case metricdata.Sum[int64]:
+			for _, p := range data.DataPoints {
+				sets = append(sets, p.Attributes)
+			}
+		case metricdata.Histogram[float64]:
+			for _, p := range data.DataPoints {
+				sets = append(sets, p.Attributes)
+			}
+		default:
+			t.Fatalf("%s: unexpected %T", name, data)
+		}
+		for _, s := range sets {
+			for _, kv := range s.ToSlice() {
+				values++
+				assert.False(t, seen[kv.Value.Emit()], "%s: attribute %s holds a key", name, kv.Key)
+			}
+		}
+	}
+	assert.Equal(t, 8*3+4*3, values) // requests: 8 series × 3; duration: 4 series × 3
+}
+
+// TestPolicyOverBackends: a policy decided by two backends is one series of requests, and
+// two of durations.
+func TestPolicyOverBackends(t *testing.T) {
+	obs, reader := newObserver(t)
+	for _, backend := range []string{"distributed", "local", "distributed"} {
+		obs.ObserveDecision(context.Background(), ratelimit.Decision{Policy: "api", Backend: backend})
+	}
+	c := collect(t, reader)
+	assert.Equal(t, map[string]int64{"ratelimit.policy=api,ratelimit.result=allowed,ratelimit.shadow=false": 3},
+		c.counts(t, "ratelimit.requests"))
+	h := c.histogram(t)
+	assert.Len(t, h, 2)
+	assert.Equal(t, uint64(2), h["ratelimit.backend=distributed,ratelimit.policy=api,ratelimit.result=allowed"].Count)
+}
+
+// TestMaxSeries: past the bound, new (policy, backend) pairs share "_OTHER".
+func TestMaxSeries(t *testing.T) {
+	obs, reader := newObserver(t, otelmetrics.WithMaxSeries(2))
+	for _, p := range []string{"a", "b", "c", "d", "a"} {
+		obs.ObserveDecision(context.Background(), ratelimit.Decision{Policy: p, Backend: "local"})
+	}
+	assert.Equal(t, map[string]int64{
+		"ratelimit.policy=a,ratelimit.result=allowed,ratelimit.shadow=false":      2,
+		"ratelimit.policy=b,ratelimit.result=allowed,ratelimit.shadow=false":      1,
+		"ratelimit.policy=_OTHER,ratelimit.result=allowed,ratelimit.shadow=false": 2,
+	}, collect(t, reader).counts(t, "ratelimit.requests"))
+}
+
+// TestGlobalProvider: without WithMeterProvider, the global provider at New.
+func TestGlobalProvider(t *testing.T) {
+	prev := otel.GetMeterProvider()
+	defer otel.SetMeterProvider(prev)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	otel.SetMeterProvider(mp)
+
+	obs, err := otelmetrics.New(otelmetrics.WithMeterProvider(nil))
+	require.NoError(t, err)
+	obs.ObserveDecision(nil, ratelimit.Decision{Policy: "api", Backend: "local", Outcome: ratelimit.OutcomeDenied}) //nolint:staticcheck // a nil context is tolerated
+	assert.Equal(t, map[string]int64{"ratelimit.policy=api,ratelimit.result=denied,ratelimit.shadow=false": 1},
+		collect(t, reader).counts(t, "ratelimit.requests"))
+}
+
+// TestAllocs: once a (policy, backend) pair has been seen, recording allocates nothing,
+// directly and through ratelimit.Observe on the local backend.
+func TestAllocs(t *testing.T) {
+	obs, _ := newObserver(t)
+	l := local.New(local.WithCleanupInterval(0))
+	defer l.Close()
+	limiter := ratelimit.Observe(l, obs, "api")
+	ctx := context.Background()
+	limit := ratelimit.PerSecond(1e9)
+	d := ratelimit.Decision{Policy: "api", Backend: "local", Outcome: ratelimit.OutcomeDenied, Cached: true}
+	obs.ObserveDecision(ctx, d)
+	_, _ = limiter.Allow(ctx, "k", limit)
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { obs.ObserveDecision(ctx, d) }))
+	assert.Zero(t, testing.AllocsPerRun(1000, func() {
+		if _, err := limiter.Allow(ctx, "k", limit); err != nil {
+			panic(err)
+		}
+	}))
+}
+
+func BenchmarkObserveDecision(b *testing.B) {
+	obs, _ := newObserver(b)
+	ctx := context.Background()
+	d := ratelimit.Decision{Policy: "api", Backend: "local", Cost: 1, Duration: 100 * time.Nanosecond}
+	b.ReportAllocs()
+	for b.Loop() {
+		obs.ObserveDecision(ctx, d)
+	}
+}

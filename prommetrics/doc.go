@@ -1,0 +1,38 @@
+// Package prommetrics records rate-limiting decisions as Prometheus metrics, for services
+// that use github.com/prometheus/client_golang and no OpenTelemetry. It is a Go module of
+// its own, so that client_golang never becomes a dependency of
+// github.com/sluice-go/ratelimit.
+//
+// Its Collector is a prometheus.Collector and a ratelimit.Observer: register it, and give
+// it to a middleware (WithObserver), to ratelimit.Observe, and to fallback.WithObserver
+// for the circuit breaker's transitions.
+//
+//	metrics := prommetrics.New()
+//	prometheus.MustRegister(metrics)
+//	limiter := ratelimit.Observe(local.New(), metrics, "api")
+//
+// # Metrics
+//
+// The names, labels, help texts and buckets are those the OpenTelemetry Prometheus
+// exporter gives the instruments of package otelmetrics (with the
+// UnderscoreEscapingWithSuffixes translation, the Prometheus convention), less its
+// otel_scope_* labels, so that one dashboard reads either; a golden test holds the two
+// together.
+//
+//   - ratelimit_requests_total{ratelimit_policy, ratelimit_result, ratelimit_shadow}, and
+//     error_type on errors: decisions.
+//   - ratelimit_decision_duration_seconds{ratelimit_backend, ratelimit_policy,
+//     ratelimit_result}: a histogram of how long they took, buckets 10 µs to 250 ms.
+//   - ratelimit_fallback_transitions_total{ratelimit_fallback_from, ratelimit_fallback_to}.
+//   - ratelimit_denial_cache_hits_total{ratelimit_policy}.
+//   - ratelimit_buckets{ratelimit_backend}, with WithBuckets.
+//
+// docs/observability.md says what each answers, with PromQL for the alerts.
+//
+// No label ever holds a key, and the series are bounded by construction (WithMaxSeries).
+// Recording a decision allocates nothing once its policy and backend have been seen.
+//
+// The Collector is unchecked (Describe sends no descriptor): ratelimit_requests_total has
+// the error_type label on errors only, as the OpenTelemetry exporter writes it, which a
+// checked collector cannot express.
+package prommetrics

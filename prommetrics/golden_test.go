@@ -1,0 +1,117 @@
+package prommetrics_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/otlptranslator"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/otelmetrics"
+	"github.com/sluice-go/ratelimit/prommetrics"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/metrics.golden")
+
+// traffic tells o of a fixed set of decisions and transitions: every result, shadow and
+// not, every error kind, a denial-cache hit, durations in several buckets and on a bucket's
+// upper bound (which belongs to that bucket).
+func traffic(o ratelimit.Observer) {
+	ctx := context.Background()
+	us := time.Microsecond
+	for _, d := range []ratelimit.Decision{
+		{Policy: "api", Backend: "local", Outcome: ratelimit.OutcomeAllowed, Duration: 3 * us},
+		{Policy: "api", Backend: "local", Outcome: ratelimit.OutcomeAllowed, Duration: 10 * us},
+		{Policy: "api", Backend: "local", Outcome: ratelimit.OutcomeDenied, Duration: 12 * us},
+		{Policy: "api", Backend: "distributed", Outcome: ratelimit.OutcomeAllowed, Duration: 180 * us},
+		{Policy: "api", Backend: "distributed", Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindTimeout, Duration: 50 * time.Millisecond},
+		{Policy: "api", Backend: "distributed", Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindUnavailable, Duration: 900 * us},
+		{Policy: "api", Backend: "fallback", Outcome: ratelimit.OutcomeDenied, Cached: true, Duration: 1 * us},
+		{Policy: "login", Backend: "local", Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindInvalidInput},
+		{Policy: "login", Backend: "local", Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindCanceled, Shadow: true},
+		{Policy: "login", Backend: "local", Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindClosed, Duration: time.Second},
+		{Policy: "new", Backend: "local", Outcome: ratelimit.OutcomeDenied, Shadow: true, Duration: 2 * us},
+		{Policy: "new", Backend: "local", Outcome: ratelimit.OutcomeAllowed, Shadow: true, Duration: 2 * us},
+	} {
+		o.ObserveDecision(ctx, d)
+	}
+	b := o.(ratelimit.BreakerObserver)
+	b.ObserveBreaker(ratelimit.BreakerTransition{From: "closed", To: "open"})
+	b.ObserveBreaker(ratelimit.BreakerTransition{From: "open", To: "half-open"})
+	b.ObserveBreaker(ratelimit.BreakerTransition{From: "half-open", To: "open"})
+	b.ObserveBreaker(ratelimit.BreakerTransition{From: "open", To: "half-open"})
+	b.ObserveBreaker(ratelimit.BreakerTransition{From: "half-open", To: "closed"})
+}
+
+func buckets() int { return 42 }
+
+// exposition gathers g and writes it in the Prometheus text format, without the labels
+// and families the OpenTelemetry exporter adds about itself (otel_scope_*, target_info).
+func exposition(t *testing.T, g prometheus.Gatherer) string {
+	t.Helper()
+	families, err := g.Gather()
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, f := range families {
+		if f.GetName() == "target_info" || strings.HasPrefix(f.GetName(), "otel_scope_") {
+			continue
+		}
+		for _, m := range f.Metric {
+			var kept []*dto.LabelPair
+			for _, l := range m.Label {
+				if !strings.HasPrefix(l.GetName(), "otel_scope_") {
+					kept = append(kept, l)
+				}
+			}
+			m.Label = kept
+		}
+		require.NoError(t, enc.Encode(f))
+	}
+	return buf.String()
+}
+
+// TestGolden: the same traffic through otelmetrics and the OpenTelemetry Prometheus
+// exporter, and through a Collector, gives the same exposition, which is
+// testdata/metrics.golden.
+func TestGolden(t *testing.T) {
+	otelRegistry := prometheus.NewRegistry()
+	exporter, err := otelprom.New(
+		otelprom.WithRegisterer(otelRegistry),
+		otelprom.WithTranslationStrategy(otlptranslator.UnderscoreEscapingWithSuffixes),
+		otelprom.WithoutTargetInfo(),
+	)
+	require.NoError(t, err)
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
+	defer mp.Shutdown(context.Background())
+	viaOTel, err := otelmetrics.New(otelmetrics.WithMeterProvider(mp), otelmetrics.WithBuckets("local", buckets))
+	require.NoError(t, err)
+
+	promRegistry := prometheus.NewRegistry()
+	direct := prommetrics.New(prommetrics.WithBuckets("local", buckets))
+	promRegistry.MustRegister(direct)
+
+	traffic(ratelimit.Observers(viaOTel, direct))
+	got := exposition(t, promRegistry)
+	assert.Equal(t, exposition(t, otelRegistry), got)
+
+	const golden = "testdata/metrics.golden"
+	if *update {
+		require.NoError(t, os.WriteFile(golden, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(golden)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), got)
+}

@@ -1,0 +1,282 @@
+package prommetrics
+
+import (
+	"context"
+	"maps"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluice-go/ratelimit"
+)
+
+// durationBuckets are the upper bounds, in seconds, of the buckets of
+// ratelimit_decision_duration_seconds: 10 µs to 250 ms, as in otelmetrics.
+var durationBuckets = [...]float64{
+	0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005,
+	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+}
+
+// other is the policy and backend of the decisions past WithMaxSeries, and the error_type
+// of an error of no known kind.
+const other = "_OTHER"
+
+// numKinds is the number of ratelimit.ErrorKind values; index 0 (KindNone) stands for an
+// error of no known kind.
+const numKinds = int(ratelimit.KindClosed) + 1
+
+// The descriptors of the metrics, with the help texts of otelmetrics' instruments.
+var (
+	requestsDesc = prometheus.NewDesc("ratelimit_requests_total",
+		"Rate-limiting decisions, by policy and result.",
+		[]string{"ratelimit_policy", "ratelimit_result", "ratelimit_shadow"}, nil)
+	errorsDesc = prometheus.NewDesc("ratelimit_requests_total",
+		"Rate-limiting decisions, by policy and result.",
+		[]string{"error_type", "ratelimit_policy", "ratelimit_result", "ratelimit_shadow"}, nil)
+	durationDesc = prometheus.NewDesc("ratelimit_decision_duration_seconds",
+		"How long the limiter took to decide, by policy, backend and result.",
+		[]string{"ratelimit_backend", "ratelimit_policy", "ratelimit_result"}, nil)
+	transitionsDesc = prometheus.NewDesc("ratelimit_fallback_transitions_total",
+		"Changes of state of the fallback circuit breaker.",
+		[]string{"ratelimit_fallback_from", "ratelimit_fallback_to"}, nil)
+	cacheHitsDesc = prometheus.NewDesc("ratelimit_denial_cache_hits_total",
+		"Denials answered by the fallback denial cache without asking the backend.",
+		[]string{"ratelimit_policy"}, nil)
+	bucketsDesc = prometheus.NewDesc("ratelimit_buckets",
+		"Buckets held by a limiter.",
+		[]string{"ratelimit_backend"}, nil)
+)
+
+// Collector is a prometheus.Collector that is also a ratelimit.Observer and a
+// ratelimit.BreakerObserver: it counts the decisions and transitions it is told of, and
+// exports them when scraped. It is safe for concurrent use.
+type Collector struct {
+	maxSeries int
+	buckets   []bucketSource
+	mu        sync.Mutex                            // serializes additions to series
+	series    atomic.Pointer[map[seriesKey]*series] // copied on write
+	other     *series
+
+	transMu     sync.Mutex
+	transitions map[[2]string]int64
+}
+
+var (
+	_ prometheus.Collector      = (*Collector)(nil)
+	_ ratelimit.Observer        = (*Collector)(nil)
+	_ ratelimit.BreakerObserver = (*Collector)(nil)
+)
+
+type seriesKey struct{ policy, backend string }
+
+// series holds the counts of one (policy, backend) pair.
+type series struct {
+	policy, backend string
+	requests        [2][2]atomic.Int64 // [allowed, denied][shadow]
+	errors          [numKinds][2]atomic.Int64
+	cacheHits       atomic.Int64
+	duration        [3]histogram // [allowed, denied, error]
+}
+
+// histogram counts observations in the buckets of durationBuckets, and one more for +Inf.
+// The count is the sum of the buckets, so that a scrape during decisions is consistent.
+type histogram struct {
+	counts [len(durationBuckets) + 1]atomic.Uint64
+	sum    atomic.Uint64 // math.Float64bits of the sum
+}
+
+func (h *histogram) observe(v float64) {
+	h.counts[sort.SearchFloat64s(durationBuckets[:], v)].Add(1)
+	for {
+		old := h.sum.Load()
+		if h.sum.CompareAndSwap(old, math.Float64bits(math.Float64frombits(old)+v)) {
+			return
+		}
+	}
+}
+
+// New returns a Collector. Register it with a prometheus.Registerer to export what it
+// observes.
+func New(opts ...Option) *Collector {
+	cfg := defaultOptions()
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	c := &Collector{
+		maxSeries:   cfg.maxSeries,
+		buckets:     cfg.buckets,
+		other:       &series{policy: other, backend: other},
+		transitions: make(map[[2]string]int64),
+	}
+	m := make(map[seriesKey]*series)
+	c.series.Store(&m)
+	return c
+}
+
+// ObserveDecision counts d. It allocates nothing once the pair (d.Policy, d.Backend) has
+// been seen.
+func (c *Collector) ObserveDecision(_ context.Context, d ratelimit.Decision) {
+	s := c.lookup(d.Policy, d.Backend)
+	shadow := 0
+	if d.Shadow {
+		shadow = 1
+	}
+	out := d.Outcome
+	switch out {
+	case ratelimit.OutcomeAllowed, ratelimit.OutcomeDenied:
+		s.requests[out][shadow].Add(1)
+	default:
+		out = ratelimit.OutcomeError
+		kind := int(d.ErrorKind)
+		if kind >= numKinds {
+			kind = 0
+		}
+		s.errors[kind][shadow].Add(1)
+	}
+	if d.Cached {
+		s.cacheHits.Add(1)
+	}
+	s.duration[out].observe(d.Duration.Seconds())
+}
+
+// ObserveBreaker counts t.
+func (c *Collector) ObserveBreaker(t ratelimit.BreakerTransition) {
+	c.transMu.Lock()
+	defer c.transMu.Unlock()
+	c.transitions[[2]string{t.From, t.To}]++
+}
+
+// lookup returns the series of (policy, backend), making it on first sight; past
+// maxSeries pairs, the shared series of "_OTHER".
+func (c *Collector) lookup(policy, backend string) *series {
+	m := *c.series.Load()
+	if s, ok := m[seriesKey{policy, backend}]; ok {
+		return s
+	}
+	if len(m) >= c.maxSeries {
+		return c.other
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m = *c.series.Load()
+	if s, ok := m[seriesKey{policy, backend}]; ok {
+		return s
+	}
+	if len(m) >= c.maxSeries {
+		return c.other
+	}
+	// Copies of the names: the caller's may share memory with a larger buffer.
+	s := &series{policy: strings.Clone(policy), backend: strings.Clone(backend)}
+	next := maps.Clone(m)
+	next[seriesKey{s.policy, s.backend}] = s
+	c.series.Store(&next)
+	return s
+}
+
+// Describe sends nothing: the Collector is unchecked (see the package documentation).
+func (c *Collector) Describe(chan<- *prometheus.Desc) {}
+
+// Collect sends every series that has counted something.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	// The counts of decisions are per policy, kept per (policy, backend): add up the
+	// backends of each policy.
+	byPolicy := make(map[string]*counts)
+	add := func(s *series) {
+		sum := byPolicy[s.policy]
+		if sum == nil {
+			sum = &counts{}
+			byPolicy[s.policy] = sum
+		}
+		sum.add(s)
+		s.collectDuration(ch)
+	}
+	for _, s := range *c.series.Load() {
+		add(s)
+	}
+	add(c.other)
+	for policy, sum := range byPolicy {
+		sum.collect(ch, policy)
+	}
+
+	c.transMu.Lock()
+	for k, n := range c.transitions {
+		ch <- prometheus.MustNewConstMetric(transitionsDesc, prometheus.CounterValue, float64(n), k[0], k[1])
+	}
+	c.transMu.Unlock()
+
+	for _, b := range c.buckets {
+		ch <- prometheus.MustNewConstMetric(bucketsDesc, prometheus.GaugeValue, float64(b.count()), b.backend)
+	}
+}
+
+// counts are the counts of a policy's decisions, summed over its backends.
+type counts struct {
+	requests  [2][2]int64
+	errors    [numKinds][2]int64
+	cacheHits int64
+}
+
+func (c *counts) add(s *series) {
+	for out := range c.requests {
+		for shadow := range c.requests[out] {
+			c.requests[out][shadow] += s.requests[out][shadow].Load()
+		}
+	}
+	for kind := range c.errors {
+		for shadow := range c.errors[kind] {
+			c.errors[kind][shadow] += s.errors[kind][shadow].Load()
+		}
+	}
+	c.cacheHits += s.cacheHits.Load()
+}
+
+var shadows = [2]string{"false", "true"}
+
+func (c *counts) collect(ch chan<- prometheus.Metric, policy string) {
+	for _, out := range []ratelimit.Outcome{ratelimit.OutcomeAllowed, ratelimit.OutcomeDenied} {
+		for shadow := range 2 {
+			if n := c.requests[out][shadow]; n > 0 {
+				ch <- prometheus.MustNewConstMetric(requestsDesc, prometheus.CounterValue, float64(n),
+					policy, out.String(), shadows[shadow])
+			}
+		}
+	}
+	for kind := range numKinds {
+		name := ratelimit.ErrorKind(kind).String()
+		if kind == 0 {
+			name = other
+		}
+		for shadow := range 2 {
+			if n := c.errors[kind][shadow]; n > 0 {
+				ch <- prometheus.MustNewConstMetric(errorsDesc, prometheus.CounterValue, float64(n),
+					name, policy, ratelimit.OutcomeError.String(), shadows[shadow])
+			}
+		}
+	}
+	if c.cacheHits > 0 {
+		ch <- prometheus.MustNewConstMetric(cacheHitsDesc, prometheus.CounterValue, float64(c.cacheHits), policy)
+	}
+}
+
+func (s *series) collectDuration(ch chan<- prometheus.Metric) {
+	for out := range s.duration {
+		h := &s.duration[out]
+		cumulative := make(map[float64]uint64, len(durationBuckets))
+		var count uint64
+		for i := range h.counts {
+			count += h.counts[i].Load()
+			if i < len(durationBuckets) {
+				cumulative[durationBuckets[i]] = count
+			}
+		}
+		if count == 0 {
+			continue
+		}
+		ch <- prometheus.MustNewConstHistogram(durationDesc, count, math.Float64frombits(h.sum.Load()), cumulative,
+			s.backend, s.policy, ratelimit.Outcome(out).String())
+	}
+}

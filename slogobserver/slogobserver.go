@@ -1,0 +1,158 @@
+package slogobserver
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-go/ratelimit"
+)
+
+// Observer is a ratelimit.Observer and ratelimit.BreakerObserver that writes records to a
+// *slog.Logger: denials at one level, errors at another, a bounded number of each per
+// interval, and every change of a circuit breaker's state. Allowed decisions are not
+// logged. It is safe for concurrent use.
+type Observer struct {
+	logger      *slog.Logger
+	deniedLevel slog.Level
+	errorLevel  slog.Level
+	denied      gate
+	errors      gate
+	clock       func() time.Time // nil: the monotonic clock
+	epoch       time.Time
+}
+
+var (
+	_ ratelimit.Observer        = (*Observer)(nil)
+	_ ratelimit.BreakerObserver = (*Observer)(nil)
+)
+
+// New returns an Observer that writes to logger, or to slog.Default() (as it is when New
+// is called) if logger is nil.
+func New(logger *slog.Logger, opts ...Option) *Observer {
+	cfg := defaultOptions()
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	o := &Observer{
+		logger:      logger,
+		deniedLevel: cfg.deniedLevel,
+		errorLevel:  cfg.errorLevel,
+		denied:      gate{limit: int64(cfg.records), interval: int64(cfg.interval)},
+		errors:      gate{limit: int64(cfg.records), interval: int64(cfg.interval)},
+		clock:       cfg.clock,
+	}
+	if o.clock != nil {
+		o.epoch = o.clock()
+	} else {
+		o.epoch = time.Now()
+	}
+	return o
+}
+
+// ObserveDecision logs a denial or an error, unless the record limit has been reached in
+// the current interval. A record that is not written costs a few atomic operations and
+// allocates nothing.
+func (o *Observer) ObserveDecision(ctx context.Context, d ratelimit.Decision) {
+	var (
+		level slog.Level
+		g     *gate
+		msg   string
+	)
+	switch {
+	case d.Outcome == ratelimit.OutcomeDenied && d.Shadow:
+		level, g, msg = o.deniedLevel, &o.denied, "rate limit: request would be denied (shadow)"
+	case d.Outcome == ratelimit.OutcomeDenied:
+		level, g, msg = o.deniedLevel, &o.denied, "rate limit: request denied"
+	case d.Outcome == ratelimit.OutcomeError:
+		level, g, msg = o.errorLevel, &o.errors, "rate limit: the limiter could not decide"
+	default:
+		return
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if !o.logger.Enabled(ctx, level) {
+		return
+	}
+	ok, dropped := g.pass(o.now())
+	if !ok {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 12)
+	attrs = append(attrs,
+		slog.String("policy", d.Policy),
+		slog.String("backend", d.Backend),
+		slog.Bool("shadow", d.Shadow),
+		slog.Int("cost", d.Cost),
+		slog.String("limit", d.Limit.String()),
+		slog.Duration("duration", d.Duration),
+	)
+	if d.Outcome == ratelimit.OutcomeError {
+		attrs = append(attrs, slog.String("error_type", d.ErrorKind.String()))
+		if d.Err != nil {
+			attrs = append(attrs, slog.String("err", d.Err.Error()))
+		}
+	} else {
+		attrs = append(attrs, slog.Int("remaining", d.Remaining))
+	}
+	if d.Cached {
+		attrs = append(attrs, slog.Bool("cached", true))
+	}
+	if dropped > 0 {
+		attrs = append(attrs, slog.Int64("dropped", dropped))
+	}
+	o.logger.LogAttrs(ctx, level, msg, attrs...)
+}
+
+// ObserveBreaker logs every change of a circuit breaker's state, never dropped: at Warn
+// when decisions are degraded from then on (to open or half-open), at Info when the
+// breaker closes (recovered).
+func (o *Observer) ObserveBreaker(t ratelimit.BreakerTransition) {
+	level, msg := slog.LevelWarn, "rate limit: circuit breaker "+t.To+", decisions degraded"
+	if t.To == "closed" {
+		level, msg = slog.LevelInfo, "rate limit: circuit breaker closed, recovered"
+	}
+	attrs := []slog.Attr{slog.String("from", t.From), slog.String("to", t.To)}
+	if t.Err != nil {
+		attrs = append(attrs, slog.String("err", t.Err.Error()))
+	}
+	o.logger.LogAttrs(context.Background(), level, msg, attrs...)
+}
+
+// now returns the time in nanoseconds since the Observer's epoch.
+func (o *Observer) now() int64 {
+	if o.clock != nil {
+		return int64(o.clock().Sub(o.epoch))
+	}
+	return int64(time.Since(o.epoch))
+}
+
+// gate lets through at most limit records per interval, in fixed windows, and counts the
+// others. Two calls that both see a window end may both reset it: the limit is then
+// exceeded by the few records let through meanwhile, which only logs a little more.
+type gate struct {
+	limit    int64
+	interval int64        // ns
+	start    atomic.Int64 // start of the current window, ns since the epoch
+	passed   atomic.Int64 // records let through in the current window
+	dropped  atomic.Int64 // records dropped since the last one let through
+}
+
+// pass reports whether a record at now may be written and, if so, how many were dropped
+// since the last one written.
+func (g *gate) pass(now int64) (ok bool, dropped int64) {
+	start := g.start.Load()
+	if now-start >= g.interval && g.start.CompareAndSwap(start, now) {
+		g.passed.Store(0)
+	}
+	if g.passed.Add(1) > g.limit {
+		g.dropped.Add(1)
+		return false, 0
+	}
+	return true, g.dropped.Swap(0)
+}

@@ -1,0 +1,168 @@
+package slogobserver_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/slogobserver"
+)
+
+// logs is a JSON logger at level Info, without times, and what it wrote, line by line.
+type logs struct{ bytes.Buffer }
+
+func (l *logs) logger() *slog.Logger {
+	return slog.New(slog.NewJSONHandler(&l.Buffer, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+}
+
+func (l *logs) lines() []string {
+	s := strings.TrimSpace(l.String())
+	l.Reset()
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+// clock is moved by hand.
+type clock struct{ now time.Time }
+
+func (c *clock) Now() time.Time { return c.now }
+
+var (
+	denied = ratelimit.Decision{
+		Policy: "api", Backend: "local", Outcome: ratelimit.OutcomeDenied, Cost: 1,
+		Limit: ratelimit.PerSecond(2), Duration: 150 * time.Nanosecond,
+	}
+	failed = ratelimit.Decision{
+		Policy: "api", Backend: "distributed", Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindTimeout,
+		Err: errors.New("ratelimit: redis: context deadline exceeded"), Cost: 1, Limit: ratelimit.PerSecond(2),
+		Duration: 50 * time.Millisecond,
+	}
+)
+
+const (
+	deniedLine = `{"level":"INFO","msg":"rate limit: request denied","policy":"api","backend":"local","shadow":false,"cost":1,"limit":"2/s burst 2","duration":150,"remaining":0}`
+	failedLine = `{"level":"WARN","msg":"rate limit: the limiter could not decide","policy":"api","backend":"distributed","shadow":false,"cost":1,"limit":"2/s burst 2","duration":50000000,"error_type":"timeout","err":"ratelimit: redis: context deadline exceeded"}`
+)
+
+// TestRecordLimit: two records of each kind a minute; the ones dropped are counted in the
+// next one written.
+func TestRecordLimit(t *testing.T) {
+	var out logs
+	c := &clock{time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	o := slogobserver.New(out.logger(), slogobserver.WithRecordLimit(2, time.Minute), slogobserver.WithClock(c.Now))
+	ctx := context.Background()
+
+	for range 5 {
+		o.ObserveDecision(ctx, denied)
+	}
+	o.ObserveDecision(ctx, failed) // its own limit
+	o.ObserveDecision(ctx, ratelimit.Decision{Policy: "api", Outcome: ratelimit.OutcomeAllowed})
+	assert.Equal(t, []string{deniedLine, deniedLine, failedLine}, out.lines())
+
+	c.now = c.now.Add(time.Minute - time.Nanosecond)
+	o.ObserveDecision(ctx, denied)
+	assert.Empty(t, out.lines(), "still the first minute")
+
+	c.now = c.now.Add(time.Nanosecond)
+	o.ObserveDecision(ctx, denied)
+	o.ObserveDecision(ctx, denied)
+	assert.Equal(t, []string{
+		strings.TrimSuffix(deniedLine, "}") + `,"dropped":4}`,
+		deniedLine,
+	}, out.lines())
+}
+
+func TestShadowAndCached(t *testing.T) {
+	var out logs
+	o := slogobserver.New(out.logger())
+	d := denied
+	d.Shadow, d.Cached, d.Backend = true, true, "fallback"
+	o.ObserveDecision(context.Background(), d)
+	assert.Equal(t, []string{
+		`{"level":"INFO","msg":"rate limit: request would be denied (shadow)","policy":"api","backend":"fallback","shadow":true,"cost":1,"limit":"2/s burst 2","duration":150,"remaining":0,"cached":true}`,
+	}, out.lines())
+}
+
+// TestLevels: records below the handler's level are neither written nor counted.
+func TestLevels(t *testing.T) {
+	var out logs
+	o := slogobserver.New(out.logger(),
+		slogobserver.WithDeniedLevel(slog.LevelDebug), slogobserver.WithErrorLevel(slog.LevelError),
+		slogobserver.WithRecordLimit(1, time.Hour))
+	for range 3 {
+		o.ObserveDecision(context.Background(), denied)
+	}
+	o.ObserveDecision(context.Background(), failed)
+	assert.Equal(t, []string{strings.Replace(failedLine, `"WARN"`, `"ERROR"`, 1)}, out.lines())
+}
+
+func TestBreaker(t *testing.T) {
+	var out logs
+	o := slogobserver.New(out.logger(), slogobserver.WithRecordLimit(1, time.Hour))
+	down := errors.New("ratelimit: redis: connection refused")
+	o.ObserveBreaker(ratelimit.BreakerTransition{From: "closed", To: "open", Err: down})
+	o.ObserveBreaker(ratelimit.BreakerTransition{From: "open", To: "half-open"})
+	o.ObserveBreaker(ratelimit.BreakerTransition{From: "half-open", To: "closed"})
+	assert.Equal(t, []string{
+		`{"level":"WARN","msg":"rate limit: circuit breaker open, decisions degraded","from":"closed","to":"open","err":"ratelimit: redis: connection refused"}`,
+		`{"level":"WARN","msg":"rate limit: circuit breaker half-open, decisions degraded","from":"open","to":"half-open"}`,
+		`{"level":"INFO","msg":"rate limit: circuit breaker closed, recovered","from":"half-open","to":"closed"}`,
+	}, out.lines())
+}
+
+// TestThroughObserve: the seed timeline's denial, through ratelimit.Observe on the local
+// backend; the key is not in the record.
+func TestThroughObserve(t *testing.T) {
+	var out logs
+	l := local.New(local.WithCleanupInterval(0))
+	defer l.Close()
+	limiter := ratelimit.Observe(l, slogobserver.New(out.logger()), "api")
+	for range 3 {
+		_, err := limiter.Allow(context.Background(), "client-203.0.113.7", ratelimit.Limit{Rate: 1, Burst: 2})
+		require.NoError(t, err)
+	}
+	lines := out.lines()
+	require.Len(t, lines, 1)
+	assert.Contains(t, lines[0], `"msg":"rate limit: request denied","policy":"api","backend":"local"`)
+	assert.NotContains(t, lines[0], "203.0.113.7")
+}
+
+// TestDroppedAllocatesNothing: past the limit, a denial costs no allocation.
+func TestDroppedAllocatesNothing(t *testing.T) {
+	var out logs
+	o := slogobserver.New(out.logger(), slogobserver.WithRecordLimit(1, time.Hour))
+	ctx := context.Background()
+	o.ObserveDecision(ctx, denied)
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { o.ObserveDecision(ctx, denied) }))
+	assert.Zero(t, testing.AllocsPerRun(1000, func() {
+		o.ObserveDecision(ctx, ratelimit.Decision{Outcome: ratelimit.OutcomeAllowed})
+	}))
+}
+
+// TestDefaultLogger: a nil logger means slog.Default().
+func TestDefaultLogger(t *testing.T) {
+	var out logs
+	prev := slog.Default()
+	defer slog.SetDefault(prev)
+	slog.SetDefault(out.logger())
+	slogobserver.New(nil).ObserveDecision(context.Background(), denied)
+	assert.Equal(t, []string{deniedLine}, out.lines())
+}
