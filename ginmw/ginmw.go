@@ -27,7 +27,7 @@ func New(l ratelimit.Limiter, opts ...Option) gin.HandlerFunc {
 			opt(&o)
 		}
 	}
-	p, err := pipeline.New("ginmw: ", l, o.Options, func(c *gin.Context, err error) error {
+	p, err := pipeline.New("ginmw: ", l, &o.Options, func(c *gin.Context, err error) error {
 		o.onError(c, err)
 		if c.IsAborted() {
 			return errAnswered

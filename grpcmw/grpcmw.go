@@ -54,7 +54,7 @@ func newInterceptor(name string, l ratelimit.Limiter, opts []Option) *intercepto
 			opt(&o)
 		}
 	}
-	p, err := pipeline.New("grpcmw: ", l, o.Options, func(c call, err error) error {
+	p, err := pipeline.New("grpcmw: ", l, &o.Options, func(c call, err error) error {
 		return o.onError(c.ctx, c.method, err)
 	})
 	if errors.Is(err, pipeline.ErrNoLimit) {
@@ -73,7 +73,7 @@ func newInterceptor(name string, l ratelimit.Limiter, opts []Option) *intercepto
 func (m *interceptor) admit(ctx context.Context, fullMethod string, wait bool) (metadata.MD, error) {
 	c := call{ctx: ctx, method: fullMethod}
 	var d pipeline.Decision
-	if wait {
+	if wait && !m.Shadow {
 		d = m.p.Wait(ctx, c)
 	} else {
 		d = m.p.Decide(ctx, c)

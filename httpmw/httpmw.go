@@ -27,7 +27,7 @@ func New(l ratelimit.Limiter, opts ...Option) func(http.Handler) http.Handler {
 			opt(&o)
 		}
 	}
-	p, err := pipeline.New("httpmw: ", l, o.Options, func(x exchange, err error) error {
+	p, err := pipeline.New("httpmw: ", l, &o.Options, func(x exchange, err error) error {
 		if o.onError(x.w, x.r, err) {
 			return errAnswered
 		}

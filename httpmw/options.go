@@ -136,7 +136,7 @@ func WithErrorPolicy(p ratelimit.ErrorPolicy) Option {
 // headers.StyleNone sends none. Default: headers.StyleXRateLimit. Denials carry
 // Retry-After whatever the style.
 func WithHeaderStyle(s headers.Style) Option {
-	return func(o *options) { o.Style = s }
+	return func(o *options) { o.SetStyle(s) }
 }
 
 // WithPolicyName sets the policy name of the IETF RateLimit-Policy and RateLimit headers.
@@ -148,4 +148,23 @@ func WithPolicyName(name string) Option {
 		}
 		o.PolicyName = name
 	}
+}
+
+// WithObserver reports every decision the limiter makes to obs (see ratelimit.Observer;
+// packages otelmetrics, prommetrics and slogobserver have ready ones), under the policy
+// name of WithPolicyName and the backend's name, never the key. An observer that panics is
+// recovered and the decision dropped: observing never breaks a request. Default: none.
+func WithObserver(obs ratelimit.Observer) Option {
+	return func(o *options) { o.Observer = obs }
+}
+
+// WithShadow puts the middleware in shadow mode, to roll out a new limit safely: the
+// limiter decides every request and the observer is told (with Decision.Shadow set), but
+// every request proceeds: nothing is denied, no Retry-After is sent, a limiter error never
+// fails closed, and rate-limit headers are sent only when WithHeaderStyle asks for them.
+// Shadow buckets are apart from enforced ones (their keys start with "shadow|"), so a
+// shadow limit beside an enforced one changes nothing the enforced one decides. Default:
+// off.
+func WithShadow() Option {
+	return func(o *options) { o.Shadow = true }
 }

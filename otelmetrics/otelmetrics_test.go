@@ -16,63 +16,16 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/fallback"
+	"github.com/sluice-go/ratelimit/internal/metrictest"
 	"github.com/sluice-go/ratelimit/local"
 	"github.com/sluice-go/ratelimit/otelmetrics"
 )
 
-// newObserver returns an Observer on a real SDK MeterProvider read by hand.
-func newObserver(t testing.TB, opts ...otelmetrics.Option) (*otelmetrics.Observer, *sdkmetric.ManualReader) {
-	t.Helper()
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	obs, err := otelmetrics.New(append([]otelmetrics.Option{otelmetrics.WithMeterProvider(mp)}, opts...)...)
-	require.NoError(t, err)
-	return obs, reader
-}
-
-// collected is one collection, by instrument name.
-type collected map[string]metricdata.Metrics
-
-func collect(t testing.TB, r *sdkmetric.ManualReader) collected {
-	t.Helper()
-	var rm metricdata.ResourceMetrics
-	require.NoError(t, r.Collect(context.Background(), &rm))
-	out := collected{}
-	for _, sm := range rm.ScopeMetrics {
-		assert.Equal(t, otelmetrics.ScopeName, sm.Scope.Name)
-		for _, m := range sm.Metrics {
-			out[m.Name] = m
-		}
-	}
-	return out
-}
-
-func attrs(s attribute.Set) string { return s.Encoded(attribute.DefaultEncoder()) }
-
-// counts returns the value of each series of an int64 sum, by its attributes.
-func (c collected) counts(t testing.TB, name string) map[string]int64 {
-	t.Helper()
-	sum, ok := c[name].Data.(metricdata.Sum[int64])
-	require.True(t, ok, "%s is %T", name, c[name].Data)
-	out := map[string]int64{}
-	for _, p := range sum.DataPoints {
-		out[attrs(p.Attributes)] = p.Value
-	}
-	return out
-}
-
-// histogram returns each series of ratelimit.decision.duration by its attributes.
-func (c collected) histogram(t testing.TB) map[string]metricdata.HistogramDataPoint[float64] {
-	t.Helper()
-	h, ok := c["ratelimit.decision.duration"].Data.(metricdata.Histogram[float64])
-	require.True(t, ok)
-	out := map[string]metricdata.HistogramDataPoint[float64]{}
-	for _, p := range h.DataPoints {
-		out[attrs(p.Attributes)] = p
-	}
-	return out
-}
+var (
+	newObserver = metrictest.NewObserver
+	collect     = metrictest.Collect
+	attrs       = metrictest.Attrs
+)
 
 // seedClock is the seed timeline's clock: t0 + at, moved by the test.
 type seedClock struct{ now time.Time }
@@ -95,10 +48,10 @@ func TestSeedTimeline(t *testing.T) {
 	assert.Equal(t, map[string]int64{
 		"ratelimit.policy=api,ratelimit.result=allowed,ratelimit.shadow=false": 2,
 		"ratelimit.policy=api,ratelimit.result=denied,ratelimit.shadow=false":  1,
-	}, c.counts(t, "ratelimit.requests"))
+	}, c.Counts(t, "ratelimit.requests"))
 	assert.Equal(t, "{request}", c["ratelimit.requests"].Unit)
 
-	h := c.histogram(t)
+	h := c.Histogram(t)
 	require.Len(t, h, 2)
 	allowed := h["ratelimit.backend=local,ratelimit.policy=api,ratelimit.result=allowed"]
 	denied := h["ratelimit.backend=local,ratelimit.policy=api,ratelimit.result=denied"]
@@ -142,10 +95,10 @@ func TestErrorsAndShadow(t *testing.T) {
 		"ratelimit.policy=new,ratelimit.result=allowed,ratelimit.shadow=true":                         1,
 		"error.type=timeout,ratelimit.policy=new,ratelimit.result=error,ratelimit.shadow=true":        1,
 		"ratelimit.policy=api,ratelimit.result=denied,ratelimit.shadow=false":                         1,
-	}, c.counts(t, "ratelimit.requests"))
-	assert.Equal(t, map[string]int64{"ratelimit.policy=api": 1}, c.counts(t, "ratelimit.denial_cache.hits"))
+	}, c.Counts(t, "ratelimit.requests"))
+	assert.Equal(t, map[string]int64{"ratelimit.policy=api": 1}, c.Counts(t, "ratelimit.denial_cache.hits"))
 
-	h := c.histogram(t)
+	h := c.Histogram(t)
 	redis := h["ratelimit.backend=distributed,ratelimit.policy=api,ratelimit.result=error"]
 	assert.Equal(t, uint64(3), redis.Count)
 	assert.InDelta(t, 0.1, redis.Sum, 1e-12)
@@ -180,12 +133,12 @@ func TestFallbackOutage(t *testing.T) {
 	assert.Equal(t, map[string]int64{
 		"ratelimit.policy=api,ratelimit.result=allowed,ratelimit.shadow=false": 2,
 		"ratelimit.policy=api,ratelimit.result=denied,ratelimit.shadow=false":  1,
-	}, c.counts(t, "ratelimit.requests"))
-	h := c.histogram(t)
+	}, c.Counts(t, "ratelimit.requests"))
+	h := c.Histogram(t)
 	assert.Equal(t, uint64(2), h["ratelimit.backend=local,ratelimit.policy=api,ratelimit.result=allowed"].Count)
 	assert.Equal(t, uint64(1), h["ratelimit.backend=local,ratelimit.policy=api,ratelimit.result=denied"].Count)
 	assert.Equal(t, map[string]int64{"ratelimit.fallback.from=closed,ratelimit.fallback.to=open": 1},
-		c.counts(t, "ratelimit.fallback.transitions"))
+		c.Counts(t, "ratelimit.fallback.transitions"))
 	assert.NotContains(t, c, "ratelimit.buckets", "a nil count adds nothing")
 
 	obs.ObserveBreaker(ratelimit.BreakerTransition{From: "open", To: "half-open"})
@@ -194,7 +147,7 @@ func TestFallbackOutage(t *testing.T) {
 		"ratelimit.fallback.from=closed,ratelimit.fallback.to=open":    1,
 		"ratelimit.fallback.from=open,ratelimit.fallback.to=half-open": 1,
 		"ratelimit.fallback.from=weird,ratelimit.fallback.to=closed":   1,
-	}, collect(t, reader).counts(t, "ratelimit.fallback.transitions"))
+	}, collect(t, reader).Counts(t, "ratelimit.fallback.transitions"))
 }
 
 func TestBuckets(t *testing.T) {
@@ -207,7 +160,7 @@ func TestBuckets(t *testing.T) {
 		require.NoError(t, err)
 	}
 	c := collect(t, reader)
-	assert.Equal(t, map[string]int64{"ratelimit.backend=local": 3}, c.counts(t, "ratelimit.buckets"))
+	assert.Equal(t, map[string]int64{"ratelimit.backend=local": 3}, c.Counts(t, "ratelimit.buckets"))
 	assert.False(t, c["ratelimit.buckets"].Data.(metricdata.Sum[int64]).IsMonotonic)
 }
 
@@ -246,7 +199,7 @@ func TestCardinality(t *testing.T) {
 	require.Len(t, seen, keys)
 
 	c := collect(t, reader)
-	requests := c.counts(t, "ratelimit.requests")
+	requests := c.Counts(t, "ratelimit.requests")
 	const policies, results, shadow = 2, 3, 2
 	assert.LessOrEqual(t, len(requests), policies*results*shadow)
 	assert.Len(t, requests, 8) // allowed and denied, per policy, enforced and in shadow
@@ -287,8 +240,8 @@ func TestPolicyOverBackends(t *testing.T) {
 	}
 	c := collect(t, reader)
 	assert.Equal(t, map[string]int64{"ratelimit.policy=api,ratelimit.result=allowed,ratelimit.shadow=false": 3},
-		c.counts(t, "ratelimit.requests"))
-	h := c.histogram(t)
+		c.Counts(t, "ratelimit.requests"))
+	h := c.Histogram(t)
 	assert.Len(t, h, 2)
 	assert.Equal(t, uint64(2), h["ratelimit.backend=distributed,ratelimit.policy=api,ratelimit.result=allowed"].Count)
 }
@@ -303,7 +256,7 @@ func TestMaxSeries(t *testing.T) {
 		"ratelimit.policy=a,ratelimit.result=allowed,ratelimit.shadow=false":      2,
 		"ratelimit.policy=b,ratelimit.result=allowed,ratelimit.shadow=false":      1,
 		"ratelimit.policy=_OTHER,ratelimit.result=allowed,ratelimit.shadow=false": 2,
-	}, collect(t, reader).counts(t, "ratelimit.requests"))
+	}, collect(t, reader).Counts(t, "ratelimit.requests"))
 }
 
 // TestGlobalProvider: without WithMeterProvider, the global provider at New.
@@ -319,7 +272,7 @@ func TestGlobalProvider(t *testing.T) {
 	require.NoError(t, err)
 	obs.ObserveDecision(nil, ratelimit.Decision{Policy: "api", Backend: "local", Outcome: ratelimit.OutcomeDenied}) //nolint:staticcheck // a nil context is tolerated
 	assert.Equal(t, map[string]int64{"ratelimit.policy=api,ratelimit.result=denied,ratelimit.shadow=false": 1},
-		collect(t, reader).counts(t, "ratelimit.requests"))
+		collect(t, reader).Counts(t, "ratelimit.requests"))
 }
 
 // TestAllocs: once a (policy, backend) pair has been seen, recording allocates nothing,

@@ -20,6 +20,13 @@ type Options[R any] struct {
 	Policy     ratelimit.ErrorPolicy
 	Style      headers.Style
 	PolicyName string
+	// Observer is told of every decision the limiter makes; nil: none.
+	Observer ratelimit.Observer
+	// Shadow decides and reports every request, and lets every one proceed.
+	Shadow bool
+
+	// styleSet records that the header style was chosen, which shadow mode respects.
+	styleSet bool
 
 	// fixed are the limits known before any request (WithLimit, a table of limits), with
 	// the option that gave each, checked by New.
@@ -39,6 +46,11 @@ func Defaults[R any](key func(R) (string, error)) Options[R] {
 		Style:      headers.StyleXRateLimit,
 		PolicyName: headers.DefaultPolicyName,
 	}
+}
+
+// SetStyle sets the header style.
+func (o *Options[R]) SetStyle(s headers.Style) {
+	o.Style, o.styleSet = s, true
 }
 
 // SetLimit gives every request the limit l.

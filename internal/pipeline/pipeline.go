@@ -8,8 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/internal/wait"
 )
 
@@ -69,14 +71,24 @@ type Pipeline[R any] struct {
 	opts    Options[R]
 	onError func(R, error) error
 	prefix  string
+
+	// observer, when not nil, is told of each decision: see decide.
+	observer ratelimit.Observer
+	backend  string
+	origin   ratelimit.OriginReporter
 }
 
-// New returns the pipeline of a middleware whose errors begin with prefix ("ginmw: ").
-// onError is told about key and limiter failures and returns nil to let the pipeline go
-// on, or an error when it has ended the request itself. New fails on a configuration that
-// cannot work: a nil limiter, no limit, or a fixed limit that is neither zero nor accepted
-// by l.
-func New[R any](prefix string, l ratelimit.Limiter, o Options[R], onError func(R, error) error) (*Pipeline[R], error) {
+// ShadowPrefix starts the key of every bucket a middleware in shadow mode uses, so that
+// shadow buckets never share a bucket with enforced ones.
+const ShadowPrefix = "shadow|"
+
+// New returns the pipeline of a middleware whose errors begin with prefix ("ginmw: "),
+// after settling what o leaves to it (shadow mode's header style), so that the middleware
+// reads the same options. onError is told about key and limiter failures and returns nil
+// to let the pipeline go on, or an error when it has ended the request itself. New fails
+// on a configuration that cannot work: a nil limiter, no limit, or a fixed limit that is
+// neither zero nor accepted by l.
+func New[R any](prefix string, l ratelimit.Limiter, o *Options[R], onError func(R, error) error) (*Pipeline[R], error) {
 	if l == nil {
 		return nil, errors.New("nil Limiter")
 	}
@@ -86,7 +98,15 @@ func New[R any](prefix string, l ratelimit.Limiter, o Options[R], onError func(R
 	if err := o.check(l); err != nil {
 		return nil, err
 	}
-	return &Pipeline[R]{limiter: l, opts: o, onError: onError, prefix: prefix}, nil
+	if o.Shadow && !o.styleSet {
+		o.Style = headers.StyleNone
+	}
+	p := &Pipeline[R]{limiter: l, opts: *o, onError: onError, prefix: prefix}
+	if p.observer = ratelimit.Observers(o.Observer); p.observer != nil {
+		p.backend = ratelimit.BackendName(l)
+		p.origin, _ = l.(ratelimit.OriginReporter)
+	}
+	return p, nil
 }
 
 // Decide decides whether r, whose context is ctx, may proceed, taking its cost from its
@@ -100,7 +120,10 @@ func (p *Pipeline[R]) Decide(ctx context.Context, r R) Decision {
 	if p.opts.Cost != nil {
 		n = p.opts.Cost(r)
 	}
-	res, err := p.limiter.AllowN(ctx, d.Key, d.Limit, n)
+	res, err := p.decide(ctx, d.Key, d.Limit, n)
+	if p.opts.Shadow {
+		return p.shadow(ctx, d, res, err)
+	}
 	if err != nil {
 		return p.fail(ctx, r, d, err)
 	}
@@ -112,6 +135,47 @@ func (p *Pipeline[R]) Decide(ctx context.Context, r R) Decision {
 	if err := wait.Hold(ctx, res.Delay, nil); err != nil {
 		d.Verdict, d.Err = Ended, err
 	}
+	return d
+}
+
+// decide asks the limiter, and tells the observer when there is one.
+func (p *Pipeline[R]) decide(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
+	if p.observer == nil {
+		return p.limiter.AllowN(ctx, key, limit, n)
+	}
+	start := time.Now()
+	var res ratelimit.Result
+	var origin ratelimit.Origin
+	var err error
+	if p.origin != nil {
+		res, origin, err = p.origin.AllowNOrigin(ctx, key, limit, n)
+	} else {
+		res, err = p.limiter.AllowN(ctx, key, limit, n)
+	}
+	od := ratelimit.Decision{
+		Policy: p.opts.PolicyName, Backend: p.backend, Shadow: p.opts.Shadow,
+		Cost: n, Limit: limit, Duration: time.Since(start), Cached: origin.Cached,
+	}
+	if origin.Backend != "" {
+		od.Backend = origin.Backend
+	}
+	od.SetOutcome(ctx, res, err)
+	p.observer.ObserveDecision(ctx, od)
+	return res, err
+}
+
+// shadow is the verdict of shadow mode: every request proceeds, unless its own context has
+// ended, whatever the limiter said; the rate-limit headers, when asked for, report the
+// decision but never a Retry-After.
+func (p *Pipeline[R]) shadow(ctx context.Context, d Decision, res ratelimit.Result, err error) Decision {
+	if err != nil {
+		if ctx.Err() != nil {
+			d.Verdict, d.Err = Ended, ctx.Err()
+		}
+		return d
+	}
+	res.Allowed, res.RetryAfter, res.Delay = true, 0, 0
+	d.Decided, d.Result = true, res
 	return d
 }
 
@@ -149,7 +213,7 @@ func (p *Pipeline[R]) prepare(r R) (d Decision, ok bool) {
 	}
 	key, err := p.opts.Key(r)
 	if err == nil {
-		err = checkKey(key)
+		err = checkKey(key, p.opts.Shadow)
 	}
 	if err != nil {
 		if herr := p.onError(r, fmt.Errorf("%sno key, limiting as %q: %w", p.prefix, UnkeyedKey, err)); herr != nil {
@@ -158,17 +222,25 @@ func (p *Pipeline[R]) prepare(r R) (d Decision, ok bool) {
 		}
 		key = UnkeyedKey
 	}
+	if p.opts.Shadow {
+		key = ShadowPrefix + key
+	}
 	d.Key = key
 	return d, true
 }
 
-// checkKey returns the error a limiter would return for key, or nil.
-func checkKey(key string) error {
+// checkKey returns the error a limiter would return for key (with ShadowPrefix before it,
+// in shadow mode), or nil.
+func checkKey(key string, shadow bool) error {
+	n := len(key)
+	if shadow {
+		n += len(ShadowPrefix)
+	}
 	switch {
 	case key == "":
 		return ratelimit.ErrKeyEmpty
-	case len(key) > ratelimit.MaxKeyLen:
-		return fmt.Errorf("%w: %d bytes", ratelimit.ErrKeyTooLong, len(key))
+	case n > ratelimit.MaxKeyLen:
+		return fmt.Errorf("%w: %d bytes", ratelimit.ErrKeyTooLong, n)
 	}
 	return nil
 }

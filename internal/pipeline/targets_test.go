@@ -34,6 +34,9 @@ type setup struct {
 	cost     func() int // nil: the default cost
 	skip     bool       // the skip function exempts every request
 	policy   ratelimit.ErrorPolicy
+	observer ratelimit.Observer // nil: none
+	shadow   bool
+	name     string // policy name; "": the default
 }
 
 // answer is what a request got, in terms every framework shares.
@@ -171,6 +174,12 @@ func serveGin(t *testing.T, s setup) func(context.Context) answer {
 	if s.cost != nil {
 		opts = append(opts, ginmw.WithCostFunc(func(*gin.Context) int { return s.cost() }))
 	}
+	if s.observer != nil {
+		opts = append(opts, ginmw.WithObserver(s.observer), ginmw.WithPolicyName(s.name))
+	}
+	if s.shadow {
+		opts = append(opts, ginmw.WithShadow())
+	}
 	if s.skip {
 		opts = append(opts, ginmw.WithSkipFunc(func(*gin.Context) bool { return true }))
 	}
@@ -199,6 +208,12 @@ func serveHTTP(t *testing.T, s setup) func(context.Context) answer {
 	}
 	if s.cost != nil {
 		opts = append(opts, httpmw.WithCostFunc(func(*http.Request) int { return s.cost() }))
+	}
+	if s.observer != nil {
+		opts = append(opts, httpmw.WithObserver(s.observer), httpmw.WithPolicyName(s.name))
+	}
+	if s.shadow {
+		opts = append(opts, httpmw.WithShadow())
 	}
 	if s.skip {
 		opts = append(opts, httpmw.WithSkipFunc(func(*http.Request) bool { return true }))
@@ -265,6 +280,12 @@ func serveGRPC(t *testing.T, s setup, stream bool) func(context.Context) answer 
 	}
 	if s.cost != nil {
 		opts = append(opts, grpcmw.WithCostFunc(func(context.Context, string) int { return s.cost() }))
+	}
+	if s.observer != nil {
+		opts = append(opts, grpcmw.WithObserver(s.observer), grpcmw.WithPolicyName(s.name))
+	}
+	if s.shadow {
+		opts = append(opts, grpcmw.WithShadow())
 	}
 	if s.skip {
 		opts = append(opts, grpcmw.WithSkipFunc(func(context.Context, string) bool { return true }))

@@ -1,0 +1,146 @@
+package pipeline_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/fallback"
+	"github.com/sluice-go/ratelimit/internal/limitertest"
+	"github.com/sluice-go/ratelimit/internal/metrictest"
+)
+
+// The series of ratelimit.requests, as metrictest.Attrs encodes them.
+const (
+	allowed       = "ratelimit.policy=login,ratelimit.result=allowed,ratelimit.shadow=false"
+	denied        = "ratelimit.policy=login,ratelimit.result=denied,ratelimit.shadow=false"
+	deniedShadow  = "ratelimit.policy=login,ratelimit.result=denied,ratelimit.shadow=true"
+	allowedShadow = "ratelimit.policy=login,ratelimit.result=allowed,ratelimit.shadow=true"
+)
+
+// The seed timeline through every middleware, observed with the real OpenTelemetry SDK:
+// Rate 1/s, Burst 2, three requests at once: two allowed, one denied, three durations.
+func TestObservedSeedTimeline(t *testing.T) {
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			obs, reader := metrictest.NewObserver(t)
+			do := tg.serve(t, setup{limiter: localLimiter(t), limit: ratelimit.Limit{Rate: 1, Burst: 2},
+				observer: obs, name: "login"})
+			for range 3 {
+				do(context.Background())
+			}
+			got := metrictest.Collect(t, reader)
+			assert.Equal(t, map[string]int64{allowed: 2, denied: 1}, got.Counts(t, "ratelimit.requests"))
+			var n uint64
+			for attrs, p := range got.Histogram(t) {
+				assert.Contains(t, attrs, "ratelimit.backend=local")
+				n += p.Count
+			}
+			assert.Equal(t, uint64(3), n)
+		})
+	}
+}
+
+// Shadow mode: 1/s with a burst of 1, ten requests at once. All ten proceed, with no
+// rate-limit header, and nine are reported denied in shadow; the same arrivals with the
+// limit enforced deny exactly those nine.
+func TestShadow(t *testing.T) {
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			limit := ratelimit.Limit{Rate: 1, Burst: 1}
+			l := localLimiter(t) // one limiter for both: shadow buckets are apart
+			shadowObs, shadowReader := metrictest.NewObserver(t)
+			shadow := tg.serve(t, setup{limiter: l, limit: limit, observer: shadowObs, name: "login", shadow: true})
+			enforcedObs, enforcedReader := metrictest.NewObserver(t)
+			enforced := tg.serve(t, setup{limiter: l, limit: limit, observer: enforcedObs, name: "login"})
+			var shadowKinds, enforcedKinds []string
+			for range 10 {
+				a := shadow(context.Background())
+				assert.True(t, a.ran)
+				assert.Empty(t, a.fields, "no rate-limit header in shadow mode unless asked for")
+				shadowKinds = append(shadowKinds, a.kind)
+				enforcedKinds = append(enforcedKinds, enforced(context.Background()).kind)
+			}
+			assert.Equal(t, []string{"ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok"}, shadowKinds)
+			assert.Equal(t, []string{"ok", "denied", "denied", "denied", "denied", "denied", "denied", "denied", "denied", "denied"},
+				enforcedKinds, "the shadow limit took nothing from the enforced bucket")
+			assert.Equal(t, map[string]int64{allowedShadow: 1, deniedShadow: 9},
+				metrictest.Collect(t, shadowReader).Counts(t, "ratelimit.requests"))
+			assert.Equal(t, map[string]int64{allowed: 1, denied: 9},
+				metrictest.Collect(t, enforcedReader).Counts(t, "ratelimit.requests"))
+		})
+	}
+}
+
+// A limiter error is reported as an error of its kind; under fail closed the request is
+// refused, and in shadow mode it proceeds.
+func TestObservedErrors(t *testing.T) {
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			obs, reader := metrictest.NewObserver(t)
+			stub := &limitertest.Stub{Err: errDown}
+			closed := tg.serve(t, setup{limiter: stub, limit: ratelimit.PerSecond(1), observer: obs, name: "login",
+				policy: ratelimit.FailClosed})
+			assert.Equal(t, "unavailable", closed(context.Background()).kind)
+			shadow := tg.serve(t, setup{limiter: stub, limit: ratelimit.PerSecond(1), observer: obs, name: "login",
+				policy: ratelimit.FailClosed, shadow: true})
+			assert.Equal(t, "ok", shadow(context.Background()).kind)
+			assert.Equal(t, map[string]int64{
+				"error.type=unavailable,ratelimit.policy=login,ratelimit.result=error,ratelimit.shadow=false": 1,
+				"error.type=unavailable,ratelimit.policy=login,ratelimit.result=error,ratelimit.shadow=true":  1,
+			}, metrictest.Collect(t, reader).Counts(t, "ratelimit.requests"))
+		})
+	}
+}
+
+// Redis down under fallback: the first failures are reported as errors of the primary
+// decided by the secondary (backend "local"), the breaker's opening as a transition, and
+// the decisions made while it is open as the secondary's.
+func TestObservedOutage(t *testing.T) {
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			obs, reader := metrictest.NewObserver(t)
+			secondary, _ := limitertest.Local(t)
+			l := fallback.New(&limitertest.Stub{Err: errDown}, secondary, fallback.WithObserver(obs))
+			do := tg.serve(t, setup{limiter: l, limit: ratelimit.PerMinute(100), observer: obs, name: "login"})
+			for range 8 {
+				require.Equal(t, "ok", do(context.Background()).kind)
+			}
+			got := metrictest.Collect(t, reader)
+			assert.Equal(t, map[string]int64{allowed: 8}, got.Counts(t, "ratelimit.requests"))
+			assert.Equal(t, map[string]int64{"ratelimit.fallback.from=closed,ratelimit.fallback.to=open": 1},
+				got.Counts(t, "ratelimit.fallback.transitions"))
+			backends := map[string]uint64{}
+			for attrs, p := range got.Histogram(t) {
+				backends[attrs] += p.Count
+			}
+			assert.Equal(t, map[string]uint64{
+				"ratelimit.backend=local,ratelimit.policy=login,ratelimit.result=allowed": 8,
+			}, backends, "every decision came from the secondary")
+		})
+	}
+}
+
+// Without a secondary, the same outage shows as errors: the primary's failures, then the
+// open breaker's refusals, all of kind unavailable; requests proceed under fail open.
+func TestObservedOutageWithoutSecondary(t *testing.T) {
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			obs, reader := metrictest.NewObserver(t)
+			l := fallback.New(&limitertest.Stub{Err: errDown}, nil, fallback.WithObserver(obs))
+			do := tg.serve(t, setup{limiter: l, limit: ratelimit.PerMinute(100), observer: obs, name: "login"})
+			for range 8 {
+				require.Equal(t, "ok", do(context.Background()).kind)
+			}
+			got := metrictest.Collect(t, reader)
+			assert.Equal(t, map[string]int64{
+				"error.type=unavailable,ratelimit.policy=login,ratelimit.result=error,ratelimit.shadow=false": 8,
+			}, got.Counts(t, "ratelimit.requests"))
+			assert.Equal(t, map[string]int64{"ratelimit.fallback.from=closed,ratelimit.fallback.to=open": 1},
+				got.Counts(t, "ratelimit.fallback.transitions"))
+		})
+	}
+}
