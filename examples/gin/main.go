@@ -13,6 +13,11 @@
 //
 //	for i in 1 2 3 4 5 6; do curl -si -X POST localhost:8080/login | head -1; done
 //	curl -si localhost:8080/api/items/42
+//	curl -s localhost:8080/metrics | grep ratelimit_
+//
+// GET /metrics serves the limiter's decisions in Prometheus's format (package prommetrics).
+// The example is a module of its own, so that client_golang never becomes a dependency of
+// ratelimit: run it from its directory, cd examples/gin && go run . (flags as above).
 package main
 
 import (
@@ -30,6 +35,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluice-go/ratelimit"
@@ -38,6 +45,7 @@ import (
 	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/keyfuncs"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/prommetrics"
 )
 
 func main() {
@@ -56,7 +64,10 @@ func main() {
 	}
 	defer closeLimiter()
 
-	srv := &http.Server{Addr: *addr, Handler: newRouter(limiter, trusted), ReadHeaderTimeout: 5 * time.Second}
+	registry := prometheus.NewRegistry()
+	metrics := prommetrics.New()
+	registry.MustRegister(metrics)
+	srv := &http.Server{Addr: *addr, Handler: newRouter(limiter, trusted, metrics, registry), ReadHeaderTimeout: 5 * time.Second}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
@@ -72,23 +83,26 @@ func main() {
 }
 
 // newRouter builds the API: the limits are per client address, with trusted naming the
-// proxies whose X-Forwarded-For may be believed.
-func newRouter(limiter ratelimit.Limiter, trusted []netip.Prefix) *gin.Engine {
+// proxies whose X-Forwarded-For may be believed. Every decision is reported to obs, and
+// GET /metrics serves what gatherer holds.
+func newRouter(limiter ratelimit.Limiter, trusted []netip.Prefix, obs ratelimit.Observer, gatherer prometheus.Gatherer) *gin.Engine {
 	byClient := ginmw.WithKeyFunc(keyfuncs.ClientIP(keyfuncs.WithTrustedProxies(trusted...)))
+	observed := ginmw.WithObserver(obs)
 
 	r := gin.New()
 	r.Use(gin.Logger(), gin.Recovery()) // gin.Logger also prints limiter errors (c.Errors)
 	r.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
+	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{})))
 
 	// Guessing passwords should stay slow even when the limiter is down: fail closed.
 	r.POST("/login",
-		ginmw.New(limiter, byClient, ginmw.WithLimit(ratelimit.PerMinute(5)),
+		ginmw.New(limiter, byClient, observed, ginmw.WithLimit(ratelimit.PerMinute(5)),
 			ginmw.WithErrorPolicy(ratelimit.FailClosed),
 			ginmw.WithHeaderStyle(headers.StyleBoth), ginmw.WithPolicyName("login")),
 		func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"token": "demo"}) })
 
 	// The API should stay up when the limiter is down: fail open (the default).
-	api := r.Group("/api", ginmw.New(limiter, byClient, ginmw.WithLimit(ratelimit.PerMinute(300)),
+	api := r.Group("/api", ginmw.New(limiter, byClient, observed, ginmw.WithLimit(ratelimit.PerMinute(300)),
 		ginmw.WithHeaderStyle(headers.StyleBoth), ginmw.WithPolicyName("api")))
 	api.GET("/items/:id", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"id": c.Param("id")}) })
 	return r

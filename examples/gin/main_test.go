@@ -9,11 +9,14 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-go/ratelimit/internal/limitertest"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/prommetrics"
 )
 
 func TestMain(m *testing.M) {
@@ -38,7 +41,10 @@ func TestRoutes(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	l := local.New(local.WithClock(func() time.Time { return now }), local.WithCleanupInterval(-1))
 	defer l.Close()
-	r := newRouter(l, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")})
+	registry := prometheus.NewRegistry()
+	metrics := prommetrics.New()
+	registry.MustRegister(metrics)
+	r := newRouter(l, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, metrics, registry)
 
 	var login []int
 	for range 6 {
@@ -68,7 +74,7 @@ func TestRedisBackend(t *testing.T) {
 	l, closeLimiter, err := newLimiter(server.Addr())
 	require.NoError(t, err)
 	defer closeLimiter()
-	r := newRouter(l, nil)
+	r := newRouter(l, nil, prommetrics.New(), prometheus.NewRegistry())
 	var login []int
 	for range 6 {
 		login = append(login, send(r, http.MethodPost, "/login", "203.0.113.9:1").Code)
@@ -85,4 +91,38 @@ func TestParsePrefixes(t *testing.T) {
 	assert.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}, got)
 	_, err = parsePrefixes("10.0.0.1")
 	assert.ErrorContains(t, err, `"10.0.0.1"`)
+}
+
+// /metrics, scraped over HTTP from a real server after a few requests, holds the series of
+// the decisions: 5 logins allowed and 1 denied, 1 API request allowed.
+func TestMetrics(t *testing.T) {
+	l, _ := limitertest.Local(t)
+	registry := prometheus.NewRegistry()
+	metrics := prommetrics.New()
+	registry.MustRegister(metrics)
+	srv := httptest.NewServer(newRouter(l, nil, metrics, registry))
+	t.Cleanup(srv.Close)
+	for range 6 {
+		resp, err := http.Post(srv.URL+"/login", "", nil)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+	}
+	resp, err := http.Get(srv.URL + "/api/items/42")
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+
+	resp, err = http.Get(srv.URL + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	text := string(body)
+	for _, series := range []string{
+		`ratelimit_requests_total{ratelimit_policy="login",ratelimit_result="allowed",ratelimit_shadow="false"} 5`,
+		`ratelimit_requests_total{ratelimit_policy="login",ratelimit_result="denied",ratelimit_shadow="false"} 1`,
+		`ratelimit_requests_total{ratelimit_policy="api",ratelimit_result="allowed",ratelimit_shadow="false"} 1`,
+		`ratelimit_decision_duration_seconds_count{ratelimit_backend="local",ratelimit_policy="login",ratelimit_result="allowed"} 5`,
+	} {
+		assert.Contains(t, text, series)
+	}
 }
