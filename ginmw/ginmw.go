@@ -59,11 +59,11 @@ func (m *middleware) handle(c *gin.Context) {
 		m.denied(c, d.Result)
 		c.Abort()
 	case pipeline.TooCostly:
-		c.AbortWithStatusJSON(http.StatusTooManyRequests, errorBody{Error: msgTooCostly})
+		c.AbortWithStatusJSON(http.StatusTooManyRequests, pipeline.ErrorBody{Error: pipeline.MsgTooCostly})
 	case pipeline.Invalid:
-		c.AbortWithStatusJSON(http.StatusInternalServerError, errorBody{Error: msgInvalid})
+		c.AbortWithStatusJSON(http.StatusInternalServerError, pipeline.ErrorBody{Error: pipeline.MsgInvalid})
 	case pipeline.Unavailable:
-		c.AbortWithStatusJSON(http.StatusServiceUnavailable, errorBody{Error: msgUnavailable})
+		c.AbortWithStatusJSON(http.StatusServiceUnavailable, pipeline.ErrorBody{Error: pipeline.MsgUnavailable})
 	case pipeline.Ended:
 		c.AbortWithStatus(http.StatusServiceUnavailable)
 	case pipeline.Handled:
@@ -74,30 +74,12 @@ func (m *middleware) handle(c *gin.Context) {
 // errAnswered tells the pipeline that the error handler aborted the request.
 var errAnswered = errors.New("ginmw: the error handler answered the request")
 
-// Bodies of the answers other than a denial. They name no key, which may be personal data.
-const (
-	msgTooCostly   = "request cost exceeds the rate limit"
-	msgInvalid     = "rate limit misconfigured"
-	msgUnavailable = "rate limiter unavailable"
-)
-
-// deniedBody is the JSON body of DeniedJSON.
-type deniedBody struct {
-	Error      string `json:"error"`
-	RetryAfter int64  `json:"retry_after"`
-}
-
-// errorBody is the JSON body of other error answers.
-type errorBody struct {
-	Error string `json:"error"`
-}
-
 // DeniedJSON is the default denied handler: it answers 429 Too Many Requests with the body
 // {"error":"rate limit exceeded","retry_after":N}, where N is the Retry-After value in
 // seconds. Call it from a handler of your own to keep this answer in some cases.
 func DeniedJSON(c *gin.Context, res ratelimit.Result) {
-	c.AbortWithStatusJSON(http.StatusTooManyRequests, deniedBody{
-		Error:      "rate limit exceeded",
+	c.AbortWithStatusJSON(http.StatusTooManyRequests, pipeline.DeniedBody{
+		Error:      pipeline.MsgDenied,
 		RetryAfter: headers.RetryAfterSeconds(res.RetryAfter),
 	})
 }

@@ -14,11 +14,12 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/pipeline"
 )
 
 // deniedError is the status of a denial: ResourceExhausted with RetryInfo and QuotaFailure.
 func (m *interceptor) deniedError(key string, res ratelimit.Result) error {
-	return statusError(codes.ResourceExhausted, msgDenied,
+	return statusError(codes.ResourceExhausted, pipeline.MsgDenied,
 		&errdetails.RetryInfo{RetryDelay: durationpb.New(retryDelay(res.RetryAfter))},
 		quotaFailure(key, m.exceeded(res.Limit)))
 }

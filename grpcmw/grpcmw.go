@@ -27,14 +27,6 @@ const UnkeyedKey = pipeline.UnkeyedKey
 // the client not to retry at all.
 const PushbackKey = "grpc-retry-pushback-ms"
 
-// Status messages. They are short and name no key, which may be personal data.
-const (
-	msgDenied       = "rate limit exceeded"
-	msgExceedsBurst = "request cost exceeds the rate limit"
-	msgInvalid      = "rate limiter misconfigured"
-	msgUnavailable  = "rate limiter unavailable"
-)
-
 // logger reports errors for the default error handler.
 var logger = grpclog.Component("ratelimit")
 
@@ -95,14 +87,14 @@ func (m *interceptor) admit(ctx context.Context, fullMethod string, wait bool) (
 		return m.trailer(d.Result, pushback(d.Result.RetryAfter)), err
 	case pipeline.TooCostly:
 		// Retrying is pointless: the pushback of -1 tells clients not to.
-		return metadata.Pairs(PushbackKey, "-1"), statusError(codes.ResourceExhausted, msgExceedsBurst,
+		return metadata.Pairs(PushbackKey, "-1"), statusError(codes.ResourceExhausted, pipeline.MsgTooCostly,
 			quotaFailure(d.Key, fmt.Sprintf("cost exceeds the burst of rate limit %v", d.Limit)))
 	case pipeline.Invalid:
-		return nil, status.Error(codes.Internal, msgInvalid)
+		return nil, status.Error(codes.Internal, pipeline.MsgInvalid)
 	case pipeline.Unavailable:
 		// Unavailable says "cannot serve right now", true of a broken limiter; a denial
 		// never says it (see the package documentation).
-		return nil, status.Error(codes.Unavailable, msgUnavailable)
+		return nil, status.Error(codes.Unavailable, pipeline.MsgUnavailable)
 	case pipeline.Ended:
 		if ctx.Err() == nil { // WithWait: the turn would come after the deadline
 			return nil, status.Error(codes.DeadlineExceeded, "rate limit: the call's deadline comes before its turn")

@@ -66,11 +66,11 @@ func (m *middleware) admit(w http.ResponseWriter, r *http.Request) bool {
 	case pipeline.Deny:
 		m.denied(w, r, d.Result)
 	case pipeline.TooCostly:
-		writeJSON(w, http.StatusTooManyRequests, errorBody{Error: msgTooCostly})
+		writeJSON(w, http.StatusTooManyRequests, pipeline.ErrorBody{Error: pipeline.MsgTooCostly})
 	case pipeline.Invalid:
-		writeJSON(w, http.StatusInternalServerError, errorBody{Error: msgInvalid})
+		writeJSON(w, http.StatusInternalServerError, pipeline.ErrorBody{Error: pipeline.MsgInvalid})
 	case pipeline.Unavailable:
-		writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: msgUnavailable})
+		writeJSON(w, http.StatusServiceUnavailable, pipeline.ErrorBody{Error: pipeline.MsgUnavailable})
 	case pipeline.Ended:
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}
@@ -80,30 +80,12 @@ func (m *middleware) admit(w http.ResponseWriter, r *http.Request) bool {
 // errAnswered tells the pipeline that the error handler answered the request.
 var errAnswered = errors.New("httpmw: the error handler answered the request")
 
-// Bodies of the answers other than a denial. They name no key, which may be personal data.
-const (
-	msgTooCostly   = "request cost exceeds the rate limit"
-	msgInvalid     = "rate limit misconfigured"
-	msgUnavailable = "rate limiter unavailable"
-)
-
-// deniedBody is the JSON body of DeniedJSON.
-type deniedBody struct {
-	Error      string `json:"error"`
-	RetryAfter int64  `json:"retry_after"`
-}
-
-// errorBody is the JSON body of other error answers.
-type errorBody struct {
-	Error string `json:"error"`
-}
-
 // DeniedJSON is the default denied handler: it answers 429 Too Many Requests with the body
 // {"error":"rate limit exceeded","retry_after":N}, where N is the Retry-After value in
 // seconds. Call it from a handler of your own to keep this answer in some cases.
 func DeniedJSON(w http.ResponseWriter, _ *http.Request, res ratelimit.Result) {
-	writeJSON(w, http.StatusTooManyRequests, deniedBody{
-		Error:      "rate limit exceeded",
+	writeJSON(w, http.StatusTooManyRequests, pipeline.DeniedBody{
+		Error:      pipeline.MsgDenied,
 		RetryAfter: headers.RetryAfterSeconds(res.RetryAfter),
 	})
 }

@@ -3,9 +3,6 @@ package otelmetrics
 import (
 	"context"
 	"errors"
-	"maps"
-	"strings"
-	"sync"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
@@ -13,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/series"
 )
 
 // ScopeName is the instrumentation scope of the Observer's meter.
@@ -41,7 +39,7 @@ const (
 
 // other is the policy and backend of the decisions past WithMaxSeries, and the error.type
 // of an error of no known kind (as OpenTelemetry's semantic conventions name such values).
-const other = "_OTHER"
+const other = series.Other
 
 // Observer is a ratelimit.Observer and ratelimit.BreakerObserver that records decisions
 // and breaker transitions on OpenTelemetry instruments; see the package documentation for
@@ -58,11 +56,8 @@ type Observer struct {
 	duration    metric.Float64Histogram
 	transitions metric.Int64Counter
 
-	maxSeries int
-	mu        sync.Mutex                            // serializes additions to series
-	series    atomic.Pointer[map[seriesKey]*series] // copied on write
-	other     *series
-	states    map[[2]string]metric.AddOption // the attributes of the known transitions
+	series *series.Table[counters]
+	states map[[2]string]metric.AddOption // the attributes of the known transitions
 }
 
 var (
@@ -70,11 +65,9 @@ var (
 	_ ratelimit.BreakerObserver = (*Observer)(nil)
 )
 
-type seriesKey struct{ policy, backend string }
-
-// series holds the counts of one (policy, backend) pair and their attribute sets, made
+// counters holds the counts of one (policy, backend) pair and their attribute sets, made
 // once, so that recording a decision allocates nothing.
-type series struct {
+type counters struct {
 	policy    string
 	requests  [2][2]counter // [allowed, denied][shadow]
 	errors    [numKinds][2]counter
@@ -106,9 +99,7 @@ func New(opts ...Option) (*Observer, error) {
 	}
 	meter := mp.Meter(ScopeName)
 
-	o := &Observer{maxSeries: cfg.maxSeries, other: newSeries(other, other)}
-	m := make(map[seriesKey]*series)
-	o.series.Store(&m)
+	o := &Observer{series: series.New(cfg.maxSeries, newCounters)}
 	o.states = make(map[[2]string]metric.AddOption)
 	for _, from := range []string{"closed", "open", "half-open"} {
 		for _, to := range []string{"closed", "open", "half-open"} {
@@ -144,7 +135,7 @@ func New(opts ...Option) (*Observer, error) {
 // backends of each policy are added up first.
 func (o *Observer) report(_ context.Context, obs metric.Observer) error {
 	byPolicy := make(map[string]*counts)
-	add := func(s *series) {
+	add := func(s *counters) {
 		sum := byPolicy[s.policy]
 		if sum == nil {
 			sum = &counts{series: s}
@@ -152,10 +143,7 @@ func (o *Observer) report(_ context.Context, obs metric.Observer) error {
 		}
 		sum.add(s)
 	}
-	for _, s := range *o.series.Load() {
-		add(s)
-	}
-	add(o.other)
+	o.series.All(add)
 	for _, sum := range byPolicy {
 		sum.report(obs, o.requests, o.cacheHits)
 	}
@@ -165,13 +153,13 @@ func (o *Observer) report(_ context.Context, obs metric.Observer) error {
 // counts are the counts of a policy's decisions, summed over its backends, and a series of
 // the policy for their attributes.
 type counts struct {
-	series    *series
+	series    *counters
 	requests  [2][2]int64
 	errors    [numKinds][2]int64
 	cacheHits int64
 }
 
-func (c *counts) add(s *series) {
+func (c *counts) add(s *counters) {
 	for out := range c.requests {
 		for shadow := range c.requests[out] {
 			c.requests[out][shadow] += s.requests[out][shadow].n.Load()
@@ -237,7 +225,7 @@ func (o *Observer) ObserveDecision(ctx context.Context, d ratelimit.Decision) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	s := o.lookup(d.Policy, d.Backend)
+	s := o.series.Lookup(d.Policy, d.Backend)
 	shadow := 0
 	if d.Shadow {
 		shadow = 1
@@ -273,41 +261,13 @@ func transitionOption(from, to string) metric.AddOption {
 	return metric.WithAttributeSet(attribute.NewSet(attribute.String(attrFrom, from), attribute.String(attrTo, to)))
 }
 
-// lookup returns the series of (policy, backend), making it on first sight; past
-// maxSeries pairs, the shared series of "_OTHER".
-func (o *Observer) lookup(policy, backend string) *series {
-	m := *o.series.Load()
-	if s, ok := m[seriesKey{policy, backend}]; ok {
-		return s
-	}
-	if len(m) >= o.maxSeries {
-		return o.other
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	m = *o.series.Load()
-	if s, ok := m[seriesKey{policy, backend}]; ok {
-		return s
-	}
-	if len(m) >= o.maxSeries {
-		return o.other
-	}
-	// Copies of the names: the caller's may share memory with a larger buffer.
-	k := seriesKey{strings.Clone(policy), strings.Clone(backend)}
-	s := newSeries(k.policy, k.backend)
-	next := maps.Clone(m)
-	next[k] = s
-	o.series.Store(&next)
-	return s
-}
-
-func newSeries(policy, backend string) *series {
+func newCounters(policy, backend string) *counters {
 	p := attribute.String(attrPolicy, policy)
 	b := attribute.String(attrBackend, backend)
 	set := func(kv ...attribute.KeyValue) metric.ObserveOption {
 		return metric.WithAttributeSet(attribute.NewSet(kv...))
 	}
-	s := &series{policy: policy}
+	s := &counters{policy: policy}
 	s.cacheHits.attrs = set(p)
 	for shadow, sh := range []attribute.KeyValue{attribute.Bool(attrShadow, false), attribute.Bool(attrShadow, true)} {
 		for _, out := range []ratelimit.Outcome{ratelimit.OutcomeAllowed, ratelimit.OutcomeDenied} {

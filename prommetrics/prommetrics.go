@@ -2,16 +2,15 @@ package prommetrics
 
 import (
 	"context"
-	"maps"
 	"math"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/series"
 )
 
 // durationBuckets are the upper bounds, in seconds, of the buckets of
@@ -23,7 +22,7 @@ var durationBuckets = [...]float64{
 
 // other is the policy and backend of the decisions past WithMaxSeries, and the error_type
 // of an error of no known kind.
-const other = "_OTHER"
+const other = series.Other
 
 // numKinds is the number of ratelimit.ErrorKind values; index 0 (KindNone) stands for an
 // error of no known kind.
@@ -55,11 +54,8 @@ var (
 // ratelimit.BreakerObserver: it counts the decisions and transitions it is told of, and
 // exports them when scraped. It is safe for concurrent use.
 type Collector struct {
-	maxSeries int
-	buckets   []bucketSource
-	mu        sync.Mutex                            // serializes additions to series
-	series    atomic.Pointer[map[seriesKey]*series] // copied on write
-	other     *series
+	buckets []bucketSource
+	series  *series.Table[counters]
 
 	transMu     sync.Mutex
 	transitions map[[2]string]int64
@@ -71,10 +67,8 @@ var (
 	_ ratelimit.BreakerObserver = (*Collector)(nil)
 )
 
-type seriesKey struct{ policy, backend string }
-
-// series holds the counts of one (policy, backend) pair.
-type series struct {
+// counters holds the counts of one (policy, backend) pair.
+type counters struct {
 	policy, backend string
 	requests        [2][2]atomic.Int64 // [allowed, denied][shadow]
 	errors          [numKinds][2]atomic.Int64
@@ -106,21 +100,19 @@ func New(opts ...Option) *Collector {
 	for _, opt := range opts {
 		opt(&cfg)
 	}
-	c := &Collector{
-		maxSeries:   cfg.maxSeries,
-		buckets:     cfg.buckets,
-		other:       &series{policy: other, backend: other},
+	return &Collector{
+		buckets: cfg.buckets,
+		series: series.New(cfg.maxSeries, func(policy, backend string) *counters {
+			return &counters{policy: policy, backend: backend}
+		}),
 		transitions: make(map[[2]string]int64),
 	}
-	m := make(map[seriesKey]*series)
-	c.series.Store(&m)
-	return c
 }
 
 // ObserveDecision counts d. It allocates nothing once the pair (d.Policy, d.Backend) has
 // been seen.
 func (c *Collector) ObserveDecision(_ context.Context, d ratelimit.Decision) {
-	s := c.lookup(d.Policy, d.Backend)
+	s := c.series.Lookup(d.Policy, d.Backend)
 	shadow := 0
 	if d.Shadow {
 		shadow = 1
@@ -150,33 +142,6 @@ func (c *Collector) ObserveBreaker(t ratelimit.BreakerTransition) {
 	c.transitions[[2]string{t.From, t.To}]++
 }
 
-// lookup returns the series of (policy, backend), making it on first sight; past
-// maxSeries pairs, the shared series of "_OTHER".
-func (c *Collector) lookup(policy, backend string) *series {
-	m := *c.series.Load()
-	if s, ok := m[seriesKey{policy, backend}]; ok {
-		return s
-	}
-	if len(m) >= c.maxSeries {
-		return c.other
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	m = *c.series.Load()
-	if s, ok := m[seriesKey{policy, backend}]; ok {
-		return s
-	}
-	if len(m) >= c.maxSeries {
-		return c.other
-	}
-	// Copies of the names: the caller's may share memory with a larger buffer.
-	s := &series{policy: strings.Clone(policy), backend: strings.Clone(backend)}
-	next := maps.Clone(m)
-	next[seriesKey{s.policy, s.backend}] = s
-	c.series.Store(&next)
-	return s
-}
-
 // Describe sends nothing: the Collector is unchecked (see the package documentation).
 func (c *Collector) Describe(chan<- *prometheus.Desc) {}
 
@@ -185,7 +150,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	// The counts of decisions are per policy, kept per (policy, backend): add up the
 	// backends of each policy.
 	byPolicy := make(map[string]*counts)
-	add := func(s *series) {
+	add := func(s *counters) {
 		sum := byPolicy[s.policy]
 		if sum == nil {
 			sum = &counts{}
@@ -194,10 +159,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		sum.add(s)
 		s.collectDuration(ch)
 	}
-	for _, s := range *c.series.Load() {
-		add(s)
-	}
-	add(c.other)
+	c.series.All(add)
 	for policy, sum := range byPolicy {
 		sum.collect(ch, policy)
 	}
@@ -220,7 +182,7 @@ type counts struct {
 	cacheHits int64
 }
 
-func (c *counts) add(s *series) {
+func (c *counts) add(s *counters) {
 	for out := range c.requests {
 		for shadow := range c.requests[out] {
 			c.requests[out][shadow] += s.requests[out][shadow].Load()
@@ -262,7 +224,7 @@ func (c *counts) collect(ch chan<- prometheus.Metric, policy string) {
 	}
 }
 
-func (s *series) collectDuration(ch chan<- prometheus.Metric) {
+func (s *counters) collectDuration(ch chan<- prometheus.Metric) {
 	for out := range s.duration {
 		h := &s.duration[out]
 		cumulative := make(map[float64]uint64, len(durationBuckets))

@@ -279,3 +279,24 @@ func IsArgumentError(err error) bool {
 		errors.Is(err, ratelimit.ErrKeyEmpty) || errors.Is(err, ratelimit.ErrKeyTooLong) ||
 		errors.Is(err, ratelimit.ErrNotSupported)
 }
+
+// The messages of the middlewares' answers, the same in every framework. They name no key,
+// which may be personal data.
+const (
+	MsgDenied      = "rate limit exceeded"
+	MsgTooCostly   = "request cost exceeds the rate limit"
+	MsgInvalid     = "rate limit misconfigured"
+	MsgUnavailable = "rate limiter unavailable"
+)
+
+// DeniedBody is the JSON body of an HTTP denial: {"error":"rate limit exceeded",
+// "retry_after":N}, N being Retry-After in seconds.
+type DeniedBody struct {
+	Error      string `json:"error"`
+	RetryAfter int64  `json:"retry_after"`
+}
+
+// ErrorBody is the JSON body of the other HTTP answers: {"error":"…"}.
+type ErrorBody struct {
+	Error string `json:"error"`
+}
