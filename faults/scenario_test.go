@@ -170,7 +170,8 @@ func (r *faultRun) failed() []sample {
 //   - the 99th percentile of the decisions' latency from the fault to recovery is within
 //     the primary's deadline of the worse of those before and after (all less the time
 //     the process was kept from running);
-//   - the breaker opened after the fault (if fault.opens), and was closed at the end;
+//   - the breaker opened after the fault (if fault.opens), and closed again once Redis
+//     answered probes after the load;
 //   - no limited key was admitted by Redis more than one burst beyond GCRA's bound, and in
 //     all (Redis and the local limiter) more than that and the local share's bound over the
 //     time the breaker was not closed.
