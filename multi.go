@@ -41,8 +41,11 @@ type MultiResult struct {
 // refuses to start rather than fall back to a loop of AllowN calls.
 type MultiLimiter interface {
 	// AllowAll decides reqs together. Bad input is an error naming the entry (by index and
-	// Name, never the key): an empty list, an empty key, an invalid limit, N > Burst
-	// (ErrExceedsBurst, with Binding on that entry), the same (key, limit) twice.
+	// Name, never the key), and takes nothing: an empty list or the same (key, limit) twice
+	// (ErrInvalidRequest), an empty or too long key, an invalid limit, N < 0
+	// (ErrInvalidCost), N > Burst (ErrExceedsBurst, with Binding on that entry). An entry
+	// with the zero Limit is skipped: its Result is Allowed with nothing else set, and it
+	// is never Binding unless every entry is skipped.
 	AllowAll(ctx context.Context, reqs []Request) (MultiResult, error)
 }
 
@@ -58,6 +61,10 @@ type Inspector interface {
 	// Reset makes the bucket full again.
 	Reset(ctx context.Context, key string, limit Limit) error
 }
+
+// ErrInvalidRequest is returned by AllowAll for a list of requests it cannot decide as a
+// whole: an empty list, or the same (key, limit) twice.
+var ErrInvalidRequest = errors.New("ratelimit: invalid request list")
 
 // ErrCrossSlot is returned by a Redis Cluster limiter told to refuse, rather than decide
 // in slot groups, an AllowAll whose keys live in different hash slots.
