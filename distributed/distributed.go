@@ -211,8 +211,8 @@ func (l *Limiter) run(ctx context.Context, script *redis.Script, key string, arg
 	}
 	keys := []string{key}
 	if l.batch != nil {
-		if !l.batch.acquire() {
-			return l.batch.enqueue(ctx, script, keys, argv)
+		if c := l.batch.enter(script, keys, argv); c != nil {
+			return l.batch.await(ctx, c)
 		}
 		defer l.batch.release()
 	}
