@@ -39,7 +39,8 @@
 // Rates from one a day (or less) up to MaxRate, a million tokens per second, and bursts up
 // to a billion decide exactly. Durations in a Result are whole microseconds, and stop at
 // 2⁵³ µs (about 285 years). Higher rates are rejected with ratelimit.ErrInvalidLimit: Redis
-// TIME counts microseconds.
+// TIME counts microseconds. So are limits whose drained bucket would take longer than 2⁵³ µs
+// to refill (Burst/Rate), with every algorithm, as on the local backend.
 //
 // # Throughput
 //

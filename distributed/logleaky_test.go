@@ -159,6 +159,7 @@ func TestLimitsCheckedBeforeRedis(t *testing.T) {
 	for alg, limit := range map[ratelimit.Algorithm]ratelimit.Limit{
 		ratelimit.SlidingWindowLog: {Rate: 1, Burst: ratelimit.MaxLogBurst + 1},
 		ratelimit.LeakyBucket:      {Rate: 2e6, Burst: 1},
+		ratelimit.TokenBucket:      {Rate: 1.0 / 86400, Burst: 104250}, // refills in over 2^53 µs
 	} {
 		l, err := distributed.New(client, distributed.WithAlgorithm(alg))
 		require.NoError(t, err)
