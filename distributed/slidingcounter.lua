@@ -15,8 +15,10 @@
 --
 --   est = prev * (W - x) / W + cur
 --
--- and a request for n is admitted when est + n <= burst. The local backend computes est with
--- the same double operations in the same order, so both decide alike to the bit.
+-- and a request for n is admitted when est + n <= burst, tested as est <= burst - n: the
+-- right side is exact, where the sum would round near Burst = 2^52 and admit half a token
+-- too many. The local backend computes est with the same double operations in the same
+-- order, so both decide alike to the bit.
 --
 -- The value is "i:cur:prev", written only on allow, expiring at the end of window i+1, after
 -- which neither count weighs anything.
@@ -57,8 +59,9 @@ end
 -- backend's are. Sums are ordered so that one that exceeds 2^53 only rounds once past it.
 local cap = 9007199254740992
 
+local room = burst - cost
 local est = prev * (w - x) / w + cur
-local allowed = est + cost <= burst
+local allowed = est <= room
 if allowed then
   cur = cur + cost
   est = est + cost
@@ -99,7 +102,7 @@ local function admits(k, y)
   elseif k == 2 then
     p, c = 0, 0
   end
-  return p * (w - y) / w + c + cost <= burst
+  return p * (w - y) / w + c <= room
 end
 
 -- The guess solves est + cost = burst in real numbers: within this window when

@@ -45,6 +45,7 @@ var common = []rule{
 	{"InvalidInput", invalidInput},
 	{"Concurrency", concurrency},
 	{"AnyKey", anyKey},
+	{"HugeBurst", hugeBurst},
 	{"Wait", wait},
 	{"Close", closeRule},
 }
