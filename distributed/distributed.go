@@ -114,12 +114,12 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit,
 }
 
 // resultOf reads a script's answer: {allowed, remaining, retry-after µs, reset-after µs}
-// and, from a shaper, delay µs.
+// and, from a shaper, delay µs. Remaining is held to [0, Burst] whatever the script says.
 func resultOf(r []int64, limit ratelimit.Limit) ratelimit.Result {
 	res := ratelimit.Result{
 		Allowed:    r[0] == 1,
 		Limit:      limit,
-		Remaining:  int(r[1]),
+		Remaining:  int(min(max(r[1], 0), int64(limit.Burst))),
 		RetryAfter: time.Duration(r[2]) * time.Microsecond,
 		ResetAfter: time.Duration(r[3]) * time.Microsecond,
 	}

@@ -65,7 +65,8 @@ end
 -- Denied, nothing written. k = count + cost - burst entries must leave the window first; the
 -- k-th oldest in it leaves W after it was admitted. The window is empty once the newest has
 -- left.
+-- The window holds more than burst only if Redis TIME stepped back: then nothing remains.
 local k = count + cost - burst
 local kth = redis.call('ZRANGEBYSCORE', KEYS[1], live, '+inf', 'WITHSCORES', 'LIMIT', k - 1, 1)
 local newest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-return {0, burst - count, tonumber(kth[2]) + window - now, tonumber(newest[2]) + window - now}
+return {0, math.max(burst - count, 0), tonumber(kth[2]) + window - now, tonumber(newest[2]) + window - now}
