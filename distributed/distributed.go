@@ -96,7 +96,9 @@ func (l *Limiter) Allow(ctx context.Context, key string, limit ratelimit.Limit) 
 // AllowN takes n tokens from the bucket of (key, limit) if it holds n, and otherwise takes
 // none. Invalid arguments are rejected before any round trip, with the same errors as every
 // backend. When Redis fails or the deadline passes, AllowN returns the error with a Result
-// that has only Limit set, and the caller's ErrorPolicy decides.
+// that has only Limit set, and the caller's ErrorPolicy decides. A bucket whose key holds a
+// value no script of this package writes (another type, text, a number out of range) gives
+// an error wrapping ratelimit.ErrInvalidState, and is left as it is.
 func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
 	if err := l.check(key, limit, n); err != nil {
 		return ratelimit.Result{Limit: limit}, err
@@ -108,7 +110,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit,
 	}
 	r, err := l.run(ctx, alg.script, l.key(key, alg.tag, limit), argv)
 	if err != nil {
-		return ratelimit.Result{Limit: limit}, err
+		return ratelimit.Result{Limit: limit}, invalidState(err)
 	}
 	return resultOf(r, limit), nil
 }

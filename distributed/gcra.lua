@@ -16,7 +16,8 @@
 -- now, and resolving a microsecond or two even when tau is 2^53 us, the longest allowed.
 --
 -- Returns {allowed (1 or 0), remaining tokens, retry-after us, reset-after us}, all
--- integers: Redis would truncate a fractional Lua number.
+-- integers: Redis would truncate a fractional Lua number. Or an error reply starting with
+-- INVALIDSTATE when the key holds something else.
 
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
@@ -29,10 +30,20 @@ if not now_us then
 end
 local now = now_us * rate / 1000000
 
--- A missing key is a full bucket: its TAT is now or earlier.
-local tat = tonumber(redis.call('GET', KEYS[1])) or now
-if tat < now then
-  tat = now
+-- A missing key is a full bucket: its TAT is now or earlier. A value this script cannot
+-- have written (not a number between -2^53 and 2^53: text, nan, inf, another type) is an
+-- error for this bucket alone, and nothing is written to it. (Only a test clock reads before
+-- 2020, hence negative TATs.)
+local stored = redis.pcall('GET', KEYS[1])
+local tat = now
+if stored then
+  tat = tonumber(stored)
+  if not (tat and tat > -9007199254740992 and tat < 9007199254740992) then -- nil: an error
+    return redis.error_reply('INVALIDSTATE the key holds no value this script writes')
+  end
+  if tat < now then
+    tat = now
+  end
 end
 
 -- Taking cost tokens moves the TAT by cost intervals; the request conforms when the new TAT

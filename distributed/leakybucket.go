@@ -30,7 +30,7 @@ func (l *Limiter) waitInQueue(ctx context.Context, key string, limit ratelimit.L
 		}
 		r, err := l.run(ctx, alg.script, l.key(key, alg.tag, limit), argv)
 		if err != nil {
-			return err
+			return invalidState(err)
 		}
 		res := resultOf(r, limit)
 		switch {

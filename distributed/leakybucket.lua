@@ -18,7 +18,8 @@
 --
 -- Returns {allowed (1 or 0), remaining places, retry-after us, reset-after us, delay us},
 -- all integers. A request refused only because its turn comes after ARGV[5] gets retry-after
--- 0 and the delay it would have had.
+-- 0 and the delay it would have had. Or an error reply starting with INVALIDSTATE when the
+-- key holds something else.
 
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
@@ -32,10 +33,18 @@ end
 local now = now_us * rate / 1000000
 
 -- start: when the request's first token leaves, once the tokens queued before it have.
--- A missing key is an empty queue.
-local start = tonumber(redis.call('GET', KEYS[1])) or now
-if start < now then
-  start = now
+-- A missing key is an empty queue. A value this script cannot have written is an error for
+-- this bucket alone, and nothing is written to it (see gcra.lua).
+local stored = redis.pcall('GET', KEYS[1])
+local start = now
+if stored then
+  start = tonumber(stored)
+  if not (start and start > -9007199254740992 and start < 9007199254740992) then -- nil: an error
+    return redis.error_reply('INVALIDSTATE the key holds no value this script writes')
+  end
+  if start < now then
+    start = now
+  end
 end
 -- The request fits when its last token leaves at most burst after now:
 -- start + cost - now <= burst, tested as ahead <= room, where room is exact (gcra.lua says

@@ -14,7 +14,8 @@
 -- Times are whole microseconds since 2020-01-01, far below 2^53 for centuries, so scores
 -- (doubles) hold them exactly and every sum below is exact.
 --
--- Returns {allowed (1 or 0), remaining tokens, retry-after us, reset-after us}, integers.
+-- Returns {allowed (1 or 0), remaining tokens, retry-after us, reset-after us}, integers, or
+-- an error reply starting with INVALIDSTATE when the key holds something else.
 
 local burst = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
@@ -31,8 +32,12 @@ end
 -- grow memory only while the script has written nothing, so the write that admits (ZADD)
 -- must be the first. The entries that have left are trimmed after it. (%.0f: tostring and
 -- ".." print 14 significant digits, and a time has up to 16.)
+-- A key of another type is an error for this bucket alone, and nothing is written to it.
 local live = string.format('(%.0f', now - window)
-local count = redis.call('ZCOUNT', KEYS[1], live, '+inf')
+local count = redis.pcall('ZCOUNT', KEYS[1], live, '+inf')
+if type(count) ~= 'number' then
+  return redis.error_reply('INVALIDSTATE the key holds no value this script writes')
+end
 
 if count + cost <= burst then
   -- Add cost entries at now. Members must be unique, or ZADD would move an entry instead of
@@ -66,7 +71,11 @@ end
 -- k-th oldest in it leaves W after it was admitted. The window is empty once the newest has
 -- left.
 -- The window holds more than burst only if Redis TIME stepped back: then nothing remains.
+-- An entry at +inf, which this script never writes, would hold the bucket for ever: an error.
 local k = count + cost - burst
 local kth = redis.call('ZRANGEBYSCORE', KEYS[1], live, '+inf', 'WITHSCORES', 'LIMIT', k - 1, 1)
-local newest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-return {0, math.max(burst - count, 0), tonumber(kth[2]) + window - now, tonumber(newest[2]) + window - now}
+local newest = tonumber(redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
+if not (newest < 9007199254740992) then
+  return redis.error_reply('INVALIDSTATE the key holds no value this script writes')
+end
+return {0, math.max(burst - count, 0), tonumber(kth[2]) + window - now, newest + window - now}
