@@ -75,7 +75,7 @@ func TestWaitDeadline(t *testing.T) {
 		defer cancel()
 		err = l.Wait(short, "k", tenPerSecond)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
-		assert.EqualError(t, err, `ratelimit: the queue of "k" would hold the request 300ms, past the context deadline: context deadline exceeded`)
+		assert.EqualError(t, err, `ratelimit: the queue would hold the request 300ms, past the context deadline: context deadline exceeded`)
 		assert.Zero(t, time.Since(start))
 
 		exact, cancel := context.WithTimeout(ctx, 300*time.Millisecond)

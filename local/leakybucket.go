@@ -143,13 +143,13 @@ func (l *Limiter) waitInQueue(ctx context.Context, key string, limit ratelimit.L
 		case res.Allowed:
 			return l.hold(ctx, res.Delay)
 		case res.RetryAfter == 0:
-			return fmt.Errorf("ratelimit: the queue of %q would hold the request %v, past the context deadline: %w",
-				key, res.Delay, context.DeadlineExceeded)
+			return fmt.Errorf("ratelimit: the queue would hold the request %v, past the context deadline: %w",
+				res.Delay, context.DeadlineExceeded)
 		case bounded && time.Until(deadline) < res.ResetAfter:
 			// The queue is full. A place frees up after RetryAfter, and its turn comes when
 			// the queue has drained: ResetAfter from now at the earliest.
-			return fmt.Errorf("ratelimit: the queue of %q is full and drains in %v, past the context deadline: %w",
-				key, res.ResetAfter, context.DeadlineExceeded)
+			return fmt.Errorf("ratelimit: the queue is full and drains in %v, past the context deadline: %w",
+				res.ResetAfter, context.DeadlineExceeded)
 		}
 		if err := l.hold(ctx, res.RetryAfter); err != nil {
 			return err

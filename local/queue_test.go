@@ -67,7 +67,7 @@ func TestQueueWaitDeadline(t *testing.T) {
 		defer cancel()
 		err := l.Wait(short, "k", tenPerSecond)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
-		assert.EqualError(t, err, `ratelimit: the queue of "k" would hold the request 300ms, past the context deadline: context deadline exceeded`)
+		assert.EqualError(t, err, `ratelimit: the queue would hold the request 300ms, past the context deadline: context deadline exceeded`)
 		assert.Zero(t, time.Since(start), "failed at once")
 
 		exact, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
@@ -91,7 +91,7 @@ func TestQueueWaitFullPastDeadline(t *testing.T) {
 		start := time.Now()
 		err = l.Wait(short, "k", tenPerSecond)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
-		assert.EqualError(t, err, `ratelimit: the queue of "k" is full and drains in 500ms, past the context deadline: context deadline exceeded`)
+		assert.EqualError(t, err, `ratelimit: the queue is full and drains in 500ms, past the context deadline: context deadline exceeded`)
 		assert.Zero(t, time.Since(start))
 
 		// With room for the turn at 500 ms, the Wait waits for a place (100 ms), then for
