@@ -51,13 +51,14 @@ func (tr redisTraffic) ours(a ratelimit.Algorithm) ratelimit.Limit {
 // redisTraffics returns the two kinds of load. Nothing refills, and no window ends, during a
 // run.
 //
-// allow, token bucket: one token per 1000 s with a burst of 10⁹. Every call is allowed, and
+// allow, token bucket: one token per 1000 s with a burst of 9·10⁶, the most that refill
+// within 2⁵³ µs, the longest refill any algorithm accepts. Every call is allowed, and
 // leaves its bucket one more token short, so the bucket's key lives on in Redis (its TTL is
 // the time to refill, 1000 s more with each call) and every call, on both limiters, reads a
 // live bucket and writes it back: the full work of an admitted request. With a limit that
 // refilled within the run, keys would expire between visits on 100k keys, and each call
 // would find an empty key instead. The leaky bucket, whose key lives as long as its queue
-// takes to drain, gets the same limit. The window algorithms get the same burst over a
+// takes to drain, gets the same limit. The window algorithms get a burst of 10⁹ over a
 // window of 10⁶ s (Rate 1000/s): Burst/Rate is their window, which internal/args caps at
 // 2⁵³ µs, and their keys live until the window (or the next) ends.
 //
@@ -72,7 +73,7 @@ func redisTraffics() []redisTraffic {
 	return []redisTraffic{
 		{
 			name: "allow", allow: true,
-			tb:    ratelimit.Limit{Rate: 1e-3, Burst: 1e9},
+			tb:    ratelimit.Limit{Rate: 1e-3, Burst: 9e6},
 			other: ratelimit.Limit{Rate: 1e3, Burst: 1e9},
 			peer:  redis_rate.Limit{Rate: 1, Burst: 1e9, Period: period},
 		},

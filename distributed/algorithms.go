@@ -20,6 +20,11 @@ import (
 //
 // and returns {allowed (1 or 0), remaining, retry-after µs, reset-after µs}, all integers
 // (Redis would truncate a fractional Lua number), with delay µs as a fifth for a shaper.
+//
+// A script's first write is the one that admits (SET, or the sliding log's ZADD), and a
+// denial writes nothing: under maxmemory with noeviction, Redis refuses a command that may
+// grow memory only while the script has written nothing, so a full Redis then refuses every
+// admission with an OOM error instead of growing past its cap.
 
 // algorithm is how the Redis backend runs one ratelimit.Algorithm.
 type algorithm struct {

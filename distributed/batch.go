@@ -50,18 +50,27 @@ type batcher struct {
 	mu     sync.Mutex
 	active int     // direct calls and pipeline senders at work, at most maxDirect
 	queue  []*call // decisions waiting for a pipeline
+
+	// queued, set by tests only, runs when a decision has joined the queue, before it waits
+	// for its answer: there, every call on the wire may return.
+	queued func()
 }
 
-// acquire reports whether the caller may go to Redis directly; if it may, it must call
-// release when done.
-func (b *batcher) acquire() bool {
+// enter decides whether a decision goes to Redis directly or joins the queue, in one
+// critical section: were the two steps apart, every call on the wire could return in
+// between, and the decision would wait in the queue with nobody left to send it, until its
+// deadline, on a healthy Redis. enter returns nil when the caller may go directly, and the
+// caller must then call release when done; otherwise it returns the queued call, to await.
+func (b *batcher) enter(script *redis.Script, keys []string, argv []any) *call {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.active < maxDirect {
 		b.active++
-		return true
+		return nil
 	}
-	return false
+	c := &call{script: script, keys: keys, argv: argv, done: make(chan struct{})}
+	b.queue = append(b.queue, c)
+	return c
 }
 
 // release ends a direct call. Decisions that queued up meanwhile leave in a pipeline sent by a
@@ -105,13 +114,12 @@ func (b *batcher) serve(batch []*call) {
 	}
 }
 
-// enqueue queues one decision and waits for its answer, or for ctx to end. A decision that
-// ctx ends before it was sent is withdrawn: Redis never sees it.
-func (b *batcher) enqueue(ctx context.Context, script *redis.Script, keys []string, argv []any) ([]int64, error) {
-	c := &call{script: script, keys: keys, argv: argv, done: make(chan struct{})}
-	b.mu.Lock()
-	b.queue = append(b.queue, c)
-	b.mu.Unlock()
+// await waits for the answer to c, a decision that enter queued, or for ctx to end. A
+// decision that ctx ends before it was sent is withdrawn: Redis never sees it.
+func (b *batcher) await(ctx context.Context, c *call) ([]int64, error) {
+	if b.queued != nil {
+		b.queued()
+	}
 	select {
 	case <-c.done:
 		return reply(ctx, c.vals, c.err)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -155,4 +156,79 @@ func TestBatchScriptFlushed(t *testing.T) {
 		return true
 	})
 	require.Equal(t, 4, admitted)
+}
+
+// onWire returns how many direct calls and pipeline senders b has at work.
+func onWire(b *batcher) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.active
+}
+
+// TestBatchLastCallReturns: every call on the wire returns just as a decision joins the
+// queue. The decision must still be sent, at once: deciding to queue and queueing are one
+// step, so the last call to return finds it in the queue.
+func TestBatchLastCallReturns(t *testing.T) {
+	l, _ := batchFixture(t) // maxDirect calls on the wire
+	l.batch.queued = func() {
+		for range maxDirect {
+			l.batch.release()
+		}
+	}
+	// A healthy Redis answers in far less; a decision left in the queue would wait it out.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	res, err := l.Allow(ctx, "k", ratelimit.Limit{Rate: 1, Burst: 1})
+	require.NoError(t, err)
+	require.True(t, res.Allowed)
+	require.Eventually(t, func() bool { return onWire(l.batch) == 0 }, 5*time.Second, time.Millisecond,
+		"the sender leaves when the queue is empty")
+}
+
+// TestBatchStress runs many goroutines on one bucket and widens the moment after a decision
+// has joined the queue until nothing is on the wire any more: each queued decision must
+// still be answered, none twice. With a clock that stands still, exactly Burst are allowed.
+func TestBatchStress(t *testing.T) {
+	server := redistest.NewServer(t)
+	client := redis.NewClient(&redis.Options{Addr: server.Addr(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = client.Close() })
+	now := time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
+	l, err := New(client, WithClock(func() time.Time { return now }), WithTimeout(10*time.Second))
+	require.NoError(t, err)
+	var widened atomic.Int64
+	l.batch.queued = func() {
+		widened.Add(1)
+		for onWire(l.batch) > 0 {
+			runtime.Gosched()
+		}
+	}
+	const goroutines, calls, burst = 24, 20, 100
+	limit := ratelimit.Limit{Rate: 1e-3, Burst: burst}
+	var mu sync.Mutex
+	allowed := 0
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			for range calls {
+				// A decision lost in the queue would fail here, at the deadline.
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				res, err := l.Allow(ctx, "hot", limit)
+				cancel()
+				if !assert.NoError(t, err) {
+					return
+				}
+				mu.Lock()
+				if res.Allowed {
+					allowed++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	require.Positive(t, widened.Load(), "no decision queued: the test tested nothing")
+	t.Logf("%d of %d decisions queued", widened.Load(), goroutines*calls)
+	require.Equal(t, burst, allowed)
+	require.Equal(t, goroutines*calls, evalshaCalls(t, server), "one script run per decision")
+	require.Zero(t, onWire(l.batch))
 }

@@ -103,7 +103,9 @@ func (l *Limiter) Allow(ctx context.Context, key string, limit ratelimit.Limit) 
 // AllowN takes n tokens from the bucket of (key, limit) if it holds n, and otherwise takes
 // none. Invalid arguments are rejected before any round trip, with the same errors as every
 // backend. When Redis fails or the deadline passes, AllowN returns the error with a Result
-// that has only Limit set, and the caller's ErrorPolicy decides.
+// that has only Limit set, and the caller's ErrorPolicy decides. A bucket whose key holds a
+// value no script of this package writes (another type, text, a number out of range) gives
+// an error wrapping ratelimit.ErrInvalidState, and is left as it is.
 func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
 	if err := l.check(key, limit, n); err != nil {
 		return ratelimit.Result{Limit: limit}, err
@@ -115,18 +117,18 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit,
 	}
 	r, err := l.run(ctx, alg.script, l.key(key, alg.tag, limit), argv)
 	if err != nil {
-		return ratelimit.Result{Limit: limit}, err
+		return ratelimit.Result{Limit: limit}, invalidState(err)
 	}
 	return resultOf(r, limit), nil
 }
 
 // resultOf reads a script's answer: {allowed, remaining, retry-after µs, reset-after µs}
-// and, from a shaper, delay µs.
+// and, from a shaper, delay µs. Remaining is held to [0, Burst] whatever the script says.
 func resultOf(r []int64, limit ratelimit.Limit) ratelimit.Result {
 	res := ratelimit.Result{
 		Allowed:    r[0] == 1,
 		Limit:      limit,
-		Remaining:  int(r[1]),
+		Remaining:  int(min(max(r[1], 0), int64(limit.Burst))),
 		RetryAfter: time.Duration(r[2]) * time.Microsecond,
 		ResetAfter: time.Duration(r[3]) * time.Microsecond,
 	}
@@ -235,8 +237,8 @@ func (l *Limiter) call(ctx context.Context, script *redis.Script, key string, ar
 	}
 	keys := []string{key}
 	if l.batch != nil {
-		if !l.batch.acquire() {
-			return l.batch.enqueue(ctx, script, keys, argv)
+		if c := l.batch.enter(script, keys, argv); c != nil {
+			return l.batch.await(ctx, c)
 		}
 		defer l.batch.release()
 	}

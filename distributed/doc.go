@@ -24,7 +24,9 @@
 // # Limits and throughput
 //
 // Rates up to MaxRate (10⁶ a second, the resolution of Redis TIME) and bursts up to
-// ratelimit.MaxBurst decide exactly; durations stop at 2⁵³ µs (285 years). Decisions made at
+// ratelimit.MaxBurst decide exactly; durations stop at 2⁵³ µs (285 years), and a limit
+// whose drained bucket would take longer to refill (Burst/Rate) is refused, with every
+// algorithm, as on the local backend. Decisions made at
 // the same time share round trips: eight at a time go to Redis on their own, and the ones
 // that arrive meanwhile leave together as one pipeline when one of the eight returns. Redis
 // still runs one script per decision, in arrival order; a lone caller never waits.

@@ -19,7 +19,8 @@
 -- moment after its window ended, or under the test clock, carries another window's index
 -- and counts as zero.
 --
--- Returns {allowed (1 or 0), remaining, retry-after us, reset-after us}, all integers.
+-- Returns {allowed (1 or 0), remaining, retry-after us, reset-after us}, all integers, or an
+-- error reply starting with INVALIDSTATE when the key holds something else.
 
 local burst = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
@@ -39,12 +40,21 @@ local elapsed = math.fmod(now, window)
 local index = (now - elapsed) / window
 local left = window - elapsed -- us until the window ends
 
+-- A value this script cannot have written (not "i:count" with count <= burst: text, nan,
+-- inf, another type) is an error for this bucket alone, and nothing is written to it.
 local count = 0
-local stored = redis.call('GET', KEYS[1])
+local stored = redis.pcall('GET', KEYS[1])
 if stored then
-  local i, c = string.match(stored, '^(%d+):(%d+)$')
+  local i, c
+  if type(stored) == 'string' then
+    i, c = string.match(stored, '^(%d+):(%d+)$')
+  end
+  c = tonumber(c)
+  if not c or c > burst then
+    return redis.error_reply('INVALIDSTATE the key holds no value this script writes')
+  end
   if tonumber(i) == index then
-    count = tonumber(c)
+    count = c
   end
 end
 

@@ -2,7 +2,7 @@
 --
 -- KEYS[1]  the bucket's key
 -- ARGV[1]  rate: tokens per second (0 < rate <= 1e6)
--- ARGV[2]  burst: the bucket's capacity (1 <= burst)
+-- ARGV[2]  burst: the bucket's capacity (1 <= burst <= 2^52, burst / rate <= 2^53 us)
 -- ARGV[3]  cost: tokens this request takes (1 <= cost <= burst)
 -- ARGV[4]  empty, or, for tests only, "now" in whole microseconds since 2020-01-01T00:00:00Z.
 --          When empty the clock is Redis TIME, so application servers' clocks never matter.
@@ -12,10 +12,12 @@
 -- token adds exactly 1 to the TAT: no fraction of an interval is ever rounded away, whatever
 -- the rate. (A TAT kept in whole microseconds would round 1e6/rate on every request: at
 -- 300,000/s, T = 3.33 us would become 3 us and the bucket would admit 11% too much.)
--- The TAT is stored as a float; it stays far below 2^53 (rate * seconds since 2020).
+-- The TAT is stored as a float: now plus at most tau, below 2^53 tokens until centuries from
+-- now, and resolving a microsecond or two even when tau is 2^53 us, the longest allowed.
 --
 -- Returns {allowed (1 or 0), remaining tokens, retry-after us, reset-after us}, all
--- integers: Redis would truncate a fractional Lua number.
+-- integers: Redis would truncate a fractional Lua number. Or an error reply starting with
+-- INVALIDSTATE when the key holds something else.
 
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
@@ -28,22 +30,35 @@ if not now_us then
 end
 local now = now_us * rate / 1000000
 
--- A missing key is a full bucket: its TAT is now or earlier.
-local tat = tonumber(redis.call('GET', KEYS[1])) or now
-if tat < now then
-  tat = now
+-- A missing key is a full bucket: its TAT is now or earlier. A value this script cannot
+-- have written (not a number between -2^53 and 2^53: text, nan, inf, another type) is an
+-- error for this bucket alone, and nothing is written to it. (Only a test clock reads before
+-- 2020, hence negative TATs.)
+local stored = redis.pcall('GET', KEYS[1])
+local tat = now
+if stored then
+  tat = tonumber(stored)
+  if not (tat and tat > -9007199254740992 and tat < 9007199254740992) then -- nil: an error
+    return redis.error_reply('INVALIDSTATE the key holds no value this script writes')
+  end
+  if tat < now then
+    tat = now
+  end
 end
 
 -- Taking cost tokens moves the TAT by cost intervals; the request conforms when the new TAT
--- is at most tau ahead of now.
-local new = tat + cost
-local allowed = new - now <= burst
+-- is at most tau ahead of now: tat + cost - now <= burst, tested as ahead <= room, where
+-- room is a whole number and exact. Summing first would round once more: near Burst = 2^52
+-- a float64 holds no fraction, and the rounded sum admitted a request right after the
+-- bucket was drained.
+local ahead = tat - now -- how far the TAT runs ahead of now: what the bucket is missing
+local room = burst - cost
+local allowed = ahead <= room
 if allowed then
-  tat = new
+  tat = tat + cost
+  ahead = tat - now
 end
 
--- ahead: how far the TAT runs ahead of now, which is what the bucket is missing.
-local ahead = tat - now
 local remaining = math.floor(burst - ahead)
 if remaining < 0 then
   remaining = 0 -- only if Redis's clock stepped back
@@ -63,14 +78,13 @@ if allowed then
   return {1, remaining, 0, reset}
 end
 
--- Denied: nothing is written. The request would conform once now reaches new - burst. Take
--- the nearest microsecond, then step forward until this same arithmetic admits it, so that
--- a caller coming back after exactly retry is let in.
-local free = new - burst
-local retry = math.min(math.floor((free - now) * 1000000 / rate + 0.5), cap)
+-- Denied: nothing is written. The request would conform once now has caught up ahead - room
+-- tokens. Take the nearest microsecond, then step forward until this same arithmetic admits
+-- it, so that a caller coming back after exactly retry is let in.
+local retry = math.min(math.floor((ahead - room) * 1000000 / rate + 0.5), cap)
 if retry < cap then
   for _ = 1, 3 do
-    if (now_us + retry) * rate / 1000000 >= free then
+    if tat - (now_us + retry) * rate / 1000000 <= room then
       break
     end
     retry = retry + 1

@@ -26,7 +26,7 @@ func (l *Limiter) waitInQueue(ctx context.Context, key string, limit ratelimit.L
 		}
 		r, err := l.run(ctx, alg.script, l.key(key, alg.tag, limit), argv)
 		if err != nil {
-			return ratelimit.Result{Limit: limit}, err
+			return ratelimit.Result{Limit: limit}, invalidState(err)
 		}
 		return resultOf(r, limit), nil
 	}, nil)

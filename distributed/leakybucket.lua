@@ -4,7 +4,7 @@
 --
 -- KEYS[1]  the bucket's key
 -- ARGV[1]  rate: tokens per second (0 < rate <= 1e6)
--- ARGV[2]  burst: places in the queue (1 <= burst)
+-- ARGV[2]  burst: places in the queue (1 <= burst <= 2^52, burst / rate <= 2^53 us)
 -- ARGV[3]  cost: places this request takes (1 <= cost <= burst)
 -- ARGV[4]  empty, or, for tests only, "now" in whole microseconds since 2020-01-01T00:00:00Z.
 --          When empty the clock is Redis TIME, so application servers' clocks never matter.
@@ -18,7 +18,8 @@
 --
 -- Returns {allowed (1 or 0), remaining places, retry-after us, reset-after us, delay us},
 -- all integers. A request refused only because its turn comes after ARGV[5] gets retry-after
--- 0 and the delay it would have had.
+-- 0 and the delay it would have had. Or an error reply starting with INVALIDSTATE when the
+-- key holds something else.
 
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
@@ -32,32 +33,43 @@ end
 local now = now_us * rate / 1000000
 
 -- start: when the request's first token leaves, once the tokens queued before it have.
--- A missing key is an empty queue.
-local start = tonumber(redis.call('GET', KEYS[1])) or now
-if start < now then
-  start = now
+-- A missing key is an empty queue. A value this script cannot have written is an error for
+-- this bucket alone, and nothing is written to it (see gcra.lua).
+local stored = redis.pcall('GET', KEYS[1])
+local start = now
+if stored then
+  start = tonumber(stored)
+  if not (start and start > -9007199254740992 and start < 9007199254740992) then -- nil: an error
+    return redis.error_reply('INVALIDSTATE the key holds no value this script writes')
+  end
+  if start < now then
+    start = now
+  end
 end
-local new = start + cost
+-- The request fits when its last token leaves at most burst after now:
+-- start + cost - now <= burst, tested as ahead <= room, where room is exact (gcra.lua says
+-- why: summing first rounds near Burst = 2^52).
+local ahead = start - now -- the queue before the request, in tokens
+local room = burst - cost
 
 -- Durations leave as whole microseconds, the nearest to a span of tokens, capped at 2^53
 -- (285 years) so they stay exact. (Written out each time: a local function would cost a
 -- closure per call.)
 local cap = 9007199254740992
-local wait = math.min(math.floor((start - now) * 1000000 / rate + 0.5), cap)
+local wait = math.min(math.floor(ahead * 1000000 / rate + 0.5), cap)
 -- Whole places left in the queue, with the TAT at start.
-local remaining = math.floor(burst - (start - now))
+local remaining = math.floor(burst - ahead)
 if remaining < 0 then
   remaining = 0 -- only if Redis's clock stepped back
 end
 
-if new - now > burst then
-  -- Denied, nothing written: the request fits once the clock reaches new - burst. Take the
-  -- nearest microsecond, then step forward while this same arithmetic still refuses it, so
-  -- that a caller coming back after exactly retry is let in.
-  local free = new - burst
-  local retry = math.min(math.floor((free - now) * 1000000 / rate + 0.5), cap)
+if ahead > room then
+  -- Denied, nothing written: the request fits once the clock has caught up ahead - room
+  -- tokens. Take the nearest microsecond, then step forward while this same arithmetic
+  -- still refuses it, so that a caller coming back after exactly retry is let in.
+  local retry = math.min(math.floor((ahead - room) * 1000000 / rate + 0.5), cap)
   for _ = 1, 3 do
-    if retry >= cap or (now_us + retry) * rate / 1000000 >= free then
+    if retry >= cap or start - (now_us + retry) * rate / 1000000 <= room then
       break
     end
     retry = retry + 1
@@ -75,6 +87,7 @@ if max_delay and wait > max_delay then
 end
 
 -- Keep the key until the queue is empty; after that a missing key means the same.
+local new = start + cost
 local reset = math.min(math.floor((new - now) * 1000000 / rate + 0.5), cap)
 local ttl = math.max(math.ceil(reset / 1000), 1)
 if ARGV[4] ~= '' then

@@ -136,15 +136,16 @@ func TestSlidingLogClockStepsBack(t *testing.T) {
 		require.NoError(t, err)
 		return res
 	}
-	require.True(t, allow(1).Allowed) // at 0 s: "0:1"
+	require.True(t, allow(2).Allowed) // at 0 s: "0:1", "0:2"
 	clock.Advance(time.Second)
-	require.True(t, allow(1).Allowed) // at 1 s: "1:2"
+	require.True(t, allow(1).Allowed) // at 1 s: "1:3"
 	clock.Advance(2 * time.Second)
-	// At 3 s the entry of 0 s leaves; 3 tokens do not fit beside the one of 1 s.
-	require.False(t, allow(3).Allowed)
-	// Back to 1 s: one entry, so the next is position 2, at 1 s: "1:2", which exists.
+	// At 3 s the entries of 0 s have left; this admission adds "3:2" and trims them.
+	require.True(t, allow(1).Allowed)
+	// Back to 1 s: the window holds "1:3" and, from the "future", "3:2", so the next entry
+	// is position 3, at 1 s: "1:3", which exists.
 	clock.Advance(-2 * time.Second)
-	res := allow(2)
+	res := allow(1)
 	require.True(t, res.Allowed)
 	assert.Equal(t, 0, res.Remaining)
 	assert.False(t, allow(1).Allowed, "the window holds three tokens")
@@ -158,6 +159,7 @@ func TestLimitsCheckedBeforeRedis(t *testing.T) {
 	for alg, limit := range map[ratelimit.Algorithm]ratelimit.Limit{
 		ratelimit.SlidingWindowLog: {Rate: 1, Burst: ratelimit.MaxLogBurst + 1},
 		ratelimit.LeakyBucket:      {Rate: 2e6, Burst: 1},
+		ratelimit.TokenBucket:      {Rate: 1.0 / 86400, Burst: 104250}, // refills in over 2^53 µs
 	} {
 		l, err := distributed.New(client, distributed.WithAlgorithm(alg))
 		require.NoError(t, err)

@@ -69,9 +69,9 @@ func WithTimeout(d time.Duration) Option {
 // the Unix epoch; SlidingWindowLog ("swl"), the exact log of admissions in a sorted set (Burst
 // at most ratelimit.MaxLogBurst); and LeakyBucket ("lb"), a shaper (Result.Delay), the only
 // algorithm for which Wait is supported. Every algorithm decides as the local backend does.
-// With any other value every call returns ratelimit.ErrNotSupported. The window algorithms
-// also refuse, with ratelimit.ErrInvalidLimit, a limit whose window is shorter than 1 µs or
-// longer than 2⁵³ µs.
+// With any other value every call returns ratelimit.ErrNotSupported. Every algorithm refuses,
+// with ratelimit.ErrInvalidLimit, a limit whose Burst/Rate is longer than 2⁵³ µs, and the
+// window algorithms one whose window is shorter than 1 µs.
 func WithAlgorithm(a ratelimit.Algorithm) Option {
 	return func(o *options) { o.algorithm = a }
 }

@@ -42,9 +42,6 @@ func denied(remaining int, retry, reset time.Duration) ratelimit.Result {
 	return ratelimit.Result{Remaining: remaining, RetryAfter: retry, ResetAfter: reset}
 }
 
-// maxDuration is the cap on durations the script returns: 2^53 µs, about 285 years.
-const maxDuration = (1 << 53) * us
-
 // TestPrecision decides at the ends of the supported range exactly, to the microsecond.
 func TestPrecision(t *testing.T) {
 	server := redistest.NewServer(t)
@@ -74,12 +71,14 @@ func TestPrecision(t *testing.T) {
 			{advance: us, want: allowed(0, day)},
 		},
 	}, {
-		// A billion days does not fit in a time.Duration; durations stop at 2^53 µs.
-		name:  "OnePerDayHugeBurst",
-		limit: ratelimit.Limit{Rate: 1.0 / 86400, Burst: 1e9},
+		// The longest refill there is: 104,249 days, 2^53 µs less 85,655 s. A day more is
+		// refused (TestLimitsCheckedBeforeRedis).
+		name:  "OnePerDayLongestRefill",
+		limit: ratelimit.Limit{Rate: 1.0 / 86400, Burst: 104249},
 		steps: []step{
-			{n: 1e9, want: allowed(0, maxDuration)},
-			{want: denied(0, day, maxDuration)},
+			{n: 104249, want: allowed(0, 104249*day)},
+			{want: denied(0, day, 104249*day)},
+			{advance: day, want: allowed(0, 104249*day)},
 		},
 	}, {
 		// T = 1/3 s is no whole number of microseconds. The TAT moves by exactly one token

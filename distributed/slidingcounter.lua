@@ -15,13 +15,16 @@
 --
 --   est = prev * (W - x) / W + cur
 --
--- and a request for n is admitted when est + n <= burst. The local backend computes est with
--- the same double operations in the same order, so both decide alike to the bit.
+-- and a request for n is admitted when est + n <= burst, tested as est <= burst - n: the
+-- right side is exact, where the sum would round near Burst = 2^52 and admit half a token
+-- too many. The local backend computes est with the same double operations in the same
+-- order, so both decide alike to the bit.
 --
 -- The value is "i:cur:prev", written only on allow, expiring at the end of window i+1, after
 -- which neither count weighs anything.
 --
--- Returns {allowed (1 or 0), remaining, retry-after us, reset-after us}, all integers.
+-- Returns {allowed (1 or 0), remaining, retry-after us, reset-after us}, all integers, or an
+-- error reply starting with INVALIDSTATE when the key holds something else.
 
 local burst = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
@@ -41,15 +44,24 @@ local index = (now - x) / w
 
 -- The counts as seen from window index: the stored window's, or, one window on, its count
 -- as the previous one; anything older weighs nothing.
+-- A value this script cannot have written (not "i:cur:prev" with both counts <= burst: text,
+-- nan, inf, another type) is an error for this bucket alone, and nothing is written to it.
 local prev, cur = 0, 0
-local stored = redis.call('GET', KEYS[1])
+local stored = redis.pcall('GET', KEYS[1])
 if stored then
-  local i, c, p = string.match(stored, '^(%d+):(%d+):(%d+)$')
+  local i, c, p
+  if type(stored) == 'string' then
+    i, c, p = string.match(stored, '^(%d+):(%d+):(%d+)$')
+  end
+  c, p = tonumber(c), tonumber(p)
+  if not c or c > burst or p > burst then
+    return redis.error_reply('INVALIDSTATE the key holds no value this script writes')
+  end
   i = tonumber(i)
   if i == index then
-    prev, cur = tonumber(p), tonumber(c)
+    prev, cur = p, c
   elseif i == index - 1 then
-    prev = tonumber(c)
+    prev = c
   end
 end
 
@@ -57,8 +69,9 @@ end
 -- backend's are. Sums are ordered so that one that exceeds 2^53 only rounds once past it.
 local cap = 9007199254740992
 
+local room = burst - cost
 local est = prev * (w - x) / w + cur
-local allowed = est + cost <= burst
+local allowed = est <= room
 if allowed then
   cur = cur + cost
   est = est + cost
@@ -101,7 +114,7 @@ local function admits(k, y)
   elseif k == 2 then
     p, c = 0, 0
   end
-  return p * (w - y) / w + c + cost <= burst
+  return p * (w - y) / w + c <= room
 end
 
 -- The guess solves est + cost = burst in real numbers: within this window when

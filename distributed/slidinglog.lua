@@ -14,7 +14,8 @@
 -- Times are whole microseconds since 2020-01-01, far below 2^53 for centuries, so scores
 -- (doubles) hold them exactly and every sum below is exact.
 --
--- Returns {allowed (1 or 0), remaining tokens, retry-after us, reset-after us}, integers.
+-- Returns {allowed (1 or 0), remaining tokens, retry-after us, reset-after us}, integers, or
+-- an error reply starting with INVALIDSTATE when the key holds something else.
 
 local burst = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
@@ -26,17 +27,26 @@ if not now then
   now = (tonumber(t[1]) - 1577836800) * 1000000 + tonumber(t[2])
 end
 
--- The window at now holds the entries later than now - W: one exactly W old has left.
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
-local count = redis.call('ZCARD', KEYS[1])
+-- The window at now holds the entries later than now - W: one exactly W old has left. Count
+-- them without writing: under maxmemory with noeviction, Redis refuses a command that may
+-- grow memory only while the script has written nothing, so the write that admits (ZADD)
+-- must be the first. The entries that have left are trimmed after it. (%.0f: tostring and
+-- ".." print 14 significant digits, and a time has up to 16.)
+-- A key of another type is an error for this bucket alone, and nothing is written to it.
+local live = string.format('(%.0f', now - window)
+local count = redis.pcall('ZCOUNT', KEYS[1], live, '+inf')
+if type(count) ~= 'number' then
+  return redis.error_reply('INVALIDSTATE the key holds no value this script writes')
+end
 
 if count + cost <= burst then
   -- Add cost entries at now. Members must be unique, or ZADD would move an entry instead of
   -- adding one: each is named "<now>:<position in the window>". Requests in the same
-  -- microsecond find the count grown by the ones before, so their names differ. Only if
-  -- Redis TIME stepped back could a name be taken (the window then also holds entries from
-  -- the "future"); NX leaves that member alone, and the loop names the missing entries
-  -- further on. A batch stays far below Lua's limit on unpack.
+  -- microsecond find the count grown by the ones before, so their names differ, and an
+  -- entry that has left but is not trimmed yet bears an earlier time. Only if Redis TIME
+  -- stepped back could a name be taken (the window then also holds entries from the
+  -- "future"); NX leaves that member alone, and the loop names the missing entries further
+  -- on. A batch stays far below Lua's limit on unpack.
   local added, position = 0, count
   while added < cost do
     local entries = {}
@@ -47,6 +57,7 @@ if count + cost <= burst then
     end
     added = added + redis.call('ZADD', KEYS[1], 'NX', unpack(entries))
   end
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
   -- The newest entry, at now, leaves the window W from now: so does the key.
   local ttl = math.max(math.ceil(window / 1000), 1)
   if ARGV[4] ~= '' then
@@ -56,9 +67,15 @@ if count + cost <= burst then
   return {1, burst - count - cost, 0, window}
 end
 
--- Denied, nothing added. k = count + cost - burst entries must leave the window first; the
--- k-th oldest leaves W after it was admitted. The window is empty once the newest has left.
+-- Denied, nothing written. k = count + cost - burst entries must leave the window first; the
+-- k-th oldest in it leaves W after it was admitted. The window is empty once the newest has
+-- left.
+-- The window holds more than burst only if Redis TIME stepped back: then nothing remains.
+-- An entry at +inf, which this script never writes, would hold the bucket for ever: an error.
 local k = count + cost - burst
-local kth = redis.call('ZRANGE', KEYS[1], k - 1, k - 1, 'WITHSCORES')
-local newest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-return {0, burst - count, tonumber(kth[2]) + window - now, tonumber(newest[2]) + window - now}
+local kth = redis.call('ZRANGEBYSCORE', KEYS[1], live, '+inf', 'WITHSCORES', 'LIMIT', k - 1, 1)
+local newest = tonumber(redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
+if not (newest < 9007199254740992) then
+  return redis.error_reply('INVALIDSTATE the key holds no value this script writes')
+end
+return {0, math.max(burst - count, 0), tonumber(kth[2]) + window - now, newest + window - now}

@@ -46,10 +46,10 @@ func speedUp(t *testing.T, p *toxiproxy.Proxy) {
 	require.NoError(t, p.Toxics.RemoveToxic(context.Background(), "slow"))
 }
 
-// counter is the limit of the double-charge tests: a token per 1000 s and a burst of 10⁹,
+// counter is the limit of the double-charge tests: a token per 1000 s and a burst of 10⁶,
 // so that every request is admitted and nothing refills while a test runs. After k script
-// runs, a bucket's Remaining is exactly 10⁹ − k: Redis's own state counts the charges.
-var counter = ratelimit.Limit{Rate: 1e-3, Burst: 1e9}
+// runs, a bucket's Remaining is exactly 10⁶ − k: Redis's own state counts the charges.
+var counter = ratelimit.Limit{Rate: 1e-3, Burst: 1e6}
 
 // charged returns how many tokens Redis has taken from key's counter bucket, itself
 // taking one more (counted) through a client that bypasses any proxy.

@@ -43,7 +43,7 @@ func (fw *fixedWindow) take(limit ratelimit.Limit, now time.Time, n int) ratelim
 	}
 	fw.mu.Unlock()
 
-	res := ratelimit.Result{Allowed: allowed, Remaining: limit.Burst - int(count)}
+	res := ratelimit.Result{Allowed: allowed, Remaining: max(limit.Burst-int(count), 0)}
 	if count > 0 {
 		res.ResetAfter = left
 	}

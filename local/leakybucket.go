@@ -53,21 +53,24 @@ func (lb *leakyBucket) take(limit ratelimit.Limit, now time.Time, n int) ratelim
 // reserve decides n tokens at now. With T = 1/Rate and τ = Burst·T, the request's first
 // token leaves at start = max(tat, now), its last at start + n·T; it is allowed when that is
 // at most τ ahead of now, and then waits Delay = start − now, to the nearest microsecond.
+// In tokens the test is start − now ≤ Burst − n, as in the script: Burst − n is exact, where
+// the sum start + n would round near Burst = 2^52 and admit a request right after a drain.
 func (lb *leakyBucket) reserve(limit ratelimit.Limit, now time.Time, n int, maxDelay time.Duration) ratelimit.Result {
 	us, clock := tokenClock(now, limit.Rate)
 	burst := float64(limit.Burst)
+	room := float64(limit.Burst - n)
 	lb.mu.Lock()
 	defer lb.mu.Unlock()
 	start := max(lb.tat, clock)
-	next := start + float64(n)
-	if next-clock > burst {
-		// Denied: a place for n tokens frees up when the clock reaches next − τ.
+	if start-clock > room {
+		// Denied: a place for n tokens frees up when the clock has caught up start − room.
 		return ratelimit.Result{
 			Remaining:  queueRoom(burst, start-clock),
-			RetryAfter: microseconds(max(untilUS(us, limit.Rate, clock, next-burst), 1)),
+			RetryAfter: microseconds(max(untilUS(us, limit.Rate, clock, start, room), 1)),
 			ResetAfter: microseconds(tokensToUS(start-clock, limit.Rate)),
 		}
 	}
+	next := start + float64(n)
 	// The nearest microsecond, as ResetAfter: the next request's Delay is this one's
 	// ResetAfter, and departures are T apart give or take one rounding.
 	delay := tokensToUS(start-clock, limit.Rate)
@@ -94,13 +97,13 @@ func tokenClock(t time.Time, rate float64) (us int64, tokens float64) {
 	return us, float64(us) * rate / 1e6
 }
 
-// untilUS returns the first whole microsecond after us at which the token clock reaches at:
-// the nearest, stepped forward while this same arithmetic says it is short, so that a
-// caller coming back then is admitted; at > clock.
-func untilUS(us int64, rate, clock, at float64) int64 {
-	d := tokensToUS(at-clock, rate)
+// untilUS returns the first whole microsecond after us (whose token clock reads clock) at
+// which start − clock ≤ room: the nearest, stepped forward while this same arithmetic says
+// it is short, so that a caller coming back then is admitted; start − clock > room.
+func untilUS(us int64, rate, clock, start, room float64) int64 {
+	d := tokensToUS(start-clock-room, rate)
 	for i := 0; i < 3 && d < maxUS; i++ {
-		if float64(us+d)*rate/1e6 >= at {
+		if start-float64(us+d)*rate/1e6 <= room {
 			break
 		}
 		d++

@@ -91,8 +91,8 @@ func TestLeakyBucketDoesNotDrift(t *testing.T) {
 	assert.False(t, res.Allowed)
 }
 
-// TestLeakyBucketExtremes: the ends of the supported range decide exactly, and durations
-// stop at 2^53 µs as on Redis.
+// TestLeakyBucketExtremes: the ends of the supported range decide exactly; a queue that
+// would take longer than 2^53 µs to drain is refused, as on Redis.
 func TestLeakyBucketExtremes(t *testing.T) {
 	h := harness(t, ratelimit.LeakyBucket)
 	ctx := context.Background()
@@ -106,17 +106,21 @@ func TestLeakyBucketExtremes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ratelimit.Result{Limit: fast, RetryAfter: us, ResetAfter: 1000 * time.Second}, res)
 
-	slow := ratelimit.Limit{Rate: 1.0 / 86400, Burst: 1e9}
+	// The longest queue there is: 104,249 days to drain, just under 2^53 µs.
+	const longest = 104249
+	slow := ratelimit.Limit{Rate: 1.0 / 86400, Burst: longest}
 	res, err = h.Limiter.AllowN(ctx, "slow", slow, 2)
 	require.NoError(t, err)
-	assert.Equal(t, ratelimit.Result{Allowed: true, Limit: slow, Remaining: 1e9 - 2, ResetAfter: 2 * day}, res)
-	res, err = h.Limiter.AllowN(ctx, "slow", slow, 1e9-2)
+	assert.Equal(t, ratelimit.Result{Allowed: true, Limit: slow, Remaining: longest - 2, ResetAfter: 2 * day}, res)
+	res, err = h.Limiter.AllowN(ctx, "slow", slow, longest-2)
 	require.NoError(t, err)
-	assert.Equal(t, (1<<53)*us, res.ResetAfter, "a billion days stops at 2^53 µs")
+	assert.Equal(t, longest*day, res.ResetAfter)
 	assert.Equal(t, 2*day, res.Delay)
 
 	_, err = h.Limiter.Allow(ctx, "faster", ratelimit.Limit{Rate: 1.5e6, Burst: 1})
 	require.ErrorIs(t, err, ratelimit.ErrInvalidLimit)
+	_, err = h.Limiter.Allow(ctx, "longer", ratelimit.Limit{Rate: 1.0 / 86400, Burst: longest + 1})
+	require.ErrorIs(t, err, ratelimit.ErrInvalidLimit, "a queue that drains in more than 2^53 µs")
 }
 
 // TestLeakyBucketAllocatesNothing pins the shaper's hot path at zero allocations.

@@ -94,8 +94,8 @@ func (l *Limiter) Wait(ctx context.Context, key string, limit ratelimit.Limit) e
 			return nil
 		}
 		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < res.RetryAfter {
-			return fmt.Errorf("ratelimit: waiting %v for %q would pass the context deadline: %w",
-				res.RetryAfter, key, context.DeadlineExceeded)
+			return fmt.Errorf("ratelimit: waiting %v would pass the context deadline: %w",
+				res.RetryAfter, context.DeadlineExceeded)
 		}
 		timer := time.NewTimer(res.RetryAfter)
 		select {

@@ -2,7 +2,6 @@ package local
 
 import (
 	"context"
-	"math"
 	"strconv"
 	"sync"
 	"testing"
@@ -272,12 +271,13 @@ func TestExtremeLimits(t *testing.T) {
 	ctx := context.Background()
 	day := 24 * time.Hour
 
-	// A token a day, a billion of them: the whole burst passes at once, then one a day.
-	huge := ratelimit.Limit{Rate: 1.0 / 86400, Burst: 1e9}
-	res, err := l.AllowN(ctx, "huge", huge, 1e9)
+	// A token a day, 104,249 of them, the most that refill within 2^53 µs: the whole burst
+	// passes at once, then one a day.
+	huge := ratelimit.Limit{Rate: 1.0 / 86400, Burst: 104249}
+	res, err := l.AllowN(ctx, "huge", huge, huge.Burst)
 	require.NoError(t, err)
 	require.True(t, res.Allowed)
-	require.Equal(t, time.Duration(math.MaxInt64), res.ResetAfter, "1e9 days saturates")
+	require.Equal(t, 104249*day, res.ResetAfter)
 	res, err = l.Allow(ctx, "huge", huge)
 	require.NoError(t, err)
 	require.False(t, res.Allowed)
@@ -295,15 +295,13 @@ func TestExtremeLimits(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, ratelimit.Result{Limit: fast, RetryAfter: time.Microsecond, ResetAfter: time.Microsecond}, res)
 
-	// A rate so small that the next token is past the largest Duration.
-	tiny := ratelimit.Limit{Rate: 1e-300, Burst: 1}
-	_, err = l.Allow(ctx, "tiny", tiny)
-	require.NoError(t, err)
-	res, err = l.Allow(ctx, "tiny", tiny)
-	require.NoError(t, err)
-	require.False(t, res.Allowed)
-	require.Equal(t, time.Duration(math.MaxInt64), res.RetryAfter)
-	require.Equal(t, time.Duration(math.MaxInt64), res.ResetAfter)
+	// A bucket that refills in more than 2^53 µs is refused, as on Redis: a day more than
+	// the one above, or a rate so small that the next token is past the largest Duration.
+	for _, limit := range []ratelimit.Limit{{Rate: 1.0 / 86400, Burst: 104250}, {Rate: 1e-300, Burst: 1}} {
+		res, err = l.Allow(ctx, "tiny", limit)
+		require.ErrorIs(t, err, ratelimit.ErrInvalidLimit, "%v", limit)
+		require.Equal(t, ratelimit.Result{Limit: limit}, res)
+	}
 }
 
 // TestSmallCap: a cap below the shard count still bounds memory, at one bucket a shard.

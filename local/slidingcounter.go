@@ -15,8 +15,10 @@ import (
 //
 //	est = prev·(W − x)/W + cur
 //
-// and a request for n is admitted when est + n ≤ Burst. The Redis script computes est with
-// the same float64 operations in the same order, so both backends decide alike to the bit.
+// and a request for n is admitted when est + n ≤ Burst, tested as est ≤ Burst − n: the right
+// side is exact, where the sum would round near Burst = 2^52. The Redis script computes est
+// with the same float64 operations in the same order, so both backends decide alike to the
+// bit.
 type slidingCounter struct {
 	mu     sync.Mutex
 	window int64 // W, µs
@@ -47,7 +49,7 @@ func (sc *slidingCounter) take(limit ratelimit.Limit, now time.Time, n int) rate
 	sc.mu.Lock()
 	prev, cur := sc.counts(index)
 	est := estimate(prev, cur, w, x)
-	allowed := est+float64(cost) <= float64(burst)
+	allowed := est <= float64(burst-cost)
 	if allowed {
 		cur += cost
 		est += float64(cost)
@@ -118,7 +120,7 @@ func counterRetry(prev, cur, w, x, burst, n int64) int64 {
 		for range k {
 			p, c = c, 0
 		}
-		return estimate(p, c, w, y)+float64(n) <= float64(burst)
+		return estimate(p, c, w, y) <= float64(burst-n)
 	}
 	for i := 0; i < retrySteps && !admits(k, y); i++ {
 		if y++; y == w {

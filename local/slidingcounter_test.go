@@ -18,7 +18,7 @@ func leastRetry(prev, cur, w, x, burst, n int64) int64 {
 		for range k {
 			p, c = c, 0
 		}
-		return estimate(p, c, w, y)+float64(n) <= float64(burst)
+		return estimate(p, c, w, y) <= float64(burst-n)
 	}
 	lo, hi := int64(1), 2*w-x
 	for lo < hi {
@@ -47,7 +47,7 @@ func TestCounterRetryIsLeast(t *testing.T) {
 		prev, cur := rng.Int64N(burst+1), rng.Int64N(burst+1)
 		n := 1 + rng.Int64N(burst)
 		x := rng.Int64N(w)
-		if estimate(prev, cur, w, x)+float64(n) <= float64(burst) {
+		if estimate(prev, cur, w, x) <= float64(burst-n) {
 			continue // admitted: no RetryAfter
 		}
 		cases++

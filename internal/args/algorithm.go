@@ -28,6 +28,21 @@ func CheckAlgorithm(a ratelimit.Algorithm, limit ratelimit.Limit) error {
 			return fmt.Errorf("%w: rate %v is above the leaky bucket's maximum of %v per second: it spaces requests by whole microseconds",
 				ratelimit.ErrInvalidLimit, limit.Rate, MaxShapingRate)
 		}
+		return checkRefill(limit)
+	case ratelimit.TokenBucket:
+		return checkRefill(limit)
+	}
+	return nil
+}
+
+// checkRefill returns an error wrapping ratelimit.ErrInvalidLimit when a drained bucket of
+// limit would take longer than MaxWindow µs to refill: τ = Burst/Rate. The Redis scripts
+// count time in tokens, and their clock (µs since 2020 plus τ, in tokens) then holds whole
+// microseconds no longer; and a Result cannot say so long a wait on every backend alike.
+func checkRefill(limit ratelimit.Limit) error {
+	if float64(limit.Burst)*1e6/limit.Rate > MaxWindow {
+		return fmt.Errorf("%w: burst/rate = %g s, the time a drained bucket takes to refill, is longer than 2^53 µs (285 years)",
+			ratelimit.ErrInvalidLimit, float64(limit.Burst)/limit.Rate)
 	}
 	return nil
 }

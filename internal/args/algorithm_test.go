@@ -24,8 +24,15 @@ func TestCheckAlgorithm(t *testing.T) {
 		{ratelimit.LeakyBucket, ratelimit.Limit{Rate: 1e6, Burst: 1e9}, ""},
 		{ratelimit.LeakyBucket, ratelimit.Limit{Rate: 1.5e6, Burst: 1},
 			"ratelimit: invalid limit: rate 1.5e+06 is above the leaky bucket's maximum of 1e+06 per second: it spaces requests by whole microseconds"},
-		// The token bucket has no limits of its own: a burst of a billion at a billion a second.
+		// The token bucket has no limits of its own but the time to refill: a burst of a billion
+		// at a billion a second, or MaxBurst refilled in 2^53 µs exactly.
 		{ratelimit.TokenBucket, ratelimit.Limit{Rate: 1e9, Burst: 1e9}, ""},
+		{ratelimit.TokenBucket, ratelimit.Limit{Rate: 1e9, Burst: 1}, ""},
+		{ratelimit.TokenBucket, ratelimit.Limit{Rate: 5e5, Burst: ratelimit.MaxBurst}, ""},
+		{ratelimit.TokenBucket, ratelimit.Limit{Rate: 1e-10, Burst: 1},
+			"ratelimit: invalid limit: burst/rate = 1e+10 s, the time a drained bucket takes to refill, is longer than 2^53 µs (285 years)"},
+		{ratelimit.LeakyBucket, ratelimit.Limit{Rate: 499_999, Burst: ratelimit.MaxBurst},
+			"ratelimit: invalid limit: burst/rate = 9.00721726917553e+09 s, the time a drained bucket takes to refill, is longer than 2^53 µs (285 years)"},
 	}
 	for _, c := range cases {
 		err := CheckAlgorithm(c.a, c.limit)

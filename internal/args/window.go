@@ -7,9 +7,9 @@ import (
 	"github.com/sluice-go/ratelimit"
 )
 
-// MaxWindow is the longest window the window algorithms accept, in microseconds: 2^53, about
-// 285 years, the largest count of microseconds a Redis script (whose numbers are float64)
-// holds exactly.
+// MaxWindow is the longest window Burst/Rate any algorithm accepts, in microseconds: 2^53,
+// about 285 years, the largest count of microseconds a Redis script (whose numbers are
+// float64) holds exactly.
 const MaxWindow = 1 << 53
 
 // Window returns the window W = Burst/Rate of a valid limit in whole microseconds, rounded to

@@ -45,6 +45,7 @@ var common = []rule{
 	{"InvalidInput", invalidInput},
 	{"Concurrency", concurrency},
 	{"AnyKey", anyKey},
+	{"HugeBurst", hugeBurst},
 	{"Wait", wait},
 	{"Close", closeRule},
 }
@@ -137,6 +138,7 @@ func invalidInput(t *testing.T, h Harness) {
 		want  error
 	}{
 		{"EmptyKey", "", ok, 1, ratelimit.ErrKeyEmpty},
+		{"KeyTooLong", strings.Repeat("k", ratelimit.MaxKeyLen+1), ok, 1, ratelimit.ErrKeyTooLong},
 		{"NaNRate", "bad", ratelimit.Limit{Rate: math.NaN(), Burst: 3}, 1, ratelimit.ErrInvalidLimit},
 		{"PlusInfRate", "bad", ratelimit.Limit{Rate: math.Inf(1), Burst: 3}, 1, ratelimit.ErrInvalidLimit},
 		{"MinusInfRate", "bad", ratelimit.Limit{Rate: math.Inf(-1), Burst: 3}, 1, ratelimit.ErrInvalidLimit},

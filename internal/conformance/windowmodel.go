@@ -179,14 +179,16 @@ func (m *windowModel) estimate(u int64) float64 {
 	return float64(float64(m.counts[i-1])*float64(m.w-x)/float64(m.w)) + float64(m.counts[i])
 }
 
+// admits reports whether a request for n at u fits: est + n ≤ Burst, tested as
+// est ≤ Burst − n, whose right side is exact.
 func (m *windowModel) admits(u, n int64) bool {
-	return m.estimate(u)+float64(n) <= float64(m.burst)
+	return m.estimate(u) <= float64(m.burst-n)
 }
 
 // decide answers a request for n at u without recording it.
 func (m *windowModel) decide(u, n int64) ratelimit.Result {
 	est := m.estimate(u)
-	res := ratelimit.Result{Allowed: est+float64(n) <= float64(m.burst)}
+	res := ratelimit.Result{Allowed: m.admits(u, n)}
 	last := int64(-1) // the last window that admitted anything, this request included
 	if len(m.log) > 0 {
 		last = m.index(m.log[len(m.log)-1].at)
