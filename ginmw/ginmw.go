@@ -35,7 +35,7 @@ func New(l ratelimit.Limiter, opts ...Option) gin.HandlerFunc {
 		return nil
 	})
 	if errors.Is(err, pipeline.ErrNoLimit) {
-		panic("ginmw: New: no limit configured: pass WithLimit, WithRouteLimits or WithLimitFunc")
+		panic("ginmw: New: no limit configured: pass WithLimit, WithRouteLimits, WithLimitFunc or WithLimits")
 	}
 	if err != nil {
 		panic("ginmw: New: " + err.Error())
@@ -51,10 +51,19 @@ type middleware struct {
 
 func (m *middleware) handle(c *gin.Context) {
 	d := m.p.Decide(c.Request.Context(), c)
-	if d.Decided {
+	switch {
+	case !d.Decided:
+	case d.Reqs != nil:
+		headers.SetMulti(c.Writer.Header(), m.Style, d.Reqs, d.Multi)
+	default:
 		headers.Set(c.Writer.Header(), m.Style, m.PolicyName, d.Result)
 	}
 	switch d.Verdict {
+	case pipeline.Proceed:
+		if m.Refund != nil && d.Charged {
+			c.Next()
+			m.p.Refund(c.Request.Context(), c, d)
+		}
 	case pipeline.Deny:
 		m.denied(c, d.Result)
 		c.Abort()

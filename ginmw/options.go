@@ -57,6 +57,23 @@ func WithRouteLimits(limits map[string]ratelimit.Limit, def ratelimit.Limit) Opt
 	}
 }
 
+// WithLimits gives each request several limits, decided all or nothing: f returns them,
+// each with its key, limit, cost and name ("5 a minute and 20 an hour per client"). Every
+// bucket is charged or none is; headers report the binding limit, and RateLimit-Policy
+// lists every limit by name. It replaces WithKeyFunc, WithLimit and WithCostFunc, and needs a
+// limiter that implements ratelimit.MultiLimiter (New panics otherwise). A nil f is ignored.
+// See docs/limits.md.
+func WithLimits(f func(c *gin.Context) []ratelimit.Request) Option {
+	return func(o *options) { o.SetLimits(f) }
+}
+
+// WithRefundIf gives a request's tokens back after the handler ran, when f says so: count
+// only failed logins (c.Writer.Status() == 401), only server errors. It needs a limiter
+// that implements ratelimit.Inspector (New panics otherwise). Default: no refunds.
+func WithRefundIf(f func(c *gin.Context) bool) Option {
+	return func(o *options) { o.Refund = f }
+}
+
 // WithLimitFunc sets a function that returns each request's limit, for limits that depend
 // on the user's plan and the like; the zero Limit leaves a request unlimited. See WithLimit
 // for the default. A nil f is ignored.

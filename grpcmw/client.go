@@ -6,6 +6,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/pipeline"
 )
 
 // UnaryClientInterceptor returns a client interceptor that asks l whether each unary call
@@ -20,10 +21,13 @@ import (
 func UnaryClientInterceptor(l ratelimit.Limiter, opts ...Option) grpc.UnaryClientInterceptor {
 	m := newClientInterceptor("UnaryClientInterceptor", l, opts)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
-		if err := m.admitClient(ctx, method, callOpts); err != nil {
+		d, err := m.admitClient(ctx, method, callOpts)
+		if err != nil {
 			return err
 		}
-		return invoker(ctx, method, req, reply, cc, callOpts...)
+		err = invoker(ctx, method, req, reply, cc, callOpts...)
+		m.after(ctx, method, d, err)
+		return err
 	}
 }
 
@@ -33,10 +37,15 @@ func UnaryClientInterceptor(l ratelimit.Limiter, opts ...Option) grpc.UnaryClien
 func StreamClientInterceptor(l ratelimit.Limiter, opts ...Option) grpc.StreamClientInterceptor {
 	m := newClientInterceptor("StreamClientInterceptor", l, opts)
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
-		if err := m.admitClient(ctx, method, callOpts); err != nil {
+		d, err := m.admitClient(ctx, method, callOpts)
+		if err != nil {
 			return nil, err
 		}
-		return streamer(ctx, desc, cc, method, callOpts...)
+		cs, err := streamer(ctx, desc, cc, method, callOpts...)
+		if err != nil { // a stream that opened has not ended yet: only a failed opening refunds
+			m.after(ctx, method, d, err)
+		}
+		return cs, err
 	}
 }
 
@@ -50,8 +59,8 @@ func newClientInterceptor(name string, l ratelimit.Limiter, opts []Option) *inte
 
 // admitClient decides a call on the client side. The trailer of a denial goes where a server's
 // would: into the caller's grpc.Trailer call options.
-func (m *interceptor) admitClient(ctx context.Context, method string, callOpts []grpc.CallOption) error {
-	md, err := m.admit(ctx, method, m.wait)
+func (m *interceptor) admitClient(ctx context.Context, method string, callOpts []grpc.CallOption) (pipeline.Decision, error) {
+	md, d, err := m.decide(ctx, method, m.wait)
 	if err != nil && md != nil {
 		for _, o := range callOpts {
 			if t, ok := o.(grpc.TrailerCallOption); ok && t.TrailerAddr != nil {
@@ -59,5 +68,5 @@ func (m *interceptor) admitClient(ctx context.Context, method string, callOpts [
 			}
 		}
 	}
-	return err
+	return d, err
 }

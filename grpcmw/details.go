@@ -17,11 +17,23 @@ import (
 	"github.com/sluice-go/ratelimit/internal/pipeline"
 )
 
-// deniedError is the status of a denial: ResourceExhausted with RetryInfo and QuotaFailure.
-func (m *interceptor) deniedError(key string, res ratelimit.Result) error {
-	return statusError(codes.ResourceExhausted, pipeline.MsgDenied,
-		&errdetails.RetryInfo{RetryDelay: durationpb.New(retryDelay(res.RetryAfter))},
-		quotaFailure(key, m.exceeded(res.Limit)))
+// deniedError is the status of a denial: ResourceExhausted with RetryInfo and a
+// QuotaFailure that names every violated limit.
+func (m *interceptor) deniedError(d pipeline.Decision) error {
+	retry := &errdetails.RetryInfo{RetryDelay: durationpb.New(retryDelay(d.Result.RetryAfter))}
+	if d.Reqs == nil {
+		return statusError(codes.ResourceExhausted, pipeline.MsgDenied, retry, quotaFailure(d.Key, m.exceeded(d.Result.Limit)))
+	}
+	qf := &errdetails.QuotaFailure{}
+	for i, q := range d.Reqs {
+		if i < len(d.Multi.Results) && !q.Limit.IsZero() && !d.Multi.Results[i].Allowed {
+			qf.Violations = append(qf.Violations, &errdetails.QuotaFailure_Violation{
+				Subject:     keyKind(q.Key),
+				Description: fmt.Sprintf("rate limit %q (%v) exceeded", q.Name, q.Limit),
+			})
+		}
+	}
+	return statusError(codes.ResourceExhausted, pipeline.MsgDenied, retry, qf)
 }
 
 // exceeded returns the QuotaFailure description of a denial under limit, "rate limit 2/min

@@ -50,7 +50,7 @@ func newInterceptor(name string, l ratelimit.Limiter, opts []Option) *intercepto
 		return o.onError(c.ctx, c.method, err)
 	})
 	if errors.Is(err, pipeline.ErrNoLimit) {
-		panic("grpcmw: " + name + ": no limit configured: pass WithLimit, WithMethodLimits or WithLimitFunc")
+		panic("grpcmw: " + name + ": no limit configured: pass WithLimit, WithMethodLimits, WithLimitFunc or WithLimits")
 	}
 	if err != nil {
 		panic("grpcmw: " + name + ": " + err.Error())
@@ -63,6 +63,33 @@ func newInterceptor(name string, l ratelimit.Limiter, opts []Option) *intercepto
 // let the call proceed or the error that ends it. With wait it waits for its turn
 // (Limiter.Wait) instead.
 func (m *interceptor) admit(ctx context.Context, fullMethod string, wait bool) (metadata.MD, error) {
+	md, _, err := m.decide(ctx, fullMethod, wait)
+	return md, err
+}
+
+// decide is admit that also returns the decision, for a refund after the handler (see
+// after).
+func (m *interceptor) decide(ctx context.Context, fullMethod string, wait bool) (metadata.MD, pipeline.Decision, error) {
+	md, d := m.verdict(ctx, fullMethod, wait)
+	return md, d, d.Err
+}
+
+// after gives the call's tokens back when WithRefundIf says so of err, the handler's.
+func (m *interceptor) after(ctx context.Context, fullMethod string, d pipeline.Decision, err error) {
+	if m.Refund != nil && d.Charged {
+		m.p.Refund(ctx, call{ctx: ctx, method: fullMethod, err: err}, d)
+	}
+}
+
+// verdict returns the trailer and the decision, whose Err is set to the error that ends
+// the call, or nil to let it proceed.
+func (m *interceptor) verdict(ctx context.Context, fullMethod string, wait bool) (metadata.MD, pipeline.Decision) {
+	md, d, err := m.answer(ctx, fullMethod, wait)
+	d.Err = err
+	return md, d
+}
+
+func (m *interceptor) answer(ctx context.Context, fullMethod string, wait bool) (metadata.MD, pipeline.Decision, error) {
 	c := call{ctx: ctx, method: fullMethod}
 	var d pipeline.Decision
 	if wait && !m.Shadow {
@@ -73,46 +100,50 @@ func (m *interceptor) admit(ctx context.Context, fullMethod string, wait bool) (
 	switch d.Verdict {
 	case pipeline.Proceed:
 		if d.Decided {
-			return m.trailer(d.Result, ""), nil
+			return m.trailer(d, ""), d, nil
 		}
-		return nil, nil
+		return nil, d, nil
 	case pipeline.Deny:
 		var err error
 		if m.denied != nil {
 			err = m.denied(ctx, fullMethod, d.Result)
 		}
 		if err == nil {
-			err = m.deniedError(d.Key, d.Result)
+			err = m.deniedError(d)
 		}
-		return m.trailer(d.Result, pushback(d.Result.RetryAfter)), err
+		return m.trailer(d, pushback(d.Result.RetryAfter)), d, err
 	case pipeline.TooCostly:
 		// Retrying is pointless: the pushback of -1 tells clients not to.
-		return metadata.Pairs(PushbackKey, "-1"), statusError(codes.ResourceExhausted, pipeline.MsgTooCostly,
+		return metadata.Pairs(PushbackKey, "-1"), d, statusError(codes.ResourceExhausted, pipeline.MsgTooCostly,
 			quotaFailure(d.Key, fmt.Sprintf("cost exceeds the burst of rate limit %v", d.Limit)))
 	case pipeline.Invalid:
-		return nil, status.Error(codes.Internal, pipeline.MsgInvalid)
+		return nil, d, status.Error(codes.Internal, pipeline.MsgInvalid)
 	case pipeline.Unavailable:
 		// Unavailable says "cannot serve right now", true of a broken limiter; a denial
 		// never says it (see the package documentation).
-		return nil, status.Error(codes.Unavailable, pipeline.MsgUnavailable)
+		return nil, d, status.Error(codes.Unavailable, pipeline.MsgUnavailable)
 	case pipeline.Ended:
 		if ctx.Err() == nil { // WithWait: the turn would come after the deadline
-			return nil, status.Error(codes.DeadlineExceeded, "rate limit: the call's deadline comes before its turn")
+			return nil, d, status.Error(codes.DeadlineExceeded, "rate limit: the call's deadline comes before its turn")
 		}
-		return nil, status.FromContextError(ctx.Err()).Err()
+		return nil, d, status.FromContextError(ctx.Err()).Err()
 	default: // pipeline.Handled
-		return nil, d.Err
+		return nil, d, d.Err
 	}
 }
 
 // trailer returns the trailer metadata of a decision: the rate-limit fields of the header
 // style, and the pushback when given; nil when there is none.
-func (m *interceptor) trailer(res ratelimit.Result, pushback string) metadata.MD {
-	if m.Style == headers.StyleNone && res.Allowed {
+func (m *interceptor) trailer(d pipeline.Decision, pushback string) metadata.MD {
+	if m.Style == headers.StyleNone && d.Result.Allowed {
 		return nil
 	}
 	md := make(metadata.MD, 6)
-	headers.SetLower(md, m.Style, m.PolicyName, res)
+	if d.Reqs != nil {
+		headers.SetMultiLower(md, m.Style, d.Reqs, d.Multi)
+	} else {
+		headers.SetLower(md, m.Style, m.PolicyName, d.Result)
+	}
 	if pushback != "" {
 		md[PushbackKey] = []string{pushback}
 	}

@@ -19,6 +19,7 @@ type Option func(*options)
 type call struct {
 	ctx    context.Context
 	method string
+	err    error // the handler's, for WithRefundIf
 }
 
 type options struct {
@@ -68,6 +69,33 @@ func WithLimit(l ratelimit.Limit) Option {
 func WithMethodLimits(limits map[string]ratelimit.Limit, def ratelimit.Limit) Option {
 	return func(o *options) {
 		o.SetTable("WithMethodLimits", limits, def, func(c call) string { return c.method })
+	}
+}
+
+// WithLimits gives each call several limits, decided all or nothing: f returns them, each
+// with its key, limit, cost and name. Every bucket is charged or none is; the metadata
+// reports the binding limit, and a denial's QuotaFailure names every violated limit. It
+// replaces WithKeyFunc, WithLimit and WithCostFunc, and needs a limiter that implements
+// ratelimit.MultiLimiter (the constructors panic otherwise). A nil f is ignored. See
+// docs/limits.md.
+func WithLimits(f func(ctx context.Context, fullMethod string) []ratelimit.Request) Option {
+	return func(o *options) {
+		if f != nil {
+			o.SetLimits(func(c call) []ratelimit.Request { return f(c.ctx, c.method) })
+		}
+	}
+}
+
+// WithRefundIf gives a call's tokens back after the handler (on the client side, the
+// call) returned err, when f says so: count only calls that failed with a given code, say.
+// It needs a limiter that implements ratelimit.Inspector (the constructors panic
+// otherwise). Default: no refunds.
+func WithRefundIf(f func(ctx context.Context, fullMethod string, err error) bool) Option {
+	return func(o *options) {
+		o.Refund = nil
+		if f != nil {
+			o.Refund = func(c call) bool { return f(c.ctx, c.method, c.err) }
+		}
 	}
 }
 

@@ -25,7 +25,7 @@ import (
 func UnaryServerInterceptor(l ratelimit.Limiter, opts ...Option) grpc.UnaryServerInterceptor {
 	m := newInterceptor("UnaryServerInterceptor", l, opts)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		md, err := m.admit(ctx, info.FullMethod, false)
+		md, d, err := m.decide(ctx, info.FullMethod, false)
 		if md != nil {
 			// Fails only without a server stream in ctx, when the interceptor is called
 			// directly; there is then no one to send the trailer to.
@@ -34,7 +34,9 @@ func UnaryServerInterceptor(l ratelimit.Limiter, opts ...Option) grpc.UnaryServe
 		if err != nil {
 			return nil, err
 		}
-		return handler(ctx, req)
+		resp, err := handler(ctx, req)
+		m.after(ctx, info.FullMethod, d, err)
+		return resp, err
 	}
 }
 
@@ -53,14 +55,16 @@ func StreamServerInterceptor(l ratelimit.Limiter, opts ...Option) grpc.StreamSer
 			}
 			return err
 		}
-		md, err := m.admit(ss.Context(), info.FullMethod, false)
+		md, d, err := m.decide(ss.Context(), info.FullMethod, false)
 		if md != nil {
 			ss.SetTrailer(md)
 		}
 		if err != nil {
 			return err
 		}
-		return handler(srv, ss)
+		err = handler(srv, ss)
+		m.after(ss.Context(), info.FullMethod, d, err)
+		return err
 	}
 }
 

@@ -69,7 +69,7 @@ func (s Style) String() string {
 // default, StyleXRateLimit.
 func Fields(style Style, policy string, res ratelimit.Result) []Field {
 	var scratch [128]byte
-	fs := build(scratch[:0], style, policy, res)
+	fs := build(scratch[:0], style, policy, res, nil)
 	fields := make([]Field, fs.n)
 	start := 0
 	for i := range fs.n {
@@ -91,9 +91,61 @@ func SetLower(md map[string][]string, style Style, policy string, res ratelimit.
 	set(md, style, policy, res, true)
 }
 
+// SetMulti writes the fields of a decision over several limits into h: the fields of Set
+// for the binding limit's Result (mr.Results[mr.Binding], named by its Request's Name, or
+// DefaultPolicyName), except that RateLimit-Policy lists every limit of reqs that is not the
+// zero Limit, by name, as the IETF draft allows. On a denial, Retry-After is mr.RetryAfter.
+func SetMulti(h http.Header, style Style, reqs []ratelimit.Request, mr ratelimit.MultiResult) {
+	setMulti(h, style, reqs, mr, false)
+}
+
+// SetMultiLower is SetMulti for gRPC metadata, whose keys are lower case.
+func SetMultiLower(md map[string][]string, style Style, reqs []ratelimit.Request, mr ratelimit.MultiResult) {
+	setMulti(md, style, reqs, mr, true)
+}
+
+func setMulti(m map[string][]string, style Style, reqs []ratelimit.Request, mr ratelimit.MultiResult, lower bool) {
+	b := mr.Binding
+	if b < 0 || b >= len(reqs) || b >= len(mr.Results) {
+		return
+	}
+	res := mr.Results[b]
+	res.Allowed = mr.Allowed
+	if !mr.Allowed {
+		res.RetryAfter = mr.RetryAfter
+	}
+	policies := func(dst []byte) []byte {
+		first := true
+		for _, q := range reqs {
+			if q.Limit.IsZero() {
+				continue
+			}
+			if !first {
+				dst = append(dst, ", "...)
+			}
+			first = false
+			dst = appendPolicy(dst, nameOf(q), q.Limit)
+		}
+		return dst
+	}
+	write(m, build(make([]byte, 0, 128), style, nameOf(reqs[b]), res, policies), lower)
+}
+
+// nameOf returns the policy name of q.
+func nameOf(q ratelimit.Request) string {
+	if q.Name == "" {
+		return DefaultPolicyName
+	}
+	return q.Name
+}
+
 func set(m map[string][]string, style Style, policy string, res ratelimit.Result, lower bool) {
 	var scratch [128]byte
-	fs := build(scratch[:0], style, policy, res)
+	write(m, build(scratch[:0], style, policy, res, nil), lower)
+}
+
+// write puts the fields of fs into m, with two allocations.
+func write(m map[string][]string, fs fieldSet, lower bool) {
 	if fs.n == 0 {
 		return
 	}
@@ -147,7 +199,8 @@ func (fs *fieldSet) end(id int) {
 }
 
 // build appends the values of the fields of style for res to dst, in the order of Fields.
-func build(dst []byte, style Style, policy string, res ratelimit.Result) fieldSet {
+// policies, when not nil, appends the value of RateLimit-Policy instead of policy's.
+func build(dst []byte, style Style, policy string, res ratelimit.Result, policies func([]byte) []byte) fieldSet {
 	fs := fieldSet{buf: dst}
 	if !res.Allowed {
 		fs.buf = strconv.AppendInt(fs.buf, RetryAfterSeconds(res.RetryAfter), 10)
@@ -164,7 +217,11 @@ func build(dst []byte, style Style, policy string, res ratelimit.Result) fieldSe
 		fs.end(idReset)
 	}
 	if style == StyleIETF || style == StyleBoth {
-		fs.buf = appendPolicy(fs.buf, policy, res.Limit)
+		if policies != nil {
+			fs.buf = policies(fs.buf)
+		} else {
+			fs.buf = appendPolicy(fs.buf, policy, res.Limit)
+		}
 		fs.end(idPolicy)
 		fs.buf = appendRateLimit(fs.buf, policy, res)
 		fs.end(idRateLimit)

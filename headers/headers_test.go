@@ -197,3 +197,39 @@ func FuzzFields(f *testing.F) {
 		require.Equal(t, !allowed, retryAfter >= 1, "Retry-After exactly on denials")
 	})
 }
+
+// SetMulti reports the binding limit, and RateLimit-Policy lists every limit by name: 2 a
+// second and 5 a minute, the per-second one denied with 500 ms to wait.
+func TestSetMulti(t *testing.T) {
+	reqs := []ratelimit.Request{
+		{Key: "k", Limit: ratelimit.PerSecond(2), Name: "second"},
+		{Key: "k", Name: "unlimited"},
+		{Key: "k", Limit: ratelimit.PerMinute(5), Name: "minute"},
+	}
+	mr := ratelimit.MultiResult{
+		Results: []ratelimit.Result{
+			{Limit: ratelimit.PerSecond(2), RetryAfter: 500 * time.Millisecond, ResetAfter: time.Second},
+			{Allowed: true},
+			{Allowed: true, Limit: ratelimit.PerMinute(5), Remaining: 2, ResetAfter: 36 * time.Second},
+		},
+		Binding:    0,
+		RetryAfter: 500 * time.Millisecond,
+	}
+	h := http.Header{}
+	headers.SetMulti(h, headers.StyleBoth, reqs, mr)
+	assert.Equal(t, http.Header{
+		"Retry-After":           {"1"},
+		"X-Ratelimit-Limit":     {"2"},
+		"X-Ratelimit-Remaining": {"0"},
+		"X-Ratelimit-Reset":     {"1"},
+		"Ratelimit-Policy":      {`"second";q=2;w=1, "minute";q=5;w=60`},
+		"Ratelimit":             {`"second";r=0;t=1`},
+	}, h)
+	md := map[string][]string{}
+	headers.SetMultiLower(md, headers.StyleIETF, reqs, mr)
+	assert.Equal(t, map[string][]string{
+		"retry-after":      {"1"},
+		"ratelimit-policy": {`"second";q=2;w=1, "minute";q=5;w=60`},
+		"ratelimit":        {`"second";r=0;t=1`},
+	}, md)
+}

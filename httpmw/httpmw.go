@@ -34,7 +34,7 @@ func New(l ratelimit.Limiter, opts ...Option) func(http.Handler) http.Handler {
 		return nil
 	})
 	if errors.Is(err, pipeline.ErrNoLimit) {
-		panic("httpmw: New: no limit configured: pass WithLimit, WithRouteLimits or WithLimitFunc")
+		panic("httpmw: New: no limit configured: pass WithLimit, WithRouteLimits, WithLimitFunc or WithLimits")
 	}
 	if err != nil {
 		panic("httpmw: New: " + err.Error())
@@ -42,11 +42,49 @@ func New(l ratelimit.Limiter, opts ...Option) func(http.Handler) http.Handler {
 	m := &middleware{p: p, options: o}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if m.admit(w, r) {
-				next.ServeHTTP(w, r)
+			d, ok := m.admit(w, r)
+			if !ok {
+				return
 			}
+			if m.Refund == nil || !d.Charged {
+				next.ServeHTTP(w, r)
+				return
+			}
+			sw := &statusWriter{ResponseWriter: w}
+			next.ServeHTTP(sw, r)
+			m.p.Refund(r.Context(), exchange{w: w, r: r, status: sw.status()}, d)
 		})
 	}
+}
+
+// statusWriter remembers the status a handler answered, for WithRefundIf.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.code == 0 {
+		s.code = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.code == 0 {
+		s.code = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the writer's other methods (Flush, Hijack).
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+func (s *statusWriter) status() int {
+	if s.code == 0 {
+		return http.StatusOK
+	}
+	return s.code
 }
 
 type middleware struct {
@@ -55,14 +93,18 @@ type middleware struct {
 }
 
 // admit decides r and reports whether it may proceed; when it may not, it has answered it.
-func (m *middleware) admit(w http.ResponseWriter, r *http.Request) bool {
-	d := m.p.Decide(r.Context(), exchange{w, r})
-	if d.Decided {
+func (m *middleware) admit(w http.ResponseWriter, r *http.Request) (pipeline.Decision, bool) {
+	d := m.p.Decide(r.Context(), exchange{w: w, r: r})
+	switch {
+	case !d.Decided:
+	case d.Reqs != nil:
+		headers.SetMulti(w.Header(), m.Style, d.Reqs, d.Multi)
+	default:
 		headers.Set(w.Header(), m.Style, m.PolicyName, d.Result)
 	}
 	switch d.Verdict {
 	case pipeline.Proceed:
-		return true
+		return d, true
 	case pipeline.Deny:
 		m.denied(w, r, d.Result)
 	case pipeline.TooCostly:
@@ -74,7 +116,7 @@ func (m *middleware) admit(w http.ResponseWriter, r *http.Request) bool {
 	case pipeline.Ended:
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}
-	return false
+	return d, false
 }
 
 // errAnswered tells the pipeline that the error handler answered the request.

@@ -15,8 +15,9 @@ type Option func(*options)
 
 // exchange is what the pipeline reads of a request: the request and its response writer.
 type exchange struct {
-	w http.ResponseWriter
-	r *http.Request
+	w      http.ResponseWriter
+	r      *http.Request
+	status int // after the handler, for WithRefundIf
 }
 
 type options struct {
@@ -65,6 +66,33 @@ func WithLimit(l ratelimit.Limit) Option {
 func WithRouteLimits(limits map[string]ratelimit.Limit, def ratelimit.Limit) Option {
 	return func(o *options) {
 		o.SetTable("WithRouteLimits", limits, def, func(x exchange) string { return x.r.Pattern })
+	}
+}
+
+// WithLimits gives each request several limits, decided all or nothing: f returns them,
+// each with its key, limit, cost and name ("5 a minute and 20 an hour per client"). Every
+// bucket is charged or none is; headers report the binding limit, and RateLimit-Policy
+// lists every limit by name. It replaces WithKeyFunc, WithLimit and WithCostFunc, and needs a
+// limiter that implements ratelimit.MultiLimiter (New panics otherwise). A nil f is ignored.
+// See docs/limits.md.
+func WithLimits(f func(r *http.Request) []ratelimit.Request) Option {
+	return func(o *options) {
+		if f != nil {
+			o.SetLimits(func(x exchange) []ratelimit.Request { return f(x.r) })
+		}
+	}
+}
+
+// WithRefundIf gives a request's tokens back after the handler ran, when f says so, given
+// the status the handler answered (200 when it wrote none): count only failed logins
+// (status == 401), only server errors. It needs a limiter that implements
+// ratelimit.Inspector (New panics otherwise). Default: no refunds.
+func WithRefundIf(f func(r *http.Request, status int) bool) Option {
+	return func(o *options) {
+		o.Refund = nil
+		if f != nil {
+			o.Refund = func(x exchange) bool { return f(x.r, x.status) }
+		}
 	}
 }
 

@@ -15,6 +15,12 @@ import (
 type Options[R any] struct {
 	Key        func(R) (string, error)
 	Limit      func(R) ratelimit.Limit
+	// Limits gives each request several limits, decided all or nothing (AllowAll); it
+	// replaces Key and Limit.
+	Limits func(R) []ratelimit.Request
+	// Refund, when set, runs after the handler (by the middleware) and says whether to give
+	// the request's tokens back.
+	Refund func(R) bool
 	Cost       func(R) int  // nil: every request costs 1
 	Skip       func(R) bool // nil: nothing is skipped
 	Policy     ratelimit.ErrorPolicy
@@ -57,12 +63,20 @@ func (o *Options[R]) SetStyle(s headers.Style) {
 func (o *Options[R]) SetLimit(l ratelimit.Limit) {
 	o.fixed = []fixedLimit{{fmt.Sprintf("WithLimit(%v)", l), l}}
 	o.Limit = func(R) ratelimit.Limit { return l }
+	o.Limits = nil
+}
+
+// SetLimits gives each request the limits f returns; nil is ignored.
+func (o *Options[R]) SetLimits(f func(R) []ratelimit.Request) {
+	if f != nil {
+		o.fixed, o.Limit, o.Limits = nil, nil, f
+	}
 }
 
 // SetLimitFunc gives each request the limit f returns; nil is ignored.
 func (o *Options[R]) SetLimitFunc(f func(R) ratelimit.Limit) {
 	if f != nil {
-		o.fixed = nil
+		o.fixed, o.Limits = nil, nil
 		o.Limit = f
 	}
 }
@@ -77,6 +91,7 @@ func (o *Options[R]) SetTable(option string, limits map[string]ratelimit.Limit, 
 		o.fixed = append(o.fixed, fixedLimit{fmt.Sprintf("%s: %s: %v", option, n, limits[n]), limits[n]})
 	}
 	o.fixed = append(o.fixed, fixedLimit{fmt.Sprintf("%s: default %v", option, def), def})
+	o.Limits = nil
 	o.Limit = func(r R) ratelimit.Limit {
 		if l, ok := limits[name(r)]; ok {
 			return l

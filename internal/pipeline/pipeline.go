@@ -60,6 +60,15 @@ type Decision struct {
 	Key string
 	// Err is the error behind the verdict, if any.
 	Err error
+	// Cost is the number of tokens the request asked for (one limit).
+	Cost int
+	// Reqs are the request's limits, and Multi their decision, with WithLimits; Result is
+	// then Multi's binding one, and Key and Limit its key and limit.
+	Reqs  []ratelimit.Request
+	Multi ratelimit.MultiResult
+	// Charged reports whether the limiter took tokens for the request: what a refund gives
+	// back.
+	Charged bool
 }
 
 // ErrNoLimit is New's error for options that give no limit.
@@ -92,8 +101,14 @@ func New[R any](prefix string, l ratelimit.Limiter, o *Options[R], onError func(
 	if l == nil {
 		return nil, errors.New("nil Limiter")
 	}
-	if o.Limit == nil {
+	if o.Limit == nil && o.Limits == nil {
 		return nil, ErrNoLimit
+	}
+	if _, ok := l.(ratelimit.MultiLimiter); o.Limits != nil && !ok {
+		return nil, fmt.Errorf("WithLimits: %T does not decide several limits at once (ratelimit.MultiLimiter)", l)
+	}
+	if _, ok := l.(ratelimit.Inspector); o.Refund != nil && !ok {
+		return nil, fmt.Errorf("WithRefundIf: %T cannot refund (ratelimit.Inspector)", l)
 	}
 	if err := o.check(l); err != nil {
 		return nil, err
@@ -112,6 +127,9 @@ func New[R any](prefix string, l ratelimit.Limiter, o *Options[R], onError func(
 // Decide decides whether r, whose context is ctx, may proceed, taking its cost from its
 // bucket if so. A shaper's delay is served before Decide returns.
 func (p *Pipeline[R]) Decide(ctx context.Context, r R) Decision {
+	if p.opts.Limits != nil {
+		return p.decideAll(ctx, r)
+	}
 	d, ok := p.prepare(r)
 	if !ok {
 		return d
@@ -120,6 +138,7 @@ func (p *Pipeline[R]) Decide(ctx context.Context, r R) Decision {
 	if p.opts.Cost != nil {
 		n = p.opts.Cost(r)
 	}
+	d.Cost = n
 	res, err := p.decide(ctx, d.Key, d.Limit, n)
 	if p.opts.Shadow {
 		return p.shadow(ctx, d, res, err)
@@ -127,15 +146,116 @@ func (p *Pipeline[R]) Decide(ctx context.Context, r R) Decision {
 	if err != nil {
 		return p.fail(ctx, r, d, err)
 	}
-	d.Decided, d.Result = true, res
-	if !res.Allowed {
+	d.Decided, d.Result, d.Charged = true, res, res.Allowed
+	return p.verdict(ctx, d)
+}
+
+// verdict is the verdict of a decision the limiter made: deny, or hold for a shaper's delay
+// and proceed.
+func (p *Pipeline[R]) verdict(ctx context.Context, d Decision) Decision {
+	if !d.Result.Allowed {
 		d.Verdict = Deny
 		return d
 	}
-	if err := wait.Hold(ctx, res.Delay, nil); err != nil {
+	if err := wait.Hold(ctx, d.Result.Delay, nil); err != nil {
 		d.Verdict, d.Err = Ended, err
 	}
 	return d
+}
+
+// decideAll decides a request's several limits at once (WithLimits).
+func (p *Pipeline[R]) decideAll(ctx context.Context, r R) Decision {
+	var d Decision
+	if p.opts.Skip != nil && p.opts.Skip(r) {
+		return d
+	}
+	reqs := p.opts.Limits(r)
+	if len(reqs) == 0 {
+		return d
+	}
+	if p.opts.Shadow {
+		shadow := make([]ratelimit.Request, len(reqs))
+		for i, q := range reqs {
+			q.Key = ShadowPrefix + q.Key
+			shadow[i] = q
+		}
+		reqs = shadow
+	}
+	d.Reqs = reqs
+	var start time.Time
+	if p.observer != nil {
+		start = time.Now()
+	}
+	mr, err := p.limiter.(ratelimit.MultiLimiter).AllowAll(ctx, reqs)
+	if p.observer != nil {
+		p.observeAll(ctx, reqs, mr, err, time.Since(start))
+	}
+	d.Multi = mr
+	if b := mr.Binding; b >= 0 && b < len(reqs) {
+		d.Key, d.Limit = reqs[b].Key, reqs[b].Limit
+		if b < len(mr.Results) {
+			d.Result = mr.Results[b]
+		}
+	}
+	if p.opts.Shadow {
+		return p.shadow(ctx, d, d.Result, err)
+	}
+	if err != nil {
+		return p.fail(ctx, r, d, err)
+	}
+	d.Decided, d.Charged = true, mr.Allowed
+	d.Result.Allowed = mr.Allowed
+	if !mr.Allowed {
+		d.Result.RetryAfter = mr.RetryAfter
+	}
+	return p.verdict(ctx, d)
+}
+
+// observeAll tells the observer of each limit of a decision over several: what AllowN alone
+// would have said of it, under its name.
+func (p *Pipeline[R]) observeAll(ctx context.Context, reqs []ratelimit.Request, mr ratelimit.MultiResult, err error, took time.Duration) {
+	for i, q := range reqs {
+		if q.Limit.IsZero() {
+			continue
+		}
+		od := ratelimit.Decision{Policy: q.Name, Backend: p.backend, Shadow: p.opts.Shadow,
+			Cost: max(q.N, 1), Limit: q.Limit, Duration: took}
+		if od.Policy == "" {
+			od.Policy = p.opts.PolicyName
+		}
+		var res ratelimit.Result
+		if i < len(mr.Results) {
+			res = mr.Results[i]
+		}
+		od.SetOutcome(ctx, res, err)
+		p.observer.ObserveDecision(ctx, od)
+	}
+}
+
+// Refund gives back the tokens d took when the middleware's refund function (WithRefundIf)
+// says so of r, after the handler ran. The refund outlives r's context, within the
+// limiter's own deadline; its errors go to the error handler.
+func (p *Pipeline[R]) Refund(ctx context.Context, r R, d Decision) {
+	if p.opts.Refund == nil || !d.Charged || !p.opts.Refund(r) {
+		return
+	}
+	ins := p.limiter.(ratelimit.Inspector)
+	ctx = context.WithoutCancel(ctx)
+	var err error
+	if d.Reqs == nil {
+		_, err = ins.Refund(ctx, d.Key, d.Limit, d.Cost)
+	} else {
+		for _, q := range d.Reqs {
+			if !q.Limit.IsZero() {
+				if _, e := ins.Refund(ctx, q.Key, q.Limit, max(q.N, 1)); e != nil && err == nil {
+					err = e
+				}
+			}
+		}
+	}
+	if err != nil {
+		_ = p.onError(r, fmt.Errorf("%srefund: %w", p.prefix, err))
+	}
 }
 
 // decide asks the limiter, and tells the observer when there is one.
