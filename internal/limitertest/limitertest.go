@@ -5,6 +5,7 @@ package limitertest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -97,4 +98,58 @@ func Local(t testing.TB, opts ...local.Option) (*local.Limiter, *conformance.Clo
 	l := local.New(append([]local.Option{local.WithClock(clock.Now)}, opts...)...)
 	t.Cleanup(func() { _ = l.Close() })
 	return l, clock
+}
+
+// Multi is a Stub that also decides several limits (ratelimit.MultiLimiter), answering
+// every AllowAll with MultiResult, and refunds (ratelimit.Inspector), recording each refund
+// as "key n".
+type Multi struct {
+	Stub
+	MultiResult ratelimit.MultiResult
+
+	refunds []string
+}
+
+var (
+	_ ratelimit.MultiLimiter = (*Multi)(nil)
+	_ ratelimit.Inspector    = (*Multi)(nil)
+)
+
+// AllowAll answers MultiResult, and Err.
+func (m *Multi) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratelimit.MultiResult, error) {
+	m.mu.Lock()
+	for _, q := range reqs {
+		m.keys = append(m.keys, q.Key)
+		m.costs = append(m.costs, max(q.N, 1))
+	}
+	m.mu.Unlock()
+	if err := m.block(ctx); err != nil {
+		return ratelimit.MultiResult{}, err
+	}
+	return m.MultiResult, m.Err
+}
+
+// Peek answers Result.
+func (m *Multi) Peek(_ context.Context, _ string, limit ratelimit.Limit, _ int) (ratelimit.Result, error) {
+	res := m.Result
+	res.Limit = limit
+	return res, m.Err
+}
+
+// Refund records the refund.
+func (m *Multi) Refund(_ context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.refunds = append(m.refunds, fmt.Sprintf("%s %d", key, n))
+	return ratelimit.Result{Allowed: true, Limit: limit}, nil
+}
+
+// Reset does nothing.
+func (m *Multi) Reset(context.Context, string, ratelimit.Limit) error { return nil }
+
+// Refunds returns the refunds made so far.
+func (m *Multi) Refunds() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.refunds...)
 }

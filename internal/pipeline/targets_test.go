@@ -36,7 +36,9 @@ type setup struct {
 	policy   ratelimit.ErrorPolicy
 	observer ratelimit.Observer // nil: none
 	shadow   bool
-	name     string // policy name; "": the default
+	name     string              // policy name; "": the default
+	limits   []ratelimit.Request // with WithLimits, instead of limit
+	refundOK bool                // WithRefundIf: refund the requests that succeeded
 }
 
 // answer is what a request got, in terms every framework shares.
@@ -174,6 +176,12 @@ func serveGin(t *testing.T, s setup) func(context.Context) answer {
 	if s.cost != nil {
 		opts = append(opts, ginmw.WithCostFunc(func(*gin.Context) int { return s.cost() }))
 	}
+	if s.limits != nil {
+		opts = append(opts, ginmw.WithLimits(func(*gin.Context) []ratelimit.Request { return s.limits }))
+	}
+	if s.refundOK {
+		opts = append(opts, ginmw.WithRefundIf(func(c *gin.Context) bool { return c.Writer.Status() == http.StatusOK }))
+	}
 	if s.observer != nil {
 		opts = append(opts, ginmw.WithObserver(s.observer), ginmw.WithPolicyName(s.name))
 	}
@@ -208,6 +216,12 @@ func serveHTTP(t *testing.T, s setup) func(context.Context) answer {
 	}
 	if s.cost != nil {
 		opts = append(opts, httpmw.WithCostFunc(func(*http.Request) int { return s.cost() }))
+	}
+	if s.limits != nil {
+		opts = append(opts, httpmw.WithLimits(func(*http.Request) []ratelimit.Request { return s.limits }))
+	}
+	if s.refundOK {
+		opts = append(opts, httpmw.WithRefundIf(func(_ *http.Request, status int) bool { return status == http.StatusOK }))
 	}
 	if s.observer != nil {
 		opts = append(opts, httpmw.WithObserver(s.observer), httpmw.WithPolicyName(s.name))
@@ -280,6 +294,12 @@ func serveGRPC(t *testing.T, s setup, stream bool) func(context.Context) answer 
 	}
 	if s.cost != nil {
 		opts = append(opts, grpcmw.WithCostFunc(func(context.Context, string) int { return s.cost() }))
+	}
+	if s.limits != nil {
+		opts = append(opts, grpcmw.WithLimits(func(context.Context, string) []ratelimit.Request { return s.limits }))
+	}
+	if s.refundOK {
+		opts = append(opts, grpcmw.WithRefundIf(func(_ context.Context, _ string, err error) bool { return err == nil }))
 	}
 	if s.observer != nil {
 		opts = append(opts, grpcmw.WithObserver(s.observer), grpcmw.WithPolicyName(s.name))

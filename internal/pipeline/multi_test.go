@@ -1,0 +1,76 @@
+package pipeline_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/limitertest"
+)
+
+// 2 a second and 5 a minute on one key.
+var secondAndMinute = []ratelimit.Request{
+	{Key: "ip:192.0.2.1", Limit: ratelimit.PerSecond(2), Name: "second"},
+	{Key: "ip:192.0.2.1", Limit: ratelimit.PerMinute(5), Name: "minute"},
+}
+
+// With WithLimits, every middleware answers from the binding limit: a denial by the
+// per-second limit waits its 500 ms (Retry-After: 1 s), and an allowed request reports the
+// limit with the fewest left.
+func TestLimits(t *testing.T) {
+	denied := ratelimit.MultiResult{
+		Results: []ratelimit.Result{
+			{Limit: ratelimit.PerSecond(2), RetryAfter: 500 * time.Millisecond, ResetAfter: time.Second},
+			{Allowed: true, Limit: ratelimit.PerMinute(5), Remaining: 2, ResetAfter: 36 * time.Second},
+		},
+		RetryAfter: 500 * time.Millisecond,
+	}
+	allowed := ratelimit.MultiResult{
+		Allowed: true,
+		Results: []ratelimit.Result{
+			{Allowed: true, Limit: ratelimit.PerSecond(2), Remaining: 1, ResetAfter: 500 * time.Millisecond},
+			{Allowed: true, Limit: ratelimit.PerMinute(5), Remaining: 4, ResetAfter: 12 * time.Second},
+		},
+	}
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			l := &limitertest.Multi{MultiResult: denied}
+			got := tg.serve(t, setup{limiter: l, limits: secondAndMinute})(context.Background())
+			assert.Equal(t, answer{kind: "denied", fields: map[string]string{"retry-after": "1",
+				"x-ratelimit-limit": "2", "x-ratelimit-remaining": "0", "x-ratelimit-reset": "1"}}, got)
+
+			l = &limitertest.Multi{MultiResult: allowed}
+			got = tg.serve(t, setup{limiter: l, limits: secondAndMinute})(context.Background())
+			assert.Equal(t, answer{kind: "ok", ran: true, fields: map[string]string{
+				"x-ratelimit-limit": "2", "x-ratelimit-remaining": "1", "x-ratelimit-reset": "1"}}, got)
+		})
+	}
+}
+
+// WithRefundIf gives the tokens of every limit back after a request its function picks
+// (here: the ones that succeeded), and never those of a request that was denied.
+func TestRefundIf(t *testing.T) {
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			l := &limitertest.Multi{MultiResult: ratelimit.MultiResult{Allowed: true,
+				Results: []ratelimit.Result{{Allowed: true}, {Allowed: true}}}}
+			do := tg.serve(t, setup{limiter: l, limits: secondAndMinute, refundOK: true})
+			assert.Equal(t, "ok", do(context.Background()).kind)
+			assert.Equal(t, []string{"ip:192.0.2.1 1", "ip:192.0.2.1 1"}, l.Refunds())
+
+			single := &limitertest.Multi{Stub: limitertest.Stub{Result: ratelimit.Result{Allowed: true, Remaining: 1}}}
+			do = tg.serve(t, setup{limiter: single, limit: ratelimit.PerSecond(2), refundOK: true,
+				cost: func() int { return 2 }})
+			assert.Equal(t, "ok", do(context.Background()).kind)
+			assert.Len(t, single.Refunds(), 1)
+
+			deniedOne := &limitertest.Multi{Stub: limitertest.Stub{Result: ratelimit.Result{RetryAfter: time.Second}}}
+			do = tg.serve(t, setup{limiter: deniedOne, limit: ratelimit.PerSecond(2), refundOK: true})
+			assert.Equal(t, "denied", do(context.Background()).kind)
+			assert.Empty(t, deniedOne.Refunds())
+		})
+	}
+}
