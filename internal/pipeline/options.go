@@ -13,14 +13,14 @@ import (
 // middleware embeds them in its own options and sets them from its With functions, which
 // carry the documentation users read.
 type Options[R any] struct {
-	Key        func(R) (string, error)
-	Limit      func(R) ratelimit.Limit
+	Key   func(R) (string, error)
+	Limit func(R) ratelimit.Limit
 	// Limits gives each request several limits, decided all or nothing (AllowAll); it
 	// replaces Key and Limit.
 	Limits func(R) []ratelimit.Request
 	// Refund, when set, runs after the handler (by the middleware) and says whether to give
 	// the request's tokens back.
-	Refund func(R) bool
+	Refund     func(R) bool
 	Cost       func(R) int  // nil: every request costs 1
 	Skip       func(R) bool // nil: nothing is skipped
 	Policy     ratelimit.ErrorPolicy
