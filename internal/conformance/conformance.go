@@ -137,6 +137,7 @@ func invalidInput(t *testing.T, h Harness) {
 		want  error
 	}{
 		{"EmptyKey", "", ok, 1, ratelimit.ErrKeyEmpty},
+		{"KeyTooLong", strings.Repeat("k", ratelimit.MaxKeyLen+1), ok, 1, ratelimit.ErrKeyTooLong},
 		{"NaNRate", "bad", ratelimit.Limit{Rate: math.NaN(), Burst: 3}, 1, ratelimit.ErrInvalidLimit},
 		{"PlusInfRate", "bad", ratelimit.Limit{Rate: math.Inf(1), Burst: 3}, 1, ratelimit.ErrInvalidLimit},
 		{"MinusInfRate", "bad", ratelimit.Limit{Rate: math.Inf(-1), Burst: 3}, 1, ratelimit.ErrInvalidLimit},
@@ -201,12 +202,12 @@ func concurrency(t *testing.T, h Harness) {
 	require.Equal(t, int64(limit.Burst), admitted.Load())
 }
 
-// anyKey: any non-empty string is a key of its own, including ones that mean something to
-// Redis (braces, colons), unicode, and very long ones.
+// anyKey: any non-empty string of at most MaxKeyLen bytes is a key of its own, including
+// ones that mean something to Redis (braces, colons), unicode, and the longest.
 func anyKey(t *testing.T, h Harness) {
 	keys := []string{
 		"a", "{a}", "{", "}", "a:b:c", "ratelimit:a", "über-ключ-鍵", " ", "\x00",
-		strings.Repeat("k", 10<<10), strings.Repeat("k", 10<<10) + "x",
+		strings.Repeat("k", ratelimit.MaxKeyLen), strings.Repeat("k", ratelimit.MaxKeyLen-1) + "x",
 	}
 	limit := ratelimit.Limit{Rate: 1, Burst: 2}
 	for round, remaining := range []int{1, 0} {
