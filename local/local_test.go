@@ -2,7 +2,6 @@ package local
 
 import (
 	"context"
-	"math"
 	"strconv"
 	"sync"
 	"testing"
@@ -179,7 +178,7 @@ func TestCleanupDropsOnlyFullBuckets(t *testing.T) {
 
 func TestCleanupOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := New(WithCleanupInterval(0), WithIdleTimeout(0))
+		l := New(WithCleanupInterval(-1), WithIdleTimeout(-1))
 		_, err := l.Allow(context.Background(), "k", perSecond)
 		require.NoError(t, err)
 		time.Sleep(24 * time.Hour)
@@ -195,7 +194,7 @@ func TestCleanupOff(t *testing.T) {
 func TestKeySpray(t *testing.T) {
 	const keys, maxBuckets = 1_000_000, 100_000
 	clock := conformance.NewClock()
-	l := New(WithMaxBuckets(maxBuckets), WithClock(clock.Now), WithCleanupInterval(0))
+	l := New(WithMaxBuckets(maxBuckets), WithClock(clock.Now), WithCleanupInterval(-1))
 	defer l.Close()
 	ctx := context.Background()
 	limit := ratelimit.Limit{Rate: 1, Burst: 1}
@@ -232,7 +231,7 @@ func TestKeySpray(t *testing.T) {
 // only once it is full again.
 func TestEvictionAtCap(t *testing.T) {
 	clock := conformance.NewClock()
-	l := New(WithMaxBuckets(64), WithClock(clock.Now), WithCleanupInterval(0))
+	l := New(WithMaxBuckets(64), WithClock(clock.Now), WithCleanupInterval(-1))
 	defer l.Close()
 	limit := ratelimit.Limit{Rate: 1, Burst: 1}
 	spray := func(prefix string) (admitted int) {
@@ -264,7 +263,8 @@ func TestAlgorithmNotSupported(t *testing.T) {
 }
 
 // TestExtremeLimits: the slowest and fastest limits decide without overflow, and durations
-// too long to represent saturate instead of wrapping.
+// too long to represent saturate at 2⁵³ µs (285 years), as on the Redis backend, instead of
+// wrapping.
 func TestExtremeLimits(t *testing.T) {
 	clock := conformance.NewClock()
 	l := New(WithClock(clock.Now))
@@ -277,7 +277,7 @@ func TestExtremeLimits(t *testing.T) {
 	res, err := l.AllowN(ctx, "huge", huge, 1e9)
 	require.NoError(t, err)
 	require.True(t, res.Allowed)
-	require.Equal(t, time.Duration(math.MaxInt64), res.ResetAfter, "1e9 days saturates")
+	require.Equal(t, maxDuration, res.ResetAfter, "1e9 days saturates")
 	res, err = l.Allow(ctx, "huge", huge)
 	require.NoError(t, err)
 	require.False(t, res.Allowed)
@@ -302,13 +302,16 @@ func TestExtremeLimits(t *testing.T) {
 	res, err = l.Allow(ctx, "tiny", tiny)
 	require.NoError(t, err)
 	require.False(t, res.Allowed)
-	require.Equal(t, time.Duration(math.MaxInt64), res.RetryAfter)
-	require.Equal(t, time.Duration(math.MaxInt64), res.ResetAfter)
+	require.Equal(t, maxDuration, res.RetryAfter)
+	require.Equal(t, maxDuration, res.ResetAfter)
 }
+
+// maxDuration is the longest duration a Result holds: 2⁵³ µs.
+const maxDuration = (1 << 53) * time.Microsecond
 
 // TestSmallCap: a cap below the shard count still bounds memory, at one bucket a shard.
 func TestSmallCap(t *testing.T) {
-	l := New(WithMaxBuckets(1), WithCleanupInterval(0))
+	l := New(WithMaxBuckets(1), WithCleanupInterval(-1))
 	defer l.Close()
 	for i := range 1000 {
 		_, err := l.Allow(context.Background(), strconv.Itoa(i), perSecond)

@@ -79,15 +79,15 @@ func WithClock(now func() time.Time) Option {
 	return func(o *options) { o.clock = now }
 }
 
-// WithAlgorithm selects the algorithm. Default: ratelimit.TokenBucket. This backend implements
-// all five: TokenBucket (golang.org/x/time/rate); FixedWindow and SlidingWindowCounter, which
-// count per window of W = Burst/Rate aligned to the Unix epoch; SlidingWindowLog, the exact
-// log of admissions (Burst at most ratelimit.MaxLogBurst); and LeakyBucket, a shaper
-// (Result.Delay, and Wait holds a place in its queue), at most 10⁶ requests a second. The
-// window algorithms, the leaky bucket and the Redis backend decide alike, to the microsecond.
-// With any other value every call returns ratelimit.ErrNotSupported. The window algorithms
-// also refuse, with ratelimit.ErrInvalidLimit, a limit whose window is shorter than 1 µs or
-// longer than 2⁵³ µs.
+// WithAlgorithm selects the algorithm. Default: ratelimit.TokenBucket. This backend
+// implements all five: TokenBucket, GCRA, deciding as golang.org/x/time/rate does;
+// FixedWindow and SlidingWindowCounter, which count per window of W = Burst/Rate aligned to
+// the Unix epoch; SlidingWindowLog, the exact log of admissions (Burst at most
+// ratelimit.MaxLogBurst); and LeakyBucket, a shaper (Result.Delay, and Wait holds a place in
+// its queue), at most 10⁶ requests a second. Every algorithm decides as the Redis backend
+// does, to the microsecond, on the limits both accept. With any other value every call
+// returns ratelimit.ErrNotSupported. The window algorithms also refuse, with
+// ratelimit.ErrInvalidLimit, a limit whose window is shorter than 1 µs or longer than 2⁵³ µs.
 func WithAlgorithm(a ratelimit.Algorithm) Option {
 	return func(o *options) { o.algorithm = a }
 }

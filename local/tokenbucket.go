@@ -2,68 +2,157 @@ package local
 
 import (
 	"math"
+	"sync/atomic"
 	"time"
-
-	"golang.org/x/time/rate"
 
 	"github.com/sluice-go/ratelimit"
 )
 
-// tokenBucket is the state of a ratelimit.TokenBucket bucket: an x/time/rate limiter, which
-// does its own locking.
-type tokenBucket rate.Limiter
+// The token bucket is GCRA with distributed/gcra.lua's arithmetic, operation for operation,
+// so that both backends give the same answers to the bit: time is counted in tokens since
+// tokenEpochUS (a clock reading of u µs is worth u·Rate/10⁶ tokens), the emission interval
+// is then exactly 1 and the tolerance exactly Burst, and the bucket's whole state is its
+// theoretical arrival time (TAT), a float64 kept in the bucket's word. A decision is one
+// compare-and-swap on it; a denial writes nothing.
+//
+// The token clock stays below 2⁵³ tokens, where adding a whole number of tokens is exact,
+// until the year 2305 at the highest rate the Redis backend accepts, casMaxRate. Faster
+// buckets, which only this backend accepts, count time as golang.org/x/time/rate does (see
+// fastTokens), under a mutex.
 
-func newTokenBucket(limit ratelimit.Limit) state {
-	return (*tokenBucket)(rate.NewLimiter(rate.Limit(limit.Rate), limit.Burst))
-}
+// casMaxRate is the highest Rate whose token bucket decides with a compare-and-swap on
+// gcra.lua's arithmetic: the Redis backend's MaxRate.
+const casMaxRate = 1e6
 
-func (tb *tokenBucket) full(limit ratelimit.Limit, t time.Time) bool {
-	return (*rate.Limiter)(tb).TokensAt(t) >= float64(limit.Burst)
-}
+// newGCRAWord is the word of a token bucket never used: a TAT of −∞, before any now.
+const newGCRAWord = 0xFFF0_0000_0000_0000
 
-// take asks the bucket for n tokens at now and describes the outcome. Reading the tokens
-// first lets a denial skip the bucket's decision.
-func (tb *tokenBucket) take(limit ratelimit.Limit, now time.Time, n int) ratelimit.Result {
-	lim := (*rate.Limiter)(tb)
-	tokens := lim.TokensAt(now)
-	if tokens >= float64(n) {
-		if lim.AllowN(now, n) {
-			left := tokens - float64(n)
-			return ratelimit.Result{
-				Allowed:    true,
-				Remaining:  wholeTokens(left, limit.Burst),
-				ResetAfter: durationOf((float64(limit.Burst) - left) / limit.Rate),
-			}
+// takeGCRA decides n tokens at u (Unix µs) on the TAT in word. It reports false, having
+// decided nothing, if the bucket is dead.
+func takeGCRA(word *atomic.Uint64, limit ratelimit.Limit, u int64, n int) (verdict, bool) {
+	us := u - tokenEpochUS
+	rate, burst := limit.Rate, float64(limit.Burst)
+	now := float64(us) * rate / 1e6
+	for {
+		old := word.Load()
+		if old == deadWord {
+			return verdict{}, false
 		}
-		// Another goroutine took the tokens between the two calls.
-		tokens = lim.TokensAt(now)
-	}
-	return ratelimit.Result{
-		Remaining:  wholeTokens(tokens, limit.Burst),
-		RetryAfter: retryAfter(lim, now, tokens, n, limit.Rate),
-		ResetAfter: durationOf((float64(limit.Burst) - tokens) / limit.Rate),
+		tat := math.Float64frombits(old)
+		if tat < now {
+			tat = now // a TAT in the past is a full bucket
+		}
+		// Taking n tokens moves the TAT by n intervals; the request conforms when the new
+		// TAT is at most τ = Burst ahead of now.
+		next := tat + float64(n)
+		if next-now > burst {
+			ahead := tat - now // what the bucket is missing
+			return verdict{
+				remaining: gcraRemaining(burst, ahead),
+				retry:     micros(gcraRetry(us, rate, now, next-burst)),
+				reset:     micros(gcraMicros(ahead, rate)),
+			}, true
+		}
+		if word.CompareAndSwap(old, math.Float64bits(next)) {
+			ahead := next - now
+			return verdict{
+				allowed:   true,
+				remaining: gcraRemaining(burst, ahead),
+				reset:     micros(gcraMicros(ahead, rate)),
+			}, true
+		}
 	}
 }
 
-// retryAfter returns when n tokens will be there. The bucket counts its tokens in floating
-// point, so the exact quotient can land an ulp short of n; asking the bucket itself about the
-// answer, and nudging it forward when needed, keeps the promise that a request made after
-// RetryAfter is allowed (if nobody else used the bucket in between).
-func retryAfter(b *rate.Limiter, now time.Time, tokens float64, n int, r float64) time.Duration {
-	d := max(durationOf((float64(n)-tokens)/r), 1)
-	for range 4 {
-		step := 1 + d>>50
-		if d > math.MaxInt64-step || b.TokensAt(now.Add(d)) >= float64(n) {
+// gcraFull reports whether the TAT in word has passed at u: the bucket is full, and has been
+// since its last admission's effect ran out, which came before u.
+func gcraFull(word uint64, limit ratelimit.Limit, u int64) bool {
+	return math.Float64frombits(word) <= float64(u-tokenEpochUS)*limit.Rate/1e6
+}
+
+// gcraRemaining returns the whole tokens a bucket ahead tokens short of full holds.
+func gcraRemaining(burst, ahead float64) int {
+	return int(max(math.Floor(burst-ahead), 0))
+}
+
+// gcraMicros converts tokens (≥ 0) to the nearest whole microsecond, capped at maxUS.
+func gcraMicros(tokens, rate float64) int64 {
+	us := math.Floor(tokens*1e6/rate + 0.5)
+	if us >= maxUS {
+		return maxUS
+	}
+	return int64(us)
+}
+
+// gcraRetry returns when, in µs from us (µs since tokenEpochUS, worth now tokens), the token
+// clock reaches free: the nearest microsecond, then stepped forward while this same
+// arithmetic says it is short, so that a caller coming back after exactly that long is let
+// in; at least 1.
+func gcraRetry(us int64, rate, now, free float64) int64 {
+	retry := gcraMicros(free-now, rate)
+	for i := 0; i < 3 && retry < maxUS; i++ {
+		if float64(us+retry)*rate/1e6 >= free {
 			break
 		}
-		d += step
+		retry++
 	}
-	return d
+	return max(retry, 1)
 }
 
-// wholeTokens rounds tokens down and clamps them to [0, burst]. Rounding down matches the
-// bucket's own view: 0.9999 tokens admit nothing.
-func wholeTokens(tokens float64, burst int) int {
+// fastTokens is the state of a token bucket faster than casMaxRate: the tokens it held at
+// its last decision, and when that was. Above casMaxRate a token is worth less than a
+// microsecond, and the token clock since tokenEpochUS would pass 2⁵³ tokens (where a float64
+// stops counting single tokens) within years at 10⁷ per second, within days at 10¹⁰; kept
+// relative to the last decision, the count never exceeds Burst, at any rate and for ever.
+// It decides under its bucket's mutex.
+type fastTokens struct {
+	tokens float64 // at last
+	last   int64   // Unix µs
+}
+
+func newFastTokens(limit ratelimit.Limit, u int64) *fastTokens {
+	return &fastTokens{tokens: float64(limit.Burst), last: u}
+}
+
+// at returns the tokens held at u. A time before the last decision (only an injected clock
+// goes back) reads as that decision's.
+func (ft *fastTokens) at(limit ratelimit.Limit, u int64) float64 {
+	if u <= ft.last {
+		return ft.tokens
+	}
+	return min(float64(limit.Burst), ft.tokens+float64(u-ft.last)*limit.Rate/1e6)
+}
+
+func (ft *fastTokens) take(limit ratelimit.Limit, u int64, n int, _ time.Duration) (verdict, time.Duration) {
+	tokens, need := ft.at(limit, u), float64(n)
+	if tokens >= need {
+		tokens -= need
+		ft.tokens, ft.last = tokens, max(u, ft.last)
+		return verdict{
+			allowed:   true,
+			remaining: fastRemaining(tokens, limit.Burst),
+			reset:     micros(gcraMicros(float64(limit.Burst)-tokens, limit.Rate)),
+		}, 0
+	}
+	// Denied, and nothing changes. The nearest microsecond at which n tokens are there,
+	// stepped forward while at says they are not.
+	retry := max(gcraMicros(need-tokens, limit.Rate), 1)
+	for i := 0; i < 3 && retry < maxUS && ft.at(limit, max(u, ft.last)+retry) < need; i++ {
+		retry++
+	}
+	return verdict{
+		remaining: fastRemaining(tokens, limit.Burst),
+		retry:     micros(retry),
+		reset:     micros(gcraMicros(float64(limit.Burst)-tokens, limit.Rate)),
+	}, 0
+}
+
+func (ft *fastTokens) full(limit ratelimit.Limit, u int64) bool {
+	return u >= ft.last && ft.at(limit, u) >= float64(limit.Burst)
+}
+
+// fastRemaining rounds tokens down to whole tokens, within [0, burst].
+func fastRemaining(tokens float64, burst int) int {
 	if tokens <= 0 {
 		return 0
 	}
