@@ -13,6 +13,9 @@
 // ratelimit.MaxLogBurst), and ratelimit.LeakyBucket a GCRA schedule that also gives each
 // request its Delay, for which Wait joins the queue (see docs/algorithms.md).
 //
+// Options follow one rule: zero means the default, a negative value turns off what can be
+// turned off (the sweep, the idle wait), and a nil Option is skipped.
+//
 // # Buckets
 //
 // A bucket is named by (key, limit.Rate, limit.Burst): changing the limit a key is checked

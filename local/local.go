@@ -35,7 +35,9 @@ type Limiter struct {
 func New(opts ...Option) *Limiter {
 	o := defaultOptions()
 	for _, opt := range opts {
-		opt(&o)
+		if opt != nil {
+			opt(&o)
+		}
 	}
 	epoch := time.Now()
 	l := &Limiter{

@@ -176,6 +176,8 @@ func TestCleanupDropsOnlyFullBuckets(t *testing.T) {
 	})
 }
 
+// TestCleanupOff: a negative interval turns the sweep off; even a bucket that has long been
+// full stays.
 func TestCleanupOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := New(WithCleanupInterval(-1), WithIdleTimeout(-1))
@@ -185,6 +187,50 @@ func TestCleanupOff(t *testing.T) {
 		synctest.Wait()
 		assert.Equal(t, 1, l.Len())
 		require.NoError(t, l.Close())
+	})
+}
+
+// TestOptionZeroMeansDefault: zero means the default for every option, a negative value turns
+// off what can be turned off, and a nil Option is skipped.
+func TestOptionZeroMeansDefault(t *testing.T) {
+	apply := func(opts ...Option) options {
+		o := defaultOptions()
+		for _, opt := range opts {
+			if opt != nil {
+				opt(&o)
+			}
+		}
+		return o
+	}
+	defaults := defaultOptions()
+	assert.Equal(t, defaults, apply(WithCleanupInterval(0), WithIdleTimeout(0), WithMaxBuckets(0), WithAlgorithm(0), nil))
+	assert.Equal(t, DefaultMaxBuckets, apply(WithMaxBuckets(-5)).maxBuckets, "the cap cannot be turned off")
+	assert.Equal(t, time.Duration(-1), apply(WithCleanupInterval(-1)).cleanupInterval)
+	assert.Equal(t, time.Duration(0), apply(WithIdleTimeout(-1)).idleTimeout)
+	assert.Equal(t, 7*time.Second, apply(WithCleanupInterval(7*time.Second)).cleanupInterval)
+
+	// A nil Option among others is skipped by New.
+	l := New(nil, WithCleanupInterval(-1), nil)
+	require.NoError(t, l.Close())
+}
+
+// TestCleanupWithoutIdleTime: with the idle wait turned off (a negative WithIdleTimeout) a
+// sweep drops every bucket it finds full, and none that is still refilling.
+func TestCleanupWithoutIdleTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(WithCleanupInterval(time.Second), WithIdleTimeout(-1))
+		defer l.Close()
+		ctx := context.Background()
+		_, err := l.Allow(ctx, "fast", ratelimit.Limit{Rate: 2, Burst: 1}) // full again at 500 ms
+		require.NoError(t, err)
+		_, err = l.Allow(ctx, "slow", ratelimit.Limit{Rate: 0.5, Burst: 1}) // at 2 s
+		require.NoError(t, err)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Equal(t, 1, l.Len())
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Equal(t, 0, l.Len())
 	})
 }
 
