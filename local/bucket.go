@@ -25,8 +25,9 @@ type bucket struct {
 	lk    *locked
 }
 
-// deadWord is the word of a dropped bucket. No state produces it: as a float64 it is a NaN,
-// and as a packed window state it would need a window index past the year 2255.
+// deadWord is the word of a dropped bucket. No state produces it: as a float64 TAT it is a
+// NaN, as a whole-token TAT it is 2⁶³ − 1 tokens, and as a packed window state it would need
+// a window index past the year 2255.
 const deadWord = ^uint64(0)
 
 func (b *bucket) limit() ratelimit.Limit { return ratelimit.Limit{Rate: b.rate, Burst: b.burst} }

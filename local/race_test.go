@@ -36,6 +36,7 @@ func TestDecisionsRaceDrops(t *testing.T) {
 	}{
 		{"TokenBucket", ratelimit.TokenBucket, ratelimit.Limit{Rate: 1, Burst: 3}, []time.Duration{0, 500 * ms, s, 3 * s, 0, 10 * s}},
 		{"TokenBucket/fast", ratelimit.TokenBucket, ratelimit.Limit{Rate: 2e6, Burst: 3}, []time.Duration{0, time.Microsecond, 2 * time.Microsecond, 0, 10 * time.Microsecond}},
+		{"TokenBucket/faster", ratelimit.TokenBucket, ratelimit.Limit{Rate: 2e9, Burst: 3000}, []time.Duration{0, time.Microsecond, 2 * time.Microsecond, 0, 10 * time.Microsecond}},
 		{"FixedWindow", ratelimit.FixedWindow, ratelimit.Limit{Rate: 1, Burst: 3}, []time.Duration{0, s, 3 * s, 0, 7 * s}},
 		{"SlidingWindowCounter", ratelimit.SlidingWindowCounter, ratelimit.Limit{Rate: 1, Burst: 3}, []time.Duration{0, s, 3 * s, 7 * s, 0, 13 * s}},
 		{"SlidingWindowLog", ratelimit.SlidingWindowLog, ratelimit.Limit{Rate: 1, Burst: 3}, []time.Duration{0, s, 3 * s, 0, 7 * s}},

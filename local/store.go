@@ -110,7 +110,11 @@ func (s *store) take(b *bucket, limit ratelimit.Limit, u, w int64, n int, maxDel
 	case ratelimit.SlidingWindowCounter:
 		v, ok = takeSlidingCounter(&b.word, limit, u, w, n)
 	default:
-		v, ok = takeGCRA(&b.word, limit, u, n)
+		if limit.Rate <= scriptMaxRate {
+			v, ok = takeGCRA(&b.word, limit, u, n)
+		} else {
+			v, ok = takeWholeGCRA(&b.word, limit, u, n)
+		}
 	}
 	return v, 0, ok
 }
@@ -121,11 +125,12 @@ func (s *store) newBucket(key string, limit ratelimit.Limit, u, w int64) *bucket
 	var st lockedState
 	switch s.alg {
 	case ratelimit.TokenBucket:
-		if limit.Rate <= casMaxRate {
+		switch {
+		case limit.Rate <= scriptMaxRate:
 			b.word.Store(newGCRAWord)
-		} else {
+		case limit.Rate > casMaxRate:
 			st = newFastTokens(limit, u)
-		}
+		} // else a whole-token bucket, whose new word is 0
 	case ratelimit.FixedWindow:
 		if !fixedWindowPacks(limit, w) {
 			st = &fixedWindow{window: w}
@@ -164,8 +169,12 @@ func (s *store) kill(b *bucket, u int64) bool {
 			full = fixedWindowFull(old, limit, u, w)
 		case ratelimit.SlidingWindowCounter:
 			full = slidingCounterFull(old, limit, u, w)
-		default:
-			full = gcraFull(old, limit, u)
+		case ratelimit.TokenBucket:
+			if limit.Rate <= scriptMaxRate {
+				full = gcraFull(old, limit, u)
+			} else {
+				full = wholeFull(old, limit, u)
+			}
 		}
 		if !full {
 			return false

@@ -48,5 +48,8 @@ func isFull(s *store, b *bucket, u int64) bool {
 	case ratelimit.SlidingWindowCounter:
 		return slidingCounterFull(b.word.Load(), limit, u, w)
 	}
+	if limit.Rate > scriptMaxRate {
+		return wholeFull(b.word.Load(), limit, u)
+	}
 	return gcraFull(b.word.Load(), limit, u)
 }

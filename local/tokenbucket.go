@@ -3,7 +3,6 @@ package local
 import (
 	"math"
 	"sync/atomic"
-	"time"
 
 	"github.com/sluice-go/ratelimit"
 )
@@ -16,13 +15,13 @@ import (
 // compare-and-swap on it; a denial writes nothing.
 //
 // The token clock stays below 2⁵³ tokens, where adding a whole number of tokens is exact,
-// until the year 2305 at the highest rate the Redis backend accepts, casMaxRate. Faster
-// buckets, which only this backend accepts, count time as golang.org/x/time/rate does (see
-// fastTokens), under a mutex.
+// until the year 2305 at the highest rate the Redis backend accepts, scriptMaxRate. Faster
+// buckets, which only this backend accepts, count whole tokens in an int64 up to
+// casMaxRate, and above that as golang.org/x/time/rate does (tokenbucket_fast.go).
 
-// casMaxRate is the highest Rate whose token bucket decides with a compare-and-swap on
-// gcra.lua's arithmetic: the Redis backend's MaxRate.
-const casMaxRate = 1e6
+// scriptMaxRate is the highest Rate whose token bucket decides on gcra.lua's arithmetic:
+// the Redis backend's MaxRate.
+const scriptMaxRate = 1e6
 
 // newGCRAWord is the word of a token bucket never used: a TAT of −∞, before any now.
 const newGCRAWord = 0xFFF0_0000_0000_0000
@@ -97,64 +96,4 @@ func gcraRetry(us int64, rate, now, free float64) int64 {
 		retry++
 	}
 	return max(retry, 1)
-}
-
-// fastTokens is the state of a token bucket faster than casMaxRate: the tokens it held at
-// its last decision, and when that was. Above casMaxRate a token is worth less than a
-// microsecond, and the token clock since tokenEpochUS would pass 2⁵³ tokens (where a float64
-// stops counting single tokens) within years at 10⁷ per second, within days at 10¹⁰; kept
-// relative to the last decision, the count never exceeds Burst, at any rate and for ever.
-// It decides under its bucket's mutex.
-type fastTokens struct {
-	tokens float64 // at last
-	last   int64   // Unix µs
-}
-
-func newFastTokens(limit ratelimit.Limit, u int64) *fastTokens {
-	return &fastTokens{tokens: float64(limit.Burst), last: u}
-}
-
-// at returns the tokens held at u. A time before the last decision (only an injected clock
-// goes back) reads as that decision's.
-func (ft *fastTokens) at(limit ratelimit.Limit, u int64) float64 {
-	if u <= ft.last {
-		return ft.tokens
-	}
-	return min(float64(limit.Burst), ft.tokens+float64(u-ft.last)*limit.Rate/1e6)
-}
-
-func (ft *fastTokens) take(limit ratelimit.Limit, u int64, n int, _ time.Duration) (verdict, time.Duration) {
-	tokens, need := ft.at(limit, u), float64(n)
-	if tokens >= need {
-		tokens -= need
-		ft.tokens, ft.last = tokens, max(u, ft.last)
-		return verdict{
-			allowed:   true,
-			remaining: fastRemaining(tokens, limit.Burst),
-			reset:     micros(gcraMicros(float64(limit.Burst)-tokens, limit.Rate)),
-		}, 0
-	}
-	// Denied, and nothing changes. The nearest microsecond at which n tokens are there,
-	// stepped forward while at says they are not.
-	retry := max(gcraMicros(need-tokens, limit.Rate), 1)
-	for i := 0; i < 3 && retry < maxUS && ft.at(limit, max(u, ft.last)+retry) < need; i++ {
-		retry++
-	}
-	return verdict{
-		remaining: fastRemaining(tokens, limit.Burst),
-		retry:     micros(retry),
-		reset:     micros(gcraMicros(float64(limit.Burst)-tokens, limit.Rate)),
-	}, 0
-}
-
-func (ft *fastTokens) full(limit ratelimit.Limit, u int64) bool {
-	return u >= ft.last && ft.at(limit, u) >= float64(limit.Burst)
-}
-
-// fastRemaining rounds tokens down to whole tokens, within [0, burst].
-func fastRemaining(tokens float64, burst int) int {
-	if tokens <= 0 {
-		return 0
-	}
-	return min(int(tokens), burst)
 }
