@@ -19,10 +19,13 @@ type Limiter struct {
 	store     *store
 	algorithm ratelimit.Algorithm
 	supported bool
-	clock     func() time.Time // tests only (export_test.go); nil: the monotonic clock
-	epoch     time.Time        // when New ran, with its monotonic reading
-	epochNS   int64            // epoch in Unix nanoseconds
-	idle      int64            // WithIdleTimeout, µs
+	// tokenBucket: the algorithm is ratelimit.TokenBucket, whose valid arguments need no
+	// more checks than args.Valid's, so that AllowN can skip validate.
+	tokenBucket bool
+	clock       func() time.Time // tests only (export_test.go); nil: the monotonic clock
+	epoch       time.Time        // when New ran, with its monotonic reading
+	epochNS     int64            // epoch in Unix nanoseconds
+	idle        int64            // WithIdleTimeout, µs
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -41,15 +44,16 @@ func New(opts ...Option) *Limiter {
 	}
 	epoch := time.Now()
 	l := &Limiter{
-		store:     newStore(o.algorithm, o.maxBuckets),
-		algorithm: o.algorithm,
-		supported: o.algorithm >= ratelimit.TokenBucket && o.algorithm <= ratelimit.LeakyBucket,
-		clock:     o.clock,
-		epoch:     epoch,
-		epochNS:   epoch.UnixNano(),
-		idle:      o.idleTimeout.Microseconds(),
-		stop:      make(chan struct{}),
-		done:      make(chan struct{}),
+		store:       newStore(o.algorithm, o.maxBuckets),
+		algorithm:   o.algorithm,
+		supported:   o.algorithm >= ratelimit.TokenBucket && o.algorithm <= ratelimit.LeakyBucket,
+		tokenBucket: o.algorithm == ratelimit.TokenBucket,
+		clock:       o.clock,
+		epoch:       epoch,
+		epochNS:     epoch.UnixNano(),
+		idle:        o.idleTimeout.Microseconds(),
+		stop:        make(chan struct{}),
+		done:        make(chan struct{}),
 	}
 	if o.cleanupInterval > 0 {
 		go l.cleanup(o.cleanupInterval)
@@ -68,11 +72,20 @@ func (l *Limiter) Allow(ctx context.Context, key string, limit ratelimit.Limit) 
 // the request otherwise; see ratelimit.Limiter. It does not look at ctx, and it blocks on a
 // lock only to create a bucket, or for the algorithms that keep more than 64 bits of state.
 func (l *Limiter) AllowN(_ context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
-	w, err := l.validate(key, limit, n)
-	if err != nil {
-		return ratelimit.Result{Limit: limit}, err
+	var w int64 // the window of a window algorithm, µs
+	if !l.tokenBucket || !args.Valid(key, limit, n) || l.closed.Load() {
+		var err error
+		if w, err = l.validate(key, limit, n); err != nil {
+			return ratelimit.Result{Limit: limit}, err
+		}
 	}
-	v, delay := l.store.decideAt(key, limit, l.micros(), w, n, unbounded)
+	var u int64
+	if l.clock == nil {
+		u = (l.epochNS + int64(time.Since(l.epoch))) / 1e3 // micros, without the call
+	} else {
+		u = l.clockMicros()
+	}
+	v, delay := l.store.decideAt(key, limit, u, w, n, unbounded)
 	// Built here, field by field, rather than by v.result: a Result made in a callee and
 	// returned from here would be copied once more.
 	return ratelimit.Result{

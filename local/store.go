@@ -71,7 +71,19 @@ func (s *store) decideAt(key string, limit ratelimit.Limit, u, w int64, n int, m
 	h := maphash.String(s.seed, key)
 	sh := &s.shards[h&(numShards-1)]
 	if b := sh.tab.Load().find(h, key, limit.Rate, limit.Burst); b != nil {
-		if v, delay, ok := s.take(b, limit, u, w, n, maxDelay); ok {
+		if b.lk == nil && s.alg == ratelimit.TokenBucket {
+			// take, without a call, for the commonest buckets.
+			var v verdict
+			var ok bool
+			if limit.Rate <= scriptMaxRate {
+				v, ok = takeGCRA(&b.word, limit, u, n)
+			} else {
+				v, ok = takeWholeGCRA(&b.word, limit, u, n)
+			}
+			if ok {
+				return v, 0
+			}
+		} else if v, delay, ok := s.take(b, limit, u, w, n, maxDelay); ok {
 			return v, delay
 		}
 	}

@@ -69,14 +69,18 @@ func gcraFull(word uint64, limit ratelimit.Limit, u int64) bool {
 	return math.Float64frombits(word) <= float64(u-tokenEpochUS)*limit.Rate/1e6
 }
 
-// gcraRemaining returns the whole tokens a bucket ahead tokens short of full holds.
+// gcraRemaining returns the whole tokens a bucket ahead tokens short of full holds: the
+// script's max(⌊burst − ahead⌋, 0), with the conversion's truncation for the floor, which
+// differs from it only below zero.
 func gcraRemaining(burst, ahead float64) int {
-	return int(max(math.Floor(burst-ahead), 0))
+	return max(int(burst-ahead), 0)
 }
 
-// gcraMicros converts tokens (≥ 0) to the nearest whole microsecond, capped at maxUS.
+// gcraMicros converts tokens (≥ 0) to the nearest whole microsecond, capped at maxUS: the
+// script's min(⌊tokens·10⁶/rate + 0.5⌋, 2⁵³), with the conversion's truncation for the floor
+// (the same for a number ≥ 0).
 func gcraMicros(tokens, rate float64) int64 {
-	us := math.Floor(tokens*1e6/rate + 0.5)
+	us := tokens*1e6/rate + 0.5
 	if us >= maxUS {
 		return maxUS
 	}
@@ -90,10 +94,31 @@ func gcraMicros(tokens, rate float64) int64 {
 func gcraRetry(us int64, rate, now, free float64) int64 {
 	retry := gcraMicros(free-now, rate)
 	for i := 0; i < 3 && retry < maxUS; i++ {
-		if float64(us+retry)*rate/1e6 >= free {
+		if reaches(us+retry, rate, free) {
 			break
 		}
 		retry++
 	}
 	return max(retry, 1)
+}
+
+// reaches reports whether the token clock at us µs since tokenEpochUS is at least free, as
+// the script computes it: fl(fl(us·rate)/10⁶) ≥ free. A division costs several times a
+// multiplication, and the comparison is decided without it unless us·rate lies within 2⁻⁵⁰
+// (relative) of free·10⁶: above, the exact quotient is at least free, and so is its
+// rounding; below, it is at most free·(1 − 2⁻⁵¹), under the float before free, and so is its
+// rounding. Both bounds allow for the roundings of free·10⁶ and of the bounds themselves,
+// and hold for free ≥ 2⁻¹⁰⁰⁰, where floats are far from subnormal.
+func reaches(us int64, rate, free float64) bool {
+	y := float64(us) * rate
+	if free >= 0x1p-1000 && y > 0 {
+		f := free * 1e6
+		if y >= f*(1+0x1p-50) {
+			return true
+		}
+		if y <= f*(1-0x1p-50) {
+			return false
+		}
+	}
+	return y/1e6 >= free
 }

@@ -1,7 +1,6 @@
 package local
 
 import (
-	"math"
 	"sync/atomic"
 	"time"
 
@@ -14,10 +13,12 @@ import (
 // within days at 10¹⁰.
 //
 // Up to casMaxRate a bucket is still GCRA on one word, in whole tokens: the clock reading u
-// is worth ⌊(u − tokenEpochUS)·Rate/10⁶⌋ tokens, an int64 that holds every reading up to
-// the year 2305 at 10⁹ a second, and the TAT is an int64 of tokens, so that a request
-// moves it by exactly its cost. The clock's rounding down to a whole token is less than a
-// microsecond, and is not carried from one decision to the next.
+// is worth (u − tokenEpochUS)·Rate/10⁶ tokens, truncated to an int64 that holds every
+// reading up to the year 2305 at 10⁹ a second, and the TAT is an int64 of tokens, so that a
+// request moves it by exactly its cost. The clock's truncation to a whole token is less than
+// a microsecond, and is not carried from one decision to the next. No script shares this
+// arithmetic, so the clock multiplies by Rate·10⁻⁶ where the script's divides by 10⁶: any
+// clock that never runs backwards will do.
 //
 // Above casMaxRate a bucket keeps the tokens it held at its last decision and when that
 // was (fastTokens), as golang.org/x/time/rate does, under its mutex: that count never
@@ -30,9 +31,10 @@ const casMaxRate = 1e9
 // bucket's word, 0, is a TAT far in the past, and deadWord a TAT no clock reaches.
 const wholeOffset = 1 << 63
 
-// wholeClock returns the token clock at us µs since tokenEpochUS.
+// wholeClock returns the token clock at us µs since tokenEpochUS: a product and a
+// truncation, each never decreasing as us grows.
 func wholeClock(us int64, rate float64) int64 {
-	return int64(math.Floor(float64(us) * rate / 1e6))
+	return int64(float64(us) * (rate * 1e-6))
 }
 
 // takeWholeGCRA decides n tokens at u (Unix µs) on the whole-token TAT in word. It reports
