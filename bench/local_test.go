@@ -61,6 +61,7 @@ func contenders() []contender {
 		{"sethvargo", openSethvargo},
 		{"seed", openSeed},
 		{"sketch", openSketch},
+		{"floor", openFloor},
 	}
 }
 
@@ -116,6 +117,11 @@ func openSketch(_ *testing.B, tr traffic) (take, func([]string) int) {
 		return res.Allowed, err
 	}
 	return decide, func([]string) int { return l.Len() }
+}
+
+func openFloor(_ *testing.B, tr traffic) (take, func([]string) int) {
+	f := newFloorLimiter(tr.allow)
+	return f.take, func(keys []string) int { return len(keys) }
 }
 
 // ipKeys returns n distinct client-IP-like keys: 10.0.0.0, 10.0.0.1, …

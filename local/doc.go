@@ -1,26 +1,33 @@
-// Package local is the in-process backend of ratelimit: each bucket is a
-// golang.org/x/time/rate limiter held in memory, so decisions cost a map lookup and a lock,
-// and nothing leaves the process. Use it for a single instance, or to limit each instance
-// on its own in front of a shared Redis limit. WithAlgorithm picks another algorithm per
-// limiter; the fixed and sliding window counters (FixedWindow, SlidingWindowCounter) keep one
-// or two counts per bucket, on windows aligned to the Unix epoch, and answer exactly as the
-// Redis backend does.
+// Package local is the in-process backend of ratelimit: buckets held in memory, so that a
+// decision is a lookup and, for the usual limits, one atomic compare-and-swap, and nothing
+// leaves the process. Use it for a single instance, or to limit each instance on its own in
+// front of a shared Redis limit.
 //
-// WithAlgorithm picks the algorithm: ratelimit.SlidingWindowLog keeps a ring of microsecond
-// times per bucket (8 bytes per token of the window, up to ratelimit.MaxLogBurst), and
-// ratelimit.LeakyBucket a GCRA schedule that also gives each request its Delay, for which
-// Wait joins the queue (see docs/algorithms.md).
+// Every algorithm answers exactly as the Redis backend does, to the microsecond. The token
+// bucket (the default) is GCRA with the Redis script's arithmetic: a bucket is its
+// theoretical arrival time, counted in tokens on a microsecond clock. golang.org/x/time/rate
+// decides alike, to within a microsecond's rounding at exact boundaries; this package's tests
+// hold the two side by side. The fixed and sliding window counters keep one or two counts per
+// bucket, on windows aligned to the Unix epoch; ratelimit.SlidingWindowLog keeps a ring of
+// microsecond times per bucket (8 bytes per token of the window, up to
+// ratelimit.MaxLogBurst), and ratelimit.LeakyBucket a GCRA schedule that also gives each
+// request its Delay, for which Wait joins the queue (see docs/algorithms.md).
+//
+// Options follow one rule: zero means the default, a negative value turns off what can be
+// turned off (the sweep, the idle wait), and a nil Option is skipped.
 //
 // # Buckets
 //
 // A bucket is named by (key, limit.Rate, limit.Burst): changing the limit a key is checked
-// against starts a fresh, full bucket. Buckets are created on first use and live in a map
-// split into shards, so goroutines working on different keys rarely share a lock, and
-// looking a bucket up allocates nothing.
+// against starts a fresh, full bucket. Buckets are created on first use and found without a
+// lock, in an index split into shards so that goroutines creating buckets for different keys
+// rarely share one; looking a bucket up allocates nothing. A token bucket up to 10⁶ tokens a
+// second, and a window counter whose window index and counts fit in 64 bits, decide with one
+// compare-and-swap; the other buckets decide under a mutex of their own.
 //
 // # Memory
 //
-// A goroutine started by New sweeps the map every minute and drops buckets that have been
+// A goroutine started by New sweeps the buckets every minute and drops those that have been
 // full for five minutes (WithCleanupInterval, WithIdleTimeout). Only full buckets are ever
 // dropped: a dropped bucket comes back full, so dropping a full one changes no decision,
 // while dropping one that is still refilling would let its key through early.
@@ -32,7 +39,7 @@
 //
 // # Time
 //
-// The limiter reads the monotonic clock; WithClock replaces it for tests. Close stops the
-// sweep goroutine; a Limiter must not be used after Close (calls return
-// ratelimit.ErrClosed).
+// The limiter reads the monotonic clock, in whole microseconds, from the wall time New read;
+// WithClock replaces it for tests, and testing/synctest's fake clock moves it. Close stops the sweep goroutine; a
+// Limiter must not be used after Close (calls return ratelimit.ErrClosed).
 package local

@@ -1,7 +1,8 @@
 package local
 
 import (
-	"sync"
+	"math/bits"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice-go/ratelimit"
@@ -13,62 +14,91 @@ import (
 // so every instance, and the Redis backend, agrees on where each one starts. The bucket
 // remembers the window it last admitted in and how many tokens that window has given out; a
 // count of another window is a count of zero.
+//
+// When the window's index and the count fit in 64 bits together (fixedWindowPacks: up to a
+// Burst of 2³⁰ with windows of a second, say), they are the bucket's word and a decision is
+// one compare-and-swap; otherwise they live in a fixedWindow, under the bucket's mutex.
 type fixedWindow struct {
-	mu     sync.Mutex
 	window int64 // W, µs
 	index  int64 // the window count belongs to
 	count  int64 // tokens taken in window index
 }
 
-func newFixedWindow(limit ratelimit.Limit) state {
-	return &fixedWindow{window: windowOf(limit)}
-}
-
-// take admits n tokens when the current window has given out at most Burst − n. A denial
-// changes nothing. RetryAfter is the time to the window's end, when the count starts again
-// from zero: exact, since a request one microsecond earlier is still in the full window.
-func (fw *fixedWindow) take(limit ratelimit.Limit, now time.Time, n int) ratelimit.Result {
-	index, elapsed := split(now.UnixMicro(), fw.window)
-	left := micros(fw.window - elapsed) // until the window ends
-
-	fw.mu.Lock()
-	count := int64(0)
-	if fw.index == index {
-		count = fw.count
+// fixedDecide decides n tokens at u (Unix µs) in windows of w µs, for a bucket that last
+// admitted count tokens in window index, and returns the index and count to keep if the
+// request is allowed. It admits n tokens when the current window has given out at most
+// Burst − n. RetryAfter is the time to the window's end, when the count starts again from
+// zero: exact, since a request one microsecond earlier is still in the full window.
+func fixedDecide(index, count int64, limit ratelimit.Limit, u, w int64, n int) (int64, int64, verdict) {
+	now, elapsed := split(u, w)
+	left := micros(w - elapsed) // until the window ends
+	if index != now {
+		count = 0
 	}
 	allowed := count+int64(n) <= int64(limit.Burst)
 	if allowed {
 		count += int64(n)
-		fw.index, fw.count = index, count
 	}
-	fw.mu.Unlock()
-
-	res := ratelimit.Result{Allowed: allowed, Remaining: max(limit.Burst-int(count), 0)}
+	v := verdict{allowed: allowed, remaining: max(limit.Burst-int(count), 0)}
 	if count > 0 {
-		res.ResetAfter = left
+		v.reset = left
 	}
 	if !allowed {
-		res.RetryAfter = left
+		v.retry = left
 	}
-	return res
+	return now, count, v
 }
 
-// full: the bucket is as new once its window has passed. A time before the window it
-// counts in (t earlier than its last admission) does not qualify.
-func (fw *fixedWindow) full(_ ratelimit.Limit, t time.Time) bool {
-	index, _ := split(t.UnixMicro(), fw.window)
-	fw.mu.Lock()
-	defer fw.mu.Unlock()
-	return fw.count == 0 || index > fw.index
+// fixedFull reports whether a bucket that last admitted count tokens in window index is as
+// new at u: that window has passed. A time before it does not qualify.
+func fixedFull(index, count, u, w int64) bool {
+	now, _ := split(u, w)
+	return count == 0 || now > index
 }
 
-// windowOf returns the window of a limit that AllowN has validated.
-func windowOf(limit ratelimit.Limit) int64 {
-	w, err := args.Window(limit)
-	if err != nil {
-		return 1 // not reached: check rejects such limits first
+func (fw *fixedWindow) take(limit ratelimit.Limit, u int64, n int, _ time.Duration) (verdict, time.Duration) {
+	index, count, v := fixedDecide(fw.index, fw.count, limit, u, fw.window, n)
+	if v.allowed {
+		fw.index, fw.count = index, count
 	}
-	return w
+	return v, 0
+}
+
+func (fw *fixedWindow) full(_ ratelimit.Limit, u int64) bool {
+	return fixedFull(fw.index, fw.count, u, fw.window)
+}
+
+// A packed fixed window is index<<k | count, with k = bits.Len(Burst) bits for the count. A
+// new bucket's word, 0, holds a count of zero.
+
+// fixedWindowPacks reports whether the windows of limit, w µs long, are few enough to pack
+// with a count of up to Burst, for every time from 1970 to 2⁵³ µs (the year 2255), without
+// ever making deadWord.
+func fixedWindowPacks(limit ratelimit.Limit, w int64) bool {
+	k := bits.Len64(uint64(limit.Burst))
+	return maxMicros/uint64(w) < 1<<(64-k)-1
+}
+
+// takeFixedWindow decides on a packed fixed window with one compare-and-swap. It reports
+// false, having decided nothing, if the bucket is dead.
+func takeFixedWindow(word *atomic.Uint64, limit ratelimit.Limit, u, w int64, n int) (verdict, bool) {
+	k := bits.Len64(uint64(limit.Burst))
+	for {
+		old := word.Load()
+		if old == deadWord {
+			return verdict{}, false
+		}
+		index, count, v := fixedDecide(int64(old>>k), int64(old&(1<<k-1)), limit, u, w, n)
+		if !v.allowed || word.CompareAndSwap(old, uint64(index)<<k|uint64(count)) {
+			return v, true
+		}
+	}
+}
+
+// fixedWindowFull is fixedFull on a packed word.
+func fixedWindowFull(word uint64, limit ratelimit.Limit, u, w int64) bool {
+	k := bits.Len64(uint64(limit.Burst))
+	return fixedFull(int64(word>>k), int64(word&(1<<k-1)), u, w)
 }
 
 // split returns the index of the window of length w holding the instant u (both in µs) and

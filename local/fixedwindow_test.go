@@ -35,11 +35,12 @@ func TestSplit(t *testing.T) {
 }
 
 // TestWindowFull: a bucket reports itself full (droppable) only once every window it counted
-// in has stopped weighing, and never about a time before its last admission.
+// in has stopped weighing, and never about a time before its last admission; packed in a
+// word or kept under a mutex alike.
 func TestWindowFull(t *testing.T) {
-	limit := ratelimit.Limit{Rate: 1, Burst: 10} // W = 10 s
-	t0 := conformance.NewClock().Now()           // a window boundary
-	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	limit := ratelimit.Limit{Rate: 1, Burst: 10}   // W = 10 s
+	t0 := conformance.NewClock().Now().UnixMicro() // a window boundary
+	at := func(d time.Duration) int64 { return t0 + d.Microseconds() }
 	cases := []struct {
 		alg       ratelimit.Algorithm
 		fullAfter time.Duration // from here on the bucket is full; before, it is not
@@ -48,18 +49,21 @@ func TestWindowFull(t *testing.T) {
 		{ratelimit.SlidingWindowCounter, 20 * time.Second}, // the end of the next
 	}
 	for _, c := range cases {
-		t.Run(c.alg.String(), func(t *testing.T) {
-			st := stateFor(c.alg)(limit)
-			assert.True(t, st.full(limit, at(0)), "a new bucket is full")
-			res := st.take(limit, at(3*time.Second), 1)
-			require.True(t, res.Allowed)
-			for _, d := range []time.Duration{-time.Hour, 0, 3 * time.Second, c.fullAfter - time.Microsecond} {
-				assert.False(t, st.full(limit, at(d)), "at %v", d)
-			}
-			for _, d := range []time.Duration{c.fullAfter, c.fullAfter + time.Hour} {
-				assert.True(t, st.full(limit, at(d)), "at %v", d)
-			}
-		})
+		for _, kind := range bucketKinds {
+			t.Run(c.alg.String()+"/"+kind, func(t *testing.T) {
+				s, b := testBucket(t, c.alg, kind, limit, at(0))
+				assert.True(t, isFull(s, b, at(0)), "a new bucket is full")
+				v, _, ok := s.take(b, limit, at(3*time.Second), windowFor(c.alg, limit.Rate, limit.Burst), 1, unbounded)
+				require.True(t, ok)
+				require.True(t, v.allowed)
+				for _, d := range []time.Duration{-time.Hour, 0, 3 * time.Second, c.fullAfter - time.Microsecond} {
+					assert.False(t, isFull(s, b, at(d)), "at %v", d)
+				}
+				for _, d := range []time.Duration{c.fullAfter, c.fullAfter + time.Hour} {
+					assert.True(t, isFull(s, b, at(d)), "at %v", d)
+				}
+			})
+		}
 	}
 }
 
@@ -179,7 +183,7 @@ func fuzzWindows(f *testing.F, alg ratelimit.Algorithm) {
 			})
 		}
 		clock := conformance.NewClock()
-		l := New(WithClock(clock.Now), WithAlgorithm(alg), WithCleanupInterval(0))
+		l := New(WithClock(clock.Now), WithAlgorithm(alg), WithCleanupInterval(-1))
 		defer l.Close()
 		h := conformance.Harness{Limiter: l, Advance: clock.Advance, CanWait: true, Algorithm: alg}
 		conformance.CheckWindowModel(t, h, clock.Now(), "fuzz", limit, arrivals)

@@ -13,14 +13,19 @@ import (
 
 var _ ratelimit.Limiter = (*Limiter)(nil)
 
-// Limiter is an in-process ratelimit.Limiter: one golang.org/x/time/rate limiter per bucket,
-// kept in memory. It is safe for concurrent use. Create it with New and stop it with Close.
+// Limiter is an in-process ratelimit.Limiter: one bucket per (key, limit), kept in memory.
+// It is safe for concurrent use. Create it with New and stop it with Close.
 type Limiter struct {
 	store     *store
 	algorithm ratelimit.Algorithm
-	clock     func() time.Time // nil: the monotonic clock, read from epoch
-	epoch     time.Time
-	idle      time.Duration
+	supported bool
+	// tokenBucket: the algorithm is ratelimit.TokenBucket, whose valid arguments need no
+	// more checks than args.Valid's, so that AllowN can skip validate.
+	tokenBucket bool
+	clock       func() time.Time // tests only (export_test.go); nil: the monotonic clock
+	epoch       time.Time        // when New ran, with its monotonic reading
+	epochNS     int64            // epoch in Unix nanoseconds
+	idle        int64            // WithIdleTimeout, µs
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -33,16 +38,22 @@ type Limiter struct {
 func New(opts ...Option) *Limiter {
 	o := defaultOptions()
 	for _, opt := range opts {
-		opt(&o)
+		if opt != nil {
+			opt(&o)
+		}
 	}
+	epoch := time.Now()
 	l := &Limiter{
-		store:     newStore(o.maxBuckets, stateFor(o.algorithm)),
-		algorithm: o.algorithm,
-		clock:     o.clock,
-		epoch:     time.Now(),
-		idle:      o.idleTimeout,
-		stop:      make(chan struct{}),
-		done:      make(chan struct{}),
+		store:       newStore(o.algorithm, o.maxBuckets),
+		algorithm:   o.algorithm,
+		supported:   o.algorithm >= ratelimit.TokenBucket && o.algorithm <= ratelimit.LeakyBucket,
+		tokenBucket: o.algorithm == ratelimit.TokenBucket,
+		clock:       o.clock,
+		epoch:       epoch,
+		epochNS:     epoch.UnixNano(),
+		idle:        o.idleTimeout.Microseconds(),
+		stop:        make(chan struct{}),
+		done:        make(chan struct{}),
 	}
 	if o.cleanupInterval > 0 {
 		go l.cleanup(o.cleanupInterval)
@@ -58,13 +69,33 @@ func (l *Limiter) Allow(ctx context.Context, key string, limit ratelimit.Limit) 
 }
 
 // AllowN takes n tokens from the bucket of (key, limit) if it holds at least n, and denies
-// the request otherwise; see ratelimit.Limiter. It never blocks on anything but a short lock,
-// and it does not look at ctx.
+// the request otherwise; see ratelimit.Limiter. It does not look at ctx, and it blocks on a
+// lock only to create a bucket, or for the algorithms that keep more than 64 bits of state.
 func (l *Limiter) AllowN(_ context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
-	if err := l.check(key, limit, n); err != nil {
-		return ratelimit.Result{Limit: limit}, err
+	var w int64 // the window of a window algorithm, µs
+	if !l.tokenBucket || !args.Valid(key, limit, n) || !args.RefillOK(limit) || l.closed.Load() {
+		var err error
+		if w, err = l.validate(key, limit, n); err != nil {
+			return ratelimit.Result{Limit: limit}, err
+		}
 	}
-	return l.store.decide(key, limit.Rate, limit.Burst, l.now(), n, unbounded), nil
+	var u int64
+	if l.clock == nil {
+		u = (l.epochNS + int64(time.Since(l.epoch))) / 1e3 // micros, without the call
+	} else {
+		u = l.clockMicros()
+	}
+	v, delay := l.store.decideAt(key, limit, u, w, n, unbounded)
+	// Built here, field by field, rather than by v.result: a Result made in a callee and
+	// returned from here would be copied once more.
+	return ratelimit.Result{
+		Allowed:    v.allowed,
+		Limit:      limit,
+		Remaining:  v.remaining,
+		RetryAfter: v.retry,
+		ResetAfter: v.reset,
+		Delay:      delay,
+	}, nil
 }
 
 // Wait blocks until one token of the bucket of (key, limit) can be taken, and takes it. It
@@ -121,44 +152,64 @@ func (l *Limiter) Close() error {
 	return nil
 }
 
-// Len returns the number of buckets the limiter holds, not counting the overflow buckets
-// shared by keys that arrived at the cap (see WithMaxBuckets).
-func (l *Limiter) Len() int { return l.store.len() }
-
 // check validates one call's arguments, in the order the errors are documented.
 func (l *Limiter) check(key string, limit ratelimit.Limit, n int) error {
+	_, err := l.validate(key, limit, n)
+	return err
+}
+
+// validate is check, and returns the window W of a window algorithm in µs (0 for the
+// others), which its validation computes.
+func (l *Limiter) validate(key string, limit ratelimit.Limit, n int) (int64, error) {
+	if !args.Valid(key, limit, n) || !l.supported || l.closed.Load() {
+		return 0, l.invalid(key, limit, n)
+	}
+	// args.CheckAlgorithm, keeping the window it computes.
+	switch l.algorithm {
+	case ratelimit.FixedWindow, ratelimit.SlidingWindowCounter:
+		return args.Window(limit)
+	case ratelimit.SlidingWindowLog:
+		return args.LogWindow(limit)
+	}
+	return 0, args.CheckAlgorithm(l.algorithm, limit)
+}
+
+// invalid returns what is wrong with a call, in the order the errors are documented, or nil.
+func (l *Limiter) invalid(key string, limit ratelimit.Limit, n int) error {
 	if l.closed.Load() {
 		return ratelimit.ErrClosed
 	}
-	if l.store.newState == nil {
+	if !l.supported {
 		return fmt.Errorf("%w: algorithm %v on the local backend", ratelimit.ErrNotSupported, l.algorithm)
 	}
-	if err := args.Check(key, limit, n); err != nil {
-		return err
-	}
-	return args.CheckAlgorithm(l.algorithm, limit)
+	return args.Check(key, limit, n)
 }
 
-// stateFor returns the constructor of the algorithm's bucket state, or nil if this backend
-// does not implement the algorithm.
-func stateFor(a ratelimit.Algorithm) newStateFunc {
+// windowFor returns the window W of a window algorithm's valid limit in µs, and 0 for the
+// other algorithms.
+func windowFor(a ratelimit.Algorithm, r float64, burst int) int64 {
 	switch a {
-	case ratelimit.TokenBucket:
-		return newTokenBucket
-	case ratelimit.FixedWindow:
-		return newFixedWindow
-	case ratelimit.SlidingWindowLog:
-		return newSlidingLog
-	case ratelimit.SlidingWindowCounter:
-		return newSlidingCounter
-	case ratelimit.LeakyBucket:
-		return newLeakyBucket
+	case ratelimit.FixedWindow, ratelimit.SlidingWindowCounter, ratelimit.SlidingWindowLog:
+		w, _ := args.Window(ratelimit.Limit{Rate: r, Burst: burst})
+		return w
 	}
-	return nil
+	return 0
 }
 
-// now reads the injected clock, or else the monotonic clock: time.Since on a time that
-// carries a monotonic reading costs about half of time.Now.
+// micros reads the clock as whole Unix microseconds. The system clock is read as the
+// monotonic time since New, added to the wall time New read: one clock reading and integer
+// arithmetic, with the wall clock's steps kept out. testing/synctest's fake clock drives it
+// like the real one.
+func (l *Limiter) micros() int64 {
+	if l.clock != nil {
+		return l.clockMicros()
+	}
+	return (l.epochNS + int64(time.Since(l.epoch))) / 1e3
+}
+
+func (l *Limiter) clockMicros() int64 { return l.clock().UnixMicro() }
+
+// now is micros as a time.Time, for the leaky bucket's Wait.
 func (l *Limiter) now() time.Time {
 	if l.clock != nil {
 		return l.clock()
@@ -175,7 +226,11 @@ func (l *Limiter) cleanup(every time.Duration) {
 		case <-l.stop:
 			return
 		case <-ticker.C:
-			l.store.sweep(l.now().Add(-l.idle))
+			l.store.sweep(l.micros() - l.idle)
 		}
 	}
 }
+
+// Len returns the number of buckets the limiter holds, not counting the overflow buckets
+// shared by keys that arrived at the cap (see WithMaxBuckets).
+func (l *Limiter) Len() int { return l.store.len() }

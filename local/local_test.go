@@ -176,9 +176,11 @@ func TestCleanupDropsOnlyFullBuckets(t *testing.T) {
 	})
 }
 
+// TestCleanupOff: a negative interval turns the sweep off; even a bucket that has long been
+// full stays.
 func TestCleanupOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := New(WithCleanupInterval(0), WithIdleTimeout(0))
+		l := New(WithCleanupInterval(-1), WithIdleTimeout(-1))
 		_, err := l.Allow(context.Background(), "k", perSecond)
 		require.NoError(t, err)
 		time.Sleep(24 * time.Hour)
@@ -188,13 +190,57 @@ func TestCleanupOff(t *testing.T) {
 	})
 }
 
+// TestOptionZeroMeansDefault: zero means the default for every option, a negative value turns
+// off what can be turned off, and a nil Option is skipped.
+func TestOptionZeroMeansDefault(t *testing.T) {
+	apply := func(opts ...Option) options {
+		o := defaultOptions()
+		for _, opt := range opts {
+			if opt != nil {
+				opt(&o)
+			}
+		}
+		return o
+	}
+	defaults := defaultOptions()
+	assert.Equal(t, defaults, apply(WithCleanupInterval(0), WithIdleTimeout(0), WithMaxBuckets(0), WithAlgorithm(0), nil))
+	assert.Equal(t, DefaultMaxBuckets, apply(WithMaxBuckets(-5)).maxBuckets, "the cap cannot be turned off")
+	assert.Equal(t, time.Duration(-1), apply(WithCleanupInterval(-1)).cleanupInterval)
+	assert.Equal(t, time.Duration(0), apply(WithIdleTimeout(-1)).idleTimeout)
+	assert.Equal(t, 7*time.Second, apply(WithCleanupInterval(7*time.Second)).cleanupInterval)
+
+	// A nil Option among others is skipped by New.
+	l := New(nil, WithCleanupInterval(-1), nil)
+	require.NoError(t, l.Close())
+}
+
+// TestCleanupWithoutIdleTime: with the idle wait turned off (a negative WithIdleTimeout) a
+// sweep drops every bucket it finds full, and none that is still refilling.
+func TestCleanupWithoutIdleTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(WithCleanupInterval(time.Second), WithIdleTimeout(-1))
+		defer l.Close()
+		ctx := context.Background()
+		_, err := l.Allow(ctx, "fast", ratelimit.Limit{Rate: 2, Burst: 1}) // full again at 500 ms
+		require.NoError(t, err)
+		_, err = l.Allow(ctx, "slow", ratelimit.Limit{Rate: 0.5, Burst: 1}) // at 2 s
+		require.NoError(t, err)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Equal(t, 1, l.Len())
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Equal(t, 0, l.Len())
+	})
+}
+
 // TestKeySpray floods a capped limiter with a million distinct keys whose buckets cannot
 // refill (the clock stands still). Memory stays at the cap, keys that got a bucket keep it,
 // and the rest share one overflow bucket instead of passing unlimited.
 func TestKeySpray(t *testing.T) {
 	const keys, maxBuckets = 1_000_000, 100_000
 	clock := conformance.NewClock()
-	l := New(WithMaxBuckets(maxBuckets), WithClock(clock.Now), WithCleanupInterval(0))
+	l := New(WithMaxBuckets(maxBuckets), WithClock(clock.Now), WithCleanupInterval(-1))
 	defer l.Close()
 	ctx := context.Background()
 	limit := ratelimit.Limit{Rate: 1, Burst: 1}
@@ -231,7 +277,7 @@ func TestKeySpray(t *testing.T) {
 // only once it is full again.
 func TestEvictionAtCap(t *testing.T) {
 	clock := conformance.NewClock()
-	l := New(WithMaxBuckets(64), WithClock(clock.Now), WithCleanupInterval(0))
+	l := New(WithMaxBuckets(64), WithClock(clock.Now), WithCleanupInterval(-1))
 	defer l.Close()
 	limit := ratelimit.Limit{Rate: 1, Burst: 1}
 	spray := func(prefix string) (admitted int) {
@@ -263,7 +309,8 @@ func TestAlgorithmNotSupported(t *testing.T) {
 }
 
 // TestExtremeLimits: the slowest and fastest limits decide without overflow, and durations
-// too long to represent saturate instead of wrapping.
+// too long to represent saturate at 2⁵³ µs (285 years), as on the Redis backend, instead of
+// wrapping.
 func TestExtremeLimits(t *testing.T) {
 	clock := conformance.NewClock()
 	l := New(WithClock(clock.Now))
@@ -304,9 +351,12 @@ func TestExtremeLimits(t *testing.T) {
 	}
 }
 
+// maxDuration is the longest duration a Result holds: 2⁵³ µs.
+const maxDuration = (1 << 53) * time.Microsecond
+
 // TestSmallCap: a cap below the shard count still bounds memory, at one bucket a shard.
 func TestSmallCap(t *testing.T) {
-	l := New(WithMaxBuckets(1), WithCleanupInterval(0))
+	l := New(WithMaxBuckets(1), WithCleanupInterval(-1))
 	defer l.Close()
 	for i := range 1000 {
 		_, err := l.Allow(context.Background(), strconv.Itoa(i), perSecond)

@@ -37,24 +37,40 @@ func defaultOptions() options {
 }
 
 // WithCleanupInterval sets how often the background sweep drops idle buckets. Default:
-// DefaultCleanupInterval (1 minute). A value of zero or less turns the sweep off, and no
-// goroutine is started; buckets then leave only to make room at the cap (WithMaxBuckets).
+// DefaultCleanupInterval (1 minute), which zero also means. A negative value turns the sweep
+// off, and no goroutine is started; buckets then leave only to make room at the cap
+// (WithMaxBuckets).
 func WithCleanupInterval(d time.Duration) Option {
-	return func(o *options) { o.cleanupInterval = d }
+	return func(o *options) {
+		if d == 0 {
+			d = DefaultCleanupInterval
+		}
+		o.cleanupInterval = d
+	}
 }
 
 // WithIdleTimeout sets how long a bucket must have been full, with no request taking a token
-// from it, before a sweep drops it. Default: DefaultIdleTimeout (5 minutes). Only full
-// buckets are dropped, because a dropped bucket comes back full: dropping one that was still
-// refilling would let its key through sooner than keeping it. A negative value counts as zero.
+// from it, before a sweep drops it. Default: DefaultIdleTimeout (5 minutes), which zero also
+// means. A negative value turns the wait off: a sweep drops every bucket it finds full. Only
+// full buckets are dropped, because a dropped bucket comes back full: dropping one that was
+// still refilling would let its key through sooner than keeping it.
 func WithIdleTimeout(d time.Duration) Option {
-	return func(o *options) { o.idleTimeout = max(d, 0) }
+	return func(o *options) {
+		switch {
+		case d == 0:
+			d = DefaultIdleTimeout
+		case d < 0:
+			d = 0
+		}
+		o.idleTimeout = d
+	}
 }
 
 // WithMaxBuckets caps the number of buckets the limiter holds, so that a flood of distinct
 // keys (spoofed or random client IPs, say) cannot exhaust memory. Default: DefaultMaxBuckets
-// (1,048,576). A value below 1 means the default. The buckets are split into 64 shards with
-// a cap each, so the cap is n rounded down to a multiple of 64, and at least 64.
+// (1,048,576), which zero and negative values also mean: the cap cannot be turned off. The
+// buckets are split into 64 shards with a cap each, so the cap is n rounded down to a
+// multiple of 64, and at least 64.
 //
 // At the cap, a new key first takes the place of a full bucket, found by sampling a few
 // buckets; dropping a full bucket changes no decision. When every sampled bucket is still
@@ -71,23 +87,23 @@ func WithMaxBuckets(n int) Option {
 	}
 }
 
+// WithAlgorithm selects the algorithm. Default: ratelimit.TokenBucket. This backend
+// implements all five: TokenBucket, GCRA, deciding as golang.org/x/time/rate does;
+// FixedWindow and SlidingWindowCounter, which count per window of W = Burst/Rate aligned to
+// the Unix epoch; SlidingWindowLog, the exact log of admissions (Burst at most
+// ratelimit.MaxLogBurst); and LeakyBucket, a shaper (Result.Delay, and Wait holds a place in
+// its queue), at most 10⁶ requests a second. Every algorithm decides as the Redis backend
+// does, to the microsecond, on the limits both accept. With any other value every call
+// returns ratelimit.ErrNotSupported. The window algorithms also refuse, with
+// ratelimit.ErrInvalidLimit, a limit whose window is shorter than 1 µs or longer than 2⁵³ µs.
+func WithAlgorithm(a ratelimit.Algorithm) Option {
+	return func(o *options) { o.algorithm = a }
+}
+
 // WithClock makes the limiter read the time from now instead of the system's monotonic
 // clock, so tests can move time by hand. Default: the system clock. Wait still sleeps on real
 // timers, so a test of Wait should move now forward as real (or synctest) time passes. A nil
 // now means the default.
 func WithClock(now func() time.Time) Option {
 	return func(o *options) { o.clock = now }
-}
-
-// WithAlgorithm selects the algorithm. Default: ratelimit.TokenBucket. This backend implements
-// all five: TokenBucket (golang.org/x/time/rate); FixedWindow and SlidingWindowCounter, which
-// count per window of W = Burst/Rate aligned to the Unix epoch; SlidingWindowLog, the exact
-// log of admissions (Burst at most ratelimit.MaxLogBurst); and LeakyBucket, a shaper
-// (Result.Delay, and Wait holds a place in its queue), at most 10⁶ requests a second. The
-// window algorithms, the leaky bucket and the Redis backend decide alike, to the microsecond.
-// With any other value every call returns ratelimit.ErrNotSupported. The window algorithms
-// also refuse, with ratelimit.ErrInvalidLimit, a limit whose window is shorter than 1 µs or
-// longer than 2⁵³ µs.
-func WithAlgorithm(a ratelimit.Algorithm) Option {
-	return func(o *options) { o.algorithm = a }
 }

@@ -2,7 +2,8 @@ package local
 
 import (
 	"math"
-	"sync"
+	"math/bits"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice-go/ratelimit"
@@ -19,69 +20,112 @@ import (
 // side is exact, where the sum would round near Burst = 2^52. The Redis script computes est
 // with the same float64 operations in the same order, so both backends decide alike to the
 // bit.
+//
+// When the window's index and both counts fit in 64 bits (slidingCounterPacks: roughly,
+// Burst·Rate up to 2³¹ per second), they are the bucket's word and a decision is one
+// compare-and-swap; otherwise they live in a slidingCounter, under the bucket's mutex.
 type slidingCounter struct {
-	mu     sync.Mutex
 	window int64 // W, µs
 	index  int64 // the window cur belongs to
 	cur    int64 // tokens taken in window index
 	prev   int64 // tokens taken in window index−1
 }
 
-func newSlidingCounter(limit ratelimit.Limit) state {
-	return &slidingCounter{window: windowOf(limit)}
-}
-
-// counts returns the (prev, cur) counts as seen from window index.
-func (sc *slidingCounter) counts(index int64) (prev, cur int64) {
-	switch index {
-	case sc.index:
-		return sc.prev, sc.cur
-	case sc.index + 1:
-		return sc.cur, 0
-	}
-	return 0, 0
-}
-
-func (sc *slidingCounter) take(limit ratelimit.Limit, now time.Time, n int) ratelimit.Result {
-	w, burst, cost := sc.window, int64(limit.Burst), int64(n)
-	index, x := split(now.UnixMicro(), w)
-
-	sc.mu.Lock()
-	prev, cur := sc.counts(index)
+// counterDecide decides n tokens at u (Unix µs) in windows of w µs, for a bucket whose
+// counts are cur in window index and prev in the one before, and returns the index and
+// counts to keep if the request is allowed.
+func counterDecide(index, cur, prev int64, limit ratelimit.Limit, u, w int64, n int) (int64, int64, int64, verdict) {
+	burst, cost := int64(limit.Burst), int64(n)
+	now, x := split(u, w)
+	prev, cur = countsAt(index, cur, prev, now)
 	est := estimate(prev, cur, w, x)
 	allowed := est <= float64(burst-cost)
 	if allowed {
 		cur += cost
 		est += float64(cost)
-		sc.index, sc.cur, sc.prev = index, cur, prev
 	}
-	sc.mu.Unlock()
-
-	res := ratelimit.Result{
-		Allowed:   allowed,
-		Remaining: int(max(min(math.Floor(float64(burst)-est), float64(burst)), 0)),
+	v := verdict{
+		allowed:   allowed,
+		remaining: int(max(min(math.Floor(float64(burst)-est), float64(burst)), 0)),
 	}
 	// est falls to zero at the end of the window after the last one that counted anything.
 	switch {
 	case cur > 0:
-		res.ResetAfter = micros(2*w - x)
+		v.reset = micros(2*w - x)
 	case prev > 0:
-		res.ResetAfter = micros(w - x)
+		v.reset = micros(w - x)
 	}
 	if !allowed {
-		res.RetryAfter = micros(counterRetry(prev, cur, w, x, burst, cost))
+		v.retry = micros(counterRetry(prev, cur, w, x, burst, cost))
 	}
-	return res
+	return now, cur, prev, v
 }
 
-// full: the bucket is as new once neither count weighs any more, two windows after the
-// one it last admitted in (one, if that window's own count was zero).
-func (sc *slidingCounter) full(_ ratelimit.Limit, t time.Time) bool {
-	index, _ := split(t.UnixMicro(), sc.window)
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	prev, cur := sc.counts(index)
-	return prev == 0 && cur == 0 && index >= sc.index
+// countsAt returns the (prev, cur) counts of a bucket holding cur in window index and prev
+// in the one before, as seen from window now.
+func countsAt(index, cur, prev, now int64) (int64, int64) {
+	switch now {
+	case index:
+		return prev, cur
+	case index + 1:
+		return cur, 0
+	}
+	return 0, 0
+}
+
+// counterFull: the bucket is as new once neither count weighs any more, two windows after
+// the one it last admitted in (one, if that window's own count was zero).
+func counterFull(index, cur, prev, u, w int64) bool {
+	now, _ := split(u, w)
+	prev, cur = countsAt(index, cur, prev, now)
+	return prev == 0 && cur == 0 && now >= index
+}
+
+func (sc *slidingCounter) take(limit ratelimit.Limit, u int64, n int, _ time.Duration) (verdict, time.Duration) {
+	index, cur, prev, v := counterDecide(sc.index, sc.cur, sc.prev, limit, u, sc.window, n)
+	if v.allowed {
+		sc.index, sc.cur, sc.prev = index, cur, prev
+	}
+	return v, 0
+}
+
+func (sc *slidingCounter) full(_ ratelimit.Limit, u int64) bool {
+	return counterFull(sc.index, sc.cur, sc.prev, u, sc.window)
+}
+
+// A packed sliding counter is index<<2k | prev<<k | cur, with k = bits.Len(Burst) bits for
+// each count. A new bucket's word, 0, holds counts of zero.
+
+// slidingCounterPacks reports whether the windows of limit, w µs long, are few enough to pack
+// with two counts of up to Burst, for every time from 1970 to 2⁵³ µs (the year 2255),
+// without ever making deadWord.
+func slidingCounterPacks(limit ratelimit.Limit, w int64) bool {
+	k := bits.Len64(uint64(limit.Burst))
+	return 2*k < 64 && maxMicros/uint64(w) < 1<<(64-2*k)-1
+}
+
+// takeSlidingCounter decides on a packed sliding counter with one compare-and-swap. It
+// reports false, having decided nothing, if the bucket is dead.
+func takeSlidingCounter(word *atomic.Uint64, limit ratelimit.Limit, u, w int64, n int) (verdict, bool) {
+	k := bits.Len64(uint64(limit.Burst))
+	mask := uint64(1)<<k - 1
+	for {
+		old := word.Load()
+		if old == deadWord {
+			return verdict{}, false
+		}
+		index, cur, prev, v := counterDecide(int64(old>>(2*k)), int64(old&mask), int64(old>>k&mask), limit, u, w, n)
+		if !v.allowed || word.CompareAndSwap(old, uint64(index)<<(2*k)|uint64(prev)<<k|uint64(cur)) {
+			return v, true
+		}
+	}
+}
+
+// slidingCounterFull is counterFull on a packed word.
+func slidingCounterFull(word uint64, limit ratelimit.Limit, u, w int64) bool {
+	k := bits.Len64(uint64(limit.Burst))
+	mask := uint64(1)<<k - 1
+	return counterFull(int64(word>>(2*k)), int64(word&mask), int64(word>>k&mask), u, w)
 }
 
 // estimate is est = prev·(W − x)/W + cur, in exactly the order of operations of

@@ -1,11 +1,9 @@
 package local
 
 import (
-	"sync"
 	"time"
 
 	"github.com/sluice-go/ratelimit"
-	"github.com/sluice-go/ratelimit/internal/args"
 )
 
 // slidingLog is the state of a ratelimit.SlidingWindowLog bucket: the time of every token
@@ -16,33 +14,25 @@ import (
 // A request for n tokens is allowed when the window holds at most Burst − n, and adds n
 // entries at u. Times are whole microseconds, as in the Redis script, and W is
 // args.Window's, so that both backends answer alike to the microsecond.
+//
+// It decides under its bucket's mutex.
 type slidingLog struct {
-	mu     sync.Mutex
 	window int64   // W in microseconds
 	times  []int64 // the ring: Unix microseconds, times[head] the oldest
 	head   int
 	n      int // entries held
 }
 
-func newSlidingLog(limit ratelimit.Limit) state {
-	w, _ := args.LogWindow(limit) // the limiter checked the limit before making its bucket
-	return &slidingLog{window: w}
-}
-
-// full reports whether the log is empty at t: its newest entry has left the window. Asked
+// full reports whether the log is empty at u: its newest entry has left the window. Asked
 // about a time before the newest entry, it is not.
-func (sl *slidingLog) full(_ ratelimit.Limit, t time.Time) bool {
-	sl.mu.Lock()
-	defer sl.mu.Unlock()
-	return sl.n == 0 || sl.newest()+sl.window <= t.UnixMicro()
+func (sl *slidingLog) full(_ ratelimit.Limit, u int64) bool {
+	return sl.n == 0 || sl.newest()+sl.window <= u
 }
 
-// take decides n tokens at now. A clock that reads earlier than the newest entry (only an
-// injected one can) is taken to stand still at that entry, which keeps the log in order.
-func (sl *slidingLog) take(limit ratelimit.Limit, now time.Time, n int) ratelimit.Result {
-	u := now.UnixMicro()
-	sl.mu.Lock()
-	defer sl.mu.Unlock()
+// take decides n tokens at u (Unix µs). A clock that reads earlier than the newest entry
+// (only an injected one can) is taken to stand still at that entry, which keeps the log in
+// order.
+func (sl *slidingLog) take(limit ratelimit.Limit, u int64, n int, _ time.Duration) (verdict, time.Duration) {
 	if sl.n > 0 {
 		u = max(u, sl.newest())
 	}
@@ -54,19 +44,19 @@ func (sl *slidingLog) take(limit ratelimit.Limit, now time.Time, n int) ratelimi
 	if count+n <= limit.Burst {
 		sl.add(u, n, limit.Burst)
 		// The newest entry is now u: the window is empty again W from now.
-		return ratelimit.Result{
-			Allowed:    true,
-			Remaining:  limit.Burst - count - n,
-			ResetAfter: microseconds(sl.window),
-		}
+		return verdict{
+			allowed:   true,
+			remaining: limit.Burst - count - n,
+			reset:     micros(sl.window),
+		}, 0
 	}
 	// Denied: k = count + n − Burst entries must leave first, the k-th oldest last.
 	k := count + n - limit.Burst
-	return ratelimit.Result{
-		Remaining:  limit.Burst - count,
-		RetryAfter: microseconds(sl.at(k-1) + sl.window - u),
-		ResetAfter: microseconds(sl.newest() + sl.window - u),
-	}
+	return verdict{
+		remaining: limit.Burst - count,
+		retry:     micros(sl.at(k-1) + sl.window - u),
+		reset:     micros(sl.newest() + sl.window - u),
+	}, 0
 }
 
 // at returns the i-th oldest entry, 0 ≤ i < sl.n.

@@ -17,7 +17,7 @@ import (
 // harness returns a fresh limiter of algorithm a on a conformance clock.
 func harness(t *testing.T, a ratelimit.Algorithm) conformance.Harness {
 	clock := conformance.NewClock()
-	l := New(WithClock(clock.Now), WithAlgorithm(a), WithCleanupInterval(0))
+	l := New(WithClock(clock.Now), WithAlgorithm(a), WithCleanupInterval(-1))
 	t.Cleanup(func() { l.Close() })
 	return conformance.Harness{Limiter: l, Advance: clock.Advance, CanWait: true, Algorithm: a}
 }
@@ -69,7 +69,7 @@ func FuzzSlidingLog(f *testing.F) {
 // nothing after that, whether it admits or denies.
 func TestSlidingLogGrowsAndStops(t *testing.T) {
 	clock := conformance.NewClock()
-	l := New(WithClock(clock.Now), WithAlgorithm(ratelimit.SlidingWindowLog), WithCleanupInterval(0))
+	l := New(WithClock(clock.Now), WithAlgorithm(ratelimit.SlidingWindowLog), WithCleanupInterval(-1))
 	defer l.Close()
 	ctx := context.Background()
 	limit := ratelimit.Limit{Rate: 1000, Burst: 1000} // W = 1 s

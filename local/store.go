@@ -2,278 +2,231 @@ package local
 
 import (
 	"hash/maphash"
-	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice-go/ratelimit"
 )
 
-// numShards splits the bucket map so that goroutines working on different keys rarely meet on
-// a lock. A power of two, so a hash picks a shard with a mask.
-const numShards = 64
+// The bucket index is split into shards, so that goroutines creating buckets for different
+// keys rarely meet on a lock. A power of two, so the low bits of a hash pick a shard.
+const (
+	shardBits = 6
+	numShards = 1 << shardBits
+)
 
-// evictionSamples is how many buckets a full shard inspects for a full one it can drop.
-const evictionSamples = 8
-
-// maxOverflowLimits bounds the overflow buckets, one per distinct limit seen at the cap.
-const maxOverflowLimits = 1024
-
-// state is one bucket's algorithm and its memory. Implementations do their own locking: the
-// store calls them under a shared (read) lock.
-type state interface {
-	// take decides a request for n tokens at now, 1 ≤ n ≤ limit.Burst, and records it if it
-	// is allowed. The Result's Limit is left for the caller to fill in.
-	take(limit ratelimit.Limit, now time.Time, n int) ratelimit.Result
-	// full reports whether the bucket, asked at t, is as it would be had it never been used,
-	// so that dropping it changes no decision. Asked about a time before its last update it
-	// must not claim more than it knew then.
-	full(limit ratelimit.Limit, t time.Time) bool
-}
-
-// reserver is a state that can bound a reservation: a shaper (ratelimit.LeakyBucket), for
-// Wait. reserve is take, except that a request that would be allowed with a Delay longer
-// than maxDelay (≥ 0) takes nothing and is answered with Allowed false, RetryAfter 0 and
-// the Delay it would have had.
-type reserver interface {
-	reserve(limit ratelimit.Limit, now time.Time, n int, maxDelay time.Duration) ratelimit.Result
-}
-
-// unbounded is the maxDelay of every decision but a reservation made by Wait.
-const unbounded time.Duration = -1
-
-// newStateFunc makes the state of a fresh bucket for a limit: one per algorithm.
-type newStateFunc func(limit ratelimit.Limit) state
-
-// bucket is one (key, rate, burst) bucket. The map is keyed by the key string alone, which
-// hashes several times faster than a struct holding the limit too; the rare keys checked
-// against more than one limit chain their buckets through next.
-type bucket struct {
-	limit ratelimit.Limit
-	st    state
-	next  *bucket
-}
-
-// take decides for n tokens and fills in the Result's Limit. A maxDelay of 0 or more bounds
-// the Delay of a shaper's reservation (see reserver); unbounded leaves it free.
-func (b *bucket) take(now time.Time, n int, maxDelay time.Duration) ratelimit.Result {
-	var res ratelimit.Result
-	if r, ok := b.reserver(maxDelay); ok {
-		res = r.reserve(b.limit, now, n, maxDelay)
-	} else {
-		res = b.st.take(b.limit, now, n)
-	}
-	res.Limit = b.limit
-	return res
-}
-
-// reserver returns b's state as a reserver when maxDelay bounds the decision; the usual,
-// unbounded decision skips the type assertion.
-func (b *bucket) reserver(maxDelay time.Duration) (reserver, bool) {
-	if maxDelay == unbounded {
-		return nil, false
-	}
-	r, ok := b.st.(reserver)
-	return r, ok
-}
-
-// full reports whether dropping b at t would change no decision.
-func (b *bucket) full(t time.Time) bool { return b.st.full(b.limit, t) }
-
-// limitKey names an overflow bucket: the limit without the key.
-type limitKey struct {
-	rate  float64
-	burst int
-}
-
-// shard is one part of the bucket map. The padding keeps two shards' locks off one cache
-// line.
+// shard is one part of the index. Lookups read tab without a lock; mu orders every change.
+// The padding keeps two shards' mutexes off one cache line.
 type shard struct {
-	mu      sync.RWMutex
-	buckets map[string]*bucket
-	count   int // buckets in the shard, counting chains
-	_       [128 - 40]byte
+	mu   sync.Mutex
+	tab  atomic.Pointer[table]
+	live int            // buckets in the table
+	used int            // slots not empty: buckets and tombstones
+	_    [128 - 32]byte // to 128 bytes
 }
 
-// find returns the bucket of (key, r, burst), or nil. The caller holds sh.mu.
-func (sh *shard) find(key string, r float64, burst int) *bucket {
-	for b := sh.buckets[key]; b != nil; b = b.next {
-		if b.limit.Rate == r && b.limit.Burst == burst {
-			return b
-		}
-	}
-	return nil
-}
-
-// removeIf drops the buckets of key that drop approves, and returns how many it dropped.
-// The caller holds sh.mu for writing.
-func (sh *shard) removeIf(key string, head *bucket, drop func(*bucket) bool) int {
-	removed := 0
-	var kept *bucket
-	for b := head; b != nil; {
-		next := b.next
-		if drop(b) {
-			removed++
-		} else {
-			b.next, kept = kept, b
-		}
-		b = next
-	}
-	if removed == 0 {
-		return 0
-	}
-	if kept == nil {
-		delete(sh.buckets, key)
-	} else {
-		sh.buckets[key] = kept
-	}
-	sh.count -= removed
-	return removed
-}
-
-// store holds the buckets. Decisions run under the shard's read lock, and buckets are removed
-// only under its write lock, so a decision can never land on a bucket that has just been
-// dropped (its token would be lost and the key's fresh bucket would start full).
+// store holds the buckets of one algorithm. Decisions find their bucket without a lock and
+// decide on it with a compare-and-swap or under the bucket's own mutex; creating, dropping
+// and rehashing take the shard's mutex. A bucket is dropped only once it is marked dead, which
+// a decision cannot race past (see bucket), so no decision lands on a dropped bucket: its
+// token would be lost and the key's fresh bucket would start full.
 type store struct {
-	newState newStateFunc
+	alg      ratelimit.Algorithm
 	seed     maphash.Seed
-	perShard int // the cap on each shard's buckets
+	perShard int     // the cap on each shard's buckets
+	tomb     *bucket // marks a removed bucket's slot; matches no key (keys are never empty)
 	shards   [numShards]shard
 
 	overflowMu sync.Mutex
 	overflow   map[limitKey]*bucket
 }
 
-func newStore(maxBuckets int, newState newStateFunc) *store {
+func newStore(alg ratelimit.Algorithm, maxBuckets int) *store {
 	s := &store{
-		newState: newState,
+		alg:      alg,
 		seed:     maphash.MakeSeed(),
 		perShard: max(maxBuckets/numShards, 1),
+		tomb:     &bucket{},
 		overflow: make(map[limitKey]*bucket),
 	}
 	for i := range s.shards {
-		s.shards[i].buckets = make(map[string]*bucket)
+		s.shards[i].tab.Store(newTable(minSlots))
 	}
 	return s
 }
 
-func (s *store) newBucket(r float64, burst int, next *bucket) *bucket {
-	limit := ratelimit.Limit{Rate: r, Burst: burst}
-	return &bucket{limit: limit, st: s.newState(limit), next: next}
-}
-
-func (s *store) shardFor(key string) *shard {
-	return &s.shards[maphash.String(s.seed, key)&(numShards-1)]
-}
-
-// decide takes n tokens from the bucket of (key, r, burst), creating it if needed; maxDelay
-// is unbounded except for a shaper's reservation made by Wait.
+// decide is decideAt at now, for the leaky bucket's Wait.
 func (s *store) decide(key string, r float64, burst int, now time.Time, n int, maxDelay time.Duration) ratelimit.Result {
-	sh := s.shardFor(key)
-	sh.mu.RLock()
-	if b := sh.find(key, r, burst); b != nil {
-		res := b.take(now, n, maxDelay)
-		sh.mu.RUnlock()
-		return res
-	}
-	sh.mu.RUnlock()
+	limit := ratelimit.Limit{Rate: r, Burst: burst}
+	v, delay := s.decideAt(key, limit, now.UnixMicro(), windowFor(s.alg, r, burst), n, maxDelay)
+	return v.result(limit, delay)
+}
 
+// decideAt takes n tokens at u (Unix µs) from the bucket of (key, limit), creating it if
+// needed, and returns the verdict with a shaper's Delay. w is the window of the window
+// algorithms, in µs (see args.Window), 0 for the others; maxDelay is unbounded except for a
+// shaper's reservation made by Wait.
+func (s *store) decideAt(key string, limit ratelimit.Limit, u, w int64, n int, maxDelay time.Duration) (verdict, time.Duration) {
+	h := maphash.String(s.seed, key)
+	sh := &s.shards[h&(numShards-1)]
+	if b := sh.tab.Load().find(h, key, limit.Rate, limit.Burst); b != nil {
+		if b.lk == nil && s.alg == ratelimit.TokenBucket {
+			// take, without a call, for the commonest buckets.
+			var v verdict
+			var ok bool
+			if limit.Rate <= scriptMaxRate {
+				v, ok = takeGCRA(&b.word, limit, u, n)
+			} else {
+				v, ok = takeWholeGCRA(&b.word, limit, u, n)
+			}
+			if ok {
+				return v, 0
+			}
+		} else if v, delay, ok := s.take(b, limit, u, w, n, maxDelay); ok {
+			return v, delay
+		}
+	}
+	return s.decideLocked(sh, h, key, limit, u, w, n, maxDelay)
+}
+
+// decideLocked is decideAt under the shard's mutex, for a bucket that the lookup did not
+// find, or found dead.
+func (s *store) decideLocked(sh *shard, h uint64, key string, limit ratelimit.Limit, u, w int64, n int, maxDelay time.Duration) (verdict, time.Duration) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	b := sh.find(key, r, burst)
+	t := sh.tab.Load()
+	b := t.find(h, key, limit.Rate, limit.Burst)
 	if b == nil {
-		if sh.count >= s.perShard && !sh.evictFull(now) {
-			return s.decideOverflow(r, burst, now, n, maxDelay)
+		if sh.live >= s.perShard && !s.evictFull(sh, u) {
+			return s.decideOverflow(limit, u, w, n, maxDelay)
 		}
-		b = s.newBucket(r, burst, sh.buckets[key])
-		sh.buckets[key] = b
-		sh.count++
+		b = s.newBucket(key, limit, u, w)
+		s.insert(sh, h, b)
 	}
-	return b.take(now, n, maxDelay)
+	// Buckets are dropped under this mutex, so b is alive until it is released.
+	v, delay, _ := s.take(b, limit, u, w, n, maxDelay)
+	return v, delay
 }
 
-// evictFull drops the full buckets of the first of a few sampled keys that has any (Go
-// randomises where a map iteration starts), and reports whether it dropped one. The caller
-// holds sh.mu for writing.
-func (sh *shard) evictFull(now time.Time) bool {
-	seen := 0
-	for key, head := range sh.buckets {
-		if sh.removeIf(key, head, func(b *bucket) bool { return b.full(now) }) > 0 {
+// take decides on b; it reports false, having decided nothing, if b is dead.
+func (s *store) take(b *bucket, limit ratelimit.Limit, u, w int64, n int, maxDelay time.Duration) (verdict, time.Duration, bool) {
+	if b.lk != nil {
+		return b.lk.take(limit, u, n, maxDelay)
+	}
+	var v verdict
+	var ok bool
+	switch s.alg {
+	case ratelimit.FixedWindow:
+		v, ok = takeFixedWindow(&b.word, limit, u, w, n)
+	case ratelimit.SlidingWindowCounter:
+		v, ok = takeSlidingCounter(&b.word, limit, u, w, n)
+	default:
+		if limit.Rate <= scriptMaxRate {
+			v, ok = takeGCRA(&b.word, limit, u, n)
+		} else {
+			v, ok = takeWholeGCRA(&b.word, limit, u, n)
+		}
+	}
+	return v, 0, ok
+}
+
+// newBucket makes a fresh bucket for (key, limit), whose first decision comes at u.
+func (s *store) newBucket(key string, limit ratelimit.Limit, u, w int64) *bucket {
+	b := &bucket{key: key, rate: limit.Rate, burst: limit.Burst}
+	var st lockedState
+	switch s.alg {
+	case ratelimit.TokenBucket:
+		switch {
+		case limit.Rate <= scriptMaxRate:
+			b.word.Store(newGCRAWord)
+		case limit.Rate > casMaxRate:
+			st = newFastTokens(limit, u)
+		} // else a whole-token bucket, whose new word is 0
+	case ratelimit.FixedWindow:
+		if !fixedWindowPacks(limit, w) {
+			st = &fixedWindow{window: w}
+		}
+	case ratelimit.SlidingWindowCounter:
+		if !slidingCounterPacks(limit, w) {
+			st = &slidingCounter{window: w}
+		}
+	case ratelimit.SlidingWindowLog:
+		st = &slidingLog{window: w}
+	case ratelimit.LeakyBucket:
+		st = timeState{newLeakyBucket(limit)}
+	}
+	if st != nil {
+		b.lk = &locked{st: st}
+	}
+	return b
+}
+
+// kill marks b dead if it is full at u (Unix µs), and reports whether it did. The caller
+// holds the mutex that guards b's place (its shard's, or the overflow buckets').
+func (s *store) kill(b *bucket, u int64) bool {
+	limit := b.limit()
+	if b.lk != nil {
+		return b.lk.kill(limit, u)
+	}
+	w := windowFor(s.alg, b.rate, b.burst)
+	for {
+		old := b.word.Load()
+		if old == deadWord {
 			return true
 		}
-		if seen++; seen == evictionSamples {
-			break
-		}
-	}
-	return false
-}
-
-// decideOverflow decides for a key that found no room: all such keys with one limit share
-// one bucket, so a flood of new keys is limited as a whole instead of let through.
-func (s *store) decideOverflow(r float64, burst int, now time.Time, n int, maxDelay time.Duration) ratelimit.Result {
-	lk := limitKey{rate: r, burst: burst}
-	s.overflowMu.Lock()
-	defer s.overflowMu.Unlock()
-	b := s.overflow[lk]
-	if b == nil {
-		if len(s.overflow) >= maxOverflowLimits {
-			// Thousands of distinct limits under a key flood: refuse rather than grow.
-			return ratelimit.Result{
-				Limit:      ratelimit.Limit{Rate: r, Burst: burst},
-				RetryAfter: durationOf(1 / r),
-				ResetAfter: durationOf(float64(burst) / r),
+		var full bool
+		switch s.alg {
+		case ratelimit.FixedWindow:
+			full = fixedWindowFull(old, limit, u, w)
+		case ratelimit.SlidingWindowCounter:
+			full = slidingCounterFull(old, limit, u, w)
+		case ratelimit.TokenBucket:
+			if limit.Rate <= scriptMaxRate {
+				full = gcraFull(old, limit, u)
+			} else {
+				full = wholeFull(old, limit, u)
 			}
 		}
-		b = s.newBucket(r, burst, nil)
-		s.overflow[lk] = b
-	}
-	return b.take(now, n, maxDelay)
-}
-
-// sweep drops every bucket that has been full since cutoff: no request has used it since then,
-// and dropping it changes no future decision. A state asked about a time before its last
-// update does not report itself full, so a bucket is full at cutoff only if its last
-// admission came before cutoff and it had recovered by then.
-func (s *store) sweep(cutoff time.Time) {
-	idle := func(b *bucket) bool { return b.full(cutoff) }
-	for i := range s.shards {
-		sh := &s.shards[i]
-		sh.mu.Lock()
-		for key, head := range sh.buckets {
-			sh.removeIf(key, head, idle)
+		if !full {
+			return false
 		}
-		sh.mu.Unlock()
-	}
-	s.overflowMu.Lock()
-	for k, b := range s.overflow {
-		if idle(b) {
-			delete(s.overflow, k)
+		if b.word.CompareAndSwap(old, deadWord) {
+			return true
 		}
 	}
-	s.overflowMu.Unlock()
 }
 
-// len returns the number of buckets, overflow buckets aside.
-func (s *store) len() int {
-	n := 0
-	for i := range s.shards {
-		sh := &s.shards[i]
-		sh.mu.RLock()
-		n += sh.count
-		sh.mu.RUnlock()
+// insert adds b to sh's table, rehashing first if that would leave less than a quarter of
+// the slots empty. The caller holds sh.mu.
+func (s *store) insert(sh *shard, h uint64, b *bucket) {
+	t := sh.tab.Load()
+	if 4*(sh.used+1) > 3*len(t.slots) {
+		t = s.rehash(sh, slotsFor(sh.live+1))
 	}
-	return n
+	if t.put(h, b, s.tomb) {
+		sh.used++
+	}
+	sh.live++
 }
 
-// durationOf converts seconds to a Duration, rounded to the nearest nanosecond and capped at
-// the largest Duration (a tiny rate can make a refill take longer than 292 years).
-func durationOf(seconds float64) time.Duration {
-	ns := math.Round(seconds * float64(time.Second))
-	switch {
-	case ns <= 0:
-		return 0
-	case ns >= math.MaxInt64:
-		return math.MaxInt64
+// rehash moves sh's buckets into a new table of n slots, leaving the tombstones behind, and
+// publishes it. The caller holds sh.mu.
+func (s *store) rehash(sh *shard, n int) *table {
+	old, t := sh.tab.Load(), newTable(n)
+	for i := range old.slots {
+		if b := old.slots[i].b.Load(); b != nil && b != s.tomb {
+			t.put(old.slots[i].hash.Load(), b, s.tomb)
+		}
 	}
-	return time.Duration(ns)
+	sh.tab.Store(t)
+	sh.used = sh.live
+	return t
+}
+
+// remove drops the bucket in slot i of sh's table, which kill has marked dead. The caller
+// holds sh.mu.
+func (s *store) remove(sh *shard, t *table, i int) {
+	t.slots[i].b.Store(s.tomb)
+	sh.live--
 }

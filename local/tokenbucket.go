@@ -2,70 +2,123 @@ package local
 
 import (
 	"math"
-	"time"
-
-	"golang.org/x/time/rate"
+	"sync/atomic"
 
 	"github.com/sluice-go/ratelimit"
 )
 
-// tokenBucket is the state of a ratelimit.TokenBucket bucket: an x/time/rate limiter, which
-// does its own locking.
-type tokenBucket rate.Limiter
+// The token bucket is GCRA with distributed/gcra.lua's arithmetic, operation for operation,
+// so that both backends give the same answers to the bit: time is counted in tokens since
+// tokenEpochUS (a clock reading of u µs is worth u·Rate/10⁶ tokens), the emission interval
+// is then exactly 1 and the tolerance exactly Burst, and the bucket's whole state is its
+// theoretical arrival time (TAT), a float64 kept in the bucket's word. A decision is one
+// compare-and-swap on it; a denial writes nothing.
+//
+// The token clock stays below 2⁵³ tokens, where adding a whole number of tokens is exact,
+// until the year 2305 at the highest rate the Redis backend accepts, scriptMaxRate. Faster
+// buckets, which only this backend accepts, count whole tokens in an int64 up to
+// casMaxRate, and above that as golang.org/x/time/rate does (tokenbucket_fast.go).
 
-func newTokenBucket(limit ratelimit.Limit) state {
-	return (*tokenBucket)(rate.NewLimiter(rate.Limit(limit.Rate), limit.Burst))
-}
+// scriptMaxRate is the highest Rate whose token bucket decides on gcra.lua's arithmetic:
+// the Redis backend's MaxRate.
+const scriptMaxRate = 1e6
 
-func (tb *tokenBucket) full(limit ratelimit.Limit, t time.Time) bool {
-	return (*rate.Limiter)(tb).TokensAt(t) >= float64(limit.Burst)
-}
+// newGCRAWord is the word of a token bucket never used: a TAT of −∞, before any now.
+const newGCRAWord = 0xFFF0_0000_0000_0000
 
-// take asks the bucket for n tokens at now and describes the outcome. Reading the tokens
-// first lets a denial skip the bucket's decision.
-func (tb *tokenBucket) take(limit ratelimit.Limit, now time.Time, n int) ratelimit.Result {
-	lim := (*rate.Limiter)(tb)
-	tokens := lim.TokensAt(now)
-	if tokens >= float64(n) {
-		if lim.AllowN(now, n) {
-			left := tokens - float64(n)
-			return ratelimit.Result{
-				Allowed:    true,
-				Remaining:  wholeTokens(left, limit.Burst),
-				ResetAfter: durationOf((float64(limit.Burst) - left) / limit.Rate),
-			}
+// takeGCRA decides n tokens at u (Unix µs) on the TAT in word. It reports false, having
+// decided nothing, if the bucket is dead.
+func takeGCRA(word *atomic.Uint64, limit ratelimit.Limit, u int64, n int) (verdict, bool) {
+	us := u - tokenEpochUS
+	rate, burst := limit.Rate, float64(limit.Burst)
+	now := float64(us) * rate / 1e6
+	for {
+		old := word.Load()
+		if old == deadWord {
+			return verdict{}, false
 		}
-		// Another goroutine took the tokens between the two calls.
-		tokens = lim.TokensAt(now)
-	}
-	return ratelimit.Result{
-		Remaining:  wholeTokens(tokens, limit.Burst),
-		RetryAfter: retryAfter(lim, now, tokens, n, limit.Rate),
-		ResetAfter: durationOf((float64(limit.Burst) - tokens) / limit.Rate),
+		tat := math.Float64frombits(old)
+		if tat < now {
+			tat = now // a TAT in the past is a full bucket
+		}
+		// Taking n tokens moves the TAT by n intervals; the request conforms when the new
+		// TAT is at most τ = Burst ahead of now.
+		next := tat + float64(n)
+		if next-now > burst {
+			ahead := tat - now // what the bucket is missing
+			return verdict{
+				remaining: gcraRemaining(burst, ahead),
+				retry:     micros(gcraRetry(us, rate, now, next-burst)),
+				reset:     micros(gcraMicros(ahead, rate)),
+			}, true
+		}
+		if word.CompareAndSwap(old, math.Float64bits(next)) {
+			ahead := next - now
+			return verdict{
+				allowed:   true,
+				remaining: gcraRemaining(burst, ahead),
+				reset:     micros(gcraMicros(ahead, rate)),
+			}, true
+		}
 	}
 }
 
-// retryAfter returns when n tokens will be there. The bucket counts its tokens in floating
-// point, so the exact quotient can land an ulp short of n; asking the bucket itself about the
-// answer, and nudging it forward when needed, keeps the promise that a request made after
-// RetryAfter is allowed (if nobody else used the bucket in between).
-func retryAfter(b *rate.Limiter, now time.Time, tokens float64, n int, r float64) time.Duration {
-	d := max(durationOf((float64(n)-tokens)/r), 1)
-	for range 4 {
-		step := 1 + d>>50
-		if d > math.MaxInt64-step || b.TokensAt(now.Add(d)) >= float64(n) {
+// gcraFull reports whether the TAT in word has passed at u: the bucket is full, and has been
+// since its last admission's effect ran out, which came before u.
+func gcraFull(word uint64, limit ratelimit.Limit, u int64) bool {
+	return math.Float64frombits(word) <= float64(u-tokenEpochUS)*limit.Rate/1e6
+}
+
+// gcraRemaining returns the whole tokens a bucket ahead tokens short of full holds: the
+// script's max(⌊burst − ahead⌋, 0), with the conversion's truncation for the floor, which
+// differs from it only below zero.
+func gcraRemaining(burst, ahead float64) int {
+	return max(int(burst-ahead), 0)
+}
+
+// gcraMicros converts tokens (≥ 0) to the nearest whole microsecond, capped at maxUS: the
+// script's min(⌊tokens·10⁶/rate + 0.5⌋, 2⁵³), with the conversion's truncation for the floor
+// (the same for a number ≥ 0).
+func gcraMicros(tokens, rate float64) int64 {
+	us := tokens*1e6/rate + 0.5
+	if us >= maxUS {
+		return maxUS
+	}
+	return int64(us)
+}
+
+// gcraRetry returns when, in µs from us (µs since tokenEpochUS, worth now tokens), the token
+// clock reaches free: the nearest microsecond, then stepped forward while this same
+// arithmetic says it is short, so that a caller coming back after exactly that long is let
+// in; at least 1.
+func gcraRetry(us int64, rate, now, free float64) int64 {
+	retry := gcraMicros(free-now, rate)
+	for i := 0; i < 3 && retry < maxUS; i++ {
+		if reaches(us+retry, rate, free) {
 			break
 		}
-		d += step
+		retry++
 	}
-	return d
+	return max(retry, 1)
 }
 
-// wholeTokens rounds tokens down and clamps them to [0, burst]. Rounding down matches the
-// bucket's own view: 0.9999 tokens admit nothing.
-func wholeTokens(tokens float64, burst int) int {
-	if tokens <= 0 {
-		return 0
+// reaches reports whether the token clock at us µs since tokenEpochUS is at least free, as
+// the script computes it: fl(fl(us·rate)/10⁶) ≥ free. A division costs several times a
+// multiplication, and the comparison is decided without it unless us·rate lies within 2⁻⁵⁰
+// (relative) of free·10⁶: above, the exact quotient is at least free, and so is its
+// rounding; below, it is at most free·(1 − 2⁻⁵¹), under the float before free, and so is its
+// rounding. Both bounds allow for the roundings of free·10⁶ and of the bounds themselves,
+// and hold for free ≥ 2⁻¹⁰⁰⁰, where floats are far from subnormal.
+func reaches(us int64, rate, free float64) bool {
+	y := float64(us) * rate
+	if free >= 0x1p-1000 && y > 0 {
+		f := free * 1e6
+		if y >= f*(1+0x1p-50) {
+			return true
+		}
+		if y <= f*(1-0x1p-50) {
+			return false
+		}
 	}
-	return min(int(tokens), burst)
+	return y/1e6 >= free
 }

@@ -40,7 +40,7 @@ func CheckAlgorithm(a ratelimit.Algorithm, limit ratelimit.Limit) error {
 // count time in tokens, and their clock (µs since 2020 plus τ, in tokens) then holds whole
 // microseconds no longer; and a Result cannot say so long a wait on every backend alike.
 func checkRefill(limit ratelimit.Limit) error {
-	if float64(limit.Burst)*1e6/limit.Rate > MaxWindow {
+	if !RefillOK(limit) {
 		return fmt.Errorf("%w: burst/rate = %g s, the time a drained bucket takes to refill, is longer than 2^53 µs (285 years)",
 			ratelimit.ErrInvalidLimit, float64(limit.Burst)/limit.Rate)
 	}
@@ -55,4 +55,10 @@ func LogWindow(limit ratelimit.Limit) (int64, error) {
 			ratelimit.ErrInvalidLimit, limit.Burst, ratelimit.MaxLogBurst)
 	}
 	return Window(limit)
+}
+
+// RefillOK reports whether a drained bucket of a valid limit refills within MaxWindow µs,
+// the bound checkRefill enforces; small enough to be inlined on a backend's fast path.
+func RefillOK(limit ratelimit.Limit) bool {
+	return float64(limit.Burst)*1e6/limit.Rate <= MaxWindow
 }

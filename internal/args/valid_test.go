@@ -1,0 +1,31 @@
+package args
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/ratelimit"
+)
+
+// TestValidIsCheck: Valid says yes exactly when Check returns nil, over every combination of
+// keys, rates, bursts and costs at and around each bound.
+func TestValidIsCheck(t *testing.T) {
+	keys := []string{"", "k", strings.Repeat("k", ratelimit.MaxKeyLen), strings.Repeat("k", ratelimit.MaxKeyLen+1)}
+	rates := []float64{math.NaN(), math.Inf(-1), -1, 0, math.SmallestNonzeroFloat64, 1, math.MaxFloat64, math.Inf(1)}
+	bursts := []int{math.MinInt, -1, 0, 1, 2, ratelimit.MaxBurst, ratelimit.MaxBurst + 1, math.MaxInt}
+	costs := []int{math.MinInt, -1, 0, 1, 2, ratelimit.MaxBurst, ratelimit.MaxBurst + 1, math.MaxInt}
+	for _, key := range keys {
+		for _, rate := range rates {
+			for _, burst := range bursts {
+				for _, n := range costs {
+					limit := ratelimit.Limit{Rate: rate, Burst: burst}
+					require.Equal(t, Check(key, limit, n) == nil, Valid(key, limit, n),
+						"key of %d bytes, %v, n = %d", len(key), limit, n)
+				}
+			}
+		}
+	}
+}

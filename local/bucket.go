@@ -1,0 +1,137 @@
+package local
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-go/ratelimit"
+)
+
+// bucket is one (key, rate, burst) bucket. Buckets are found without a lock (see table), so
+// a bucket may be dropped while a decision holds it: every kind of bucket can be marked
+// dead, atomically with the check that it is full, and a decision that meets a dead bucket
+// starts over from the lookup.
+//
+// Two kinds share this struct. The token bucket up to casMaxRate and the window counters
+// whose state packs into 64 bits keep their whole state in word and decide with one
+// compare-and-swap on it (deadWord marks them dead). Every other bucket keeps its state in
+// lk, under lk's mutex, and word is unused.
+type bucket struct {
+	key   string
+	rate  float64
+	burst int
+	word  atomic.Uint64
+	lk    *locked
+}
+
+// deadWord is the word of a dropped bucket. No state produces it: as a float64 TAT it is a
+// NaN, as a whole-token TAT it is 2⁶³ − 1 tokens, and as a packed window state it would need
+// a window index past the year 2255.
+const deadWord = ^uint64(0)
+
+func (b *bucket) limit() ratelimit.Limit { return ratelimit.Limit{Rate: b.rate, Burst: b.burst} }
+
+// verdict is a decision as the algorithms make it: a ratelimit.Result without its Limit and
+// Delay. It has four fields, so that the compiler keeps it in registers from call to call; a
+// Result has more and goes through memory, and copying it (wide loads of what narrow stores
+// have just written) costs more than a token bucket's whole decision. AllowN builds the
+// Result once, at the end.
+type verdict struct {
+	allowed   bool
+	remaining int
+	retry     time.Duration // Result.RetryAfter
+	reset     time.Duration // Result.ResetAfter
+}
+
+// result is v as a Result for limit, with a shaper's delay.
+func (v verdict) result(limit ratelimit.Limit, delay time.Duration) ratelimit.Result {
+	return ratelimit.Result{
+		Allowed:    v.allowed,
+		Limit:      limit,
+		Remaining:  v.remaining,
+		RetryAfter: v.retry,
+		ResetAfter: v.reset,
+		Delay:      delay,
+	}
+}
+
+// locked holds the state of a bucket that decides under a mutex.
+type locked struct {
+	mu   sync.Mutex
+	dead bool
+	st   lockedState
+}
+
+// lockedState is the state of a bucket that decides under its locked's mutex. Times are
+// Unix microseconds.
+type lockedState interface {
+	// take decides a request for n tokens at u, 1 ≤ n ≤ limit.Burst, records it if it is
+	// allowed, and returns the verdict with a shaper's Delay. maxDelay bounds a shaper's
+	// reservation (see reserver); unbounded leaves it free, and every other algorithm ignores
+	// it and returns no Delay.
+	take(limit ratelimit.Limit, u int64, n int, maxDelay time.Duration) (verdict, time.Duration)
+	// full reports whether the bucket, asked at u, is as it would be had it never been used,
+	// so that dropping it changes no decision. Asked about a time before its last update it
+	// must not claim more than it knew then.
+	full(limit ratelimit.Limit, u int64) bool
+}
+
+// take decides under the mutex; it reports false, having decided nothing, if the bucket
+// has been dropped.
+func (lk *locked) take(limit ratelimit.Limit, u int64, n int, maxDelay time.Duration) (verdict, time.Duration, bool) {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	if lk.dead {
+		return verdict{}, 0, false
+	}
+	v, delay := lk.st.take(limit, u, n, maxDelay)
+	return v, delay, true
+}
+
+// kill marks the bucket dead if it is full at u, and reports whether it did.
+func (lk *locked) kill(limit ratelimit.Limit, u int64) bool {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	if !lk.dead && lk.st.full(limit, u) {
+		lk.dead = true
+	}
+	return lk.dead
+}
+
+// state is a bucket state that reads time as a time.Time and does its own locking: the leaky
+// bucket's. timeState adapts it to lockedState.
+type state interface {
+	// take decides a request for n tokens at now, as lockedState's take.
+	take(limit ratelimit.Limit, now time.Time, n int) ratelimit.Result
+	// full reports whether the bucket is as new at t, as lockedState's full.
+	full(limit ratelimit.Limit, t time.Time) bool
+}
+
+// reserver is a state that can bound a reservation: a shaper (ratelimit.LeakyBucket), for
+// Wait. reserve is take, except that a request that would be allowed with a Delay longer
+// than maxDelay (≥ 0) takes nothing and is answered with Allowed false, RetryAfter 0 and
+// the Delay it would have had.
+type reserver interface {
+	reserve(limit ratelimit.Limit, now time.Time, n int, maxDelay time.Duration) ratelimit.Result
+}
+
+// unbounded is the maxDelay of every decision but a reservation made by Wait.
+const unbounded time.Duration = -1
+
+// timeState adapts a state to lockedState.
+type timeState struct{ st state }
+
+func (ts timeState) take(limit ratelimit.Limit, u int64, n int, maxDelay time.Duration) (verdict, time.Duration) {
+	var res ratelimit.Result
+	if r, ok := ts.st.(reserver); ok && maxDelay != unbounded {
+		res = r.reserve(limit, time.UnixMicro(u), n, maxDelay)
+	} else {
+		res = ts.st.take(limit, time.UnixMicro(u), n)
+	}
+	return verdict{allowed: res.Allowed, remaining: res.Remaining, retry: res.RetryAfter, reset: res.ResetAfter}, res.Delay
+}
+
+func (ts timeState) full(limit ratelimit.Limit, u int64) bool {
+	return ts.st.full(limit, time.UnixMicro(u))
+}
