@@ -42,16 +42,19 @@ func takeGCRA(word *atomic.Uint64, limit ratelimit.Limit, u int64, n int) (verdi
 			tat = now // a TAT in the past is a full bucket
 		}
 		// Taking n tokens moves the TAT by n intervals; the request conforms when the new
-		// TAT is at most τ = Burst ahead of now.
-		next := tat + float64(n)
-		if next-now > burst {
-			ahead := tat - now // what the bucket is missing
+		// TAT is at most τ = Burst ahead of now: tat + n − now ≤ Burst, tested as the
+		// script does, ahead ≤ room, room being whole and exact. Summing first would round
+		// once more, and near Burst = 2⁵² admit a request right after a drain.
+		ahead := tat - now // what the bucket is missing
+		room := burst - float64(n)
+		if ahead > room {
 			return verdict{
 				remaining: gcraRemaining(burst, ahead),
-				retry:     micros(gcraRetry(us, rate, now, next-burst)),
+				retry:     micros(gcraRetry(us, rate, tat, ahead, room)),
 				reset:     micros(gcraMicros(ahead, rate)),
 			}, true
 		}
+		next := tat + float64(n)
 		if word.CompareAndSwap(old, math.Float64bits(next)) {
 			ahead := next - now
 			return verdict{
@@ -87,38 +90,18 @@ func gcraMicros(tokens, rate float64) int64 {
 	return int64(us)
 }
 
-// gcraRetry returns when, in µs from us (µs since tokenEpochUS, worth now tokens), the token
-// clock reaches free: the nearest microsecond, then stepped forward while this same
-// arithmetic says it is short, so that a caller coming back after exactly that long is let
-// in; at least 1.
-func gcraRetry(us int64, rate, now, free float64) int64 {
-	retry := gcraMicros(free-now, rate)
+// gcraRetry returns when, in µs from us (µs since tokenEpochUS), a bucket whose TAT is tat,
+// ahead tokens short of full, has room for a request that needs it at most room short: the
+// nearest microsecond to ahead − room tokens, then stepped forward while the script's own
+// test, tat − clock ≤ room, says it is not yet, so that a caller coming back after exactly
+// that long is let in; at least 1.
+func gcraRetry(us int64, rate, tat, ahead, room float64) int64 {
+	retry := gcraMicros(ahead-room, rate)
 	for i := 0; i < 3 && retry < maxUS; i++ {
-		if reaches(us+retry, rate, free) {
+		if tat-float64(us+retry)*rate/1e6 <= room {
 			break
 		}
 		retry++
 	}
 	return max(retry, 1)
-}
-
-// reaches reports whether the token clock at us µs since tokenEpochUS is at least free, as
-// the script computes it: fl(fl(us·rate)/10⁶) ≥ free. A division costs several times a
-// multiplication, and the comparison is decided without it unless us·rate lies within 2⁻⁵⁰
-// (relative) of free·10⁶: above, the exact quotient is at least free, and so is its
-// rounding; below, it is at most free·(1 − 2⁻⁵¹), under the float before free, and so is its
-// rounding. Both bounds allow for the roundings of free·10⁶ and of the bounds themselves,
-// and hold for free ≥ 2⁻¹⁰⁰⁰, where floats are far from subnormal.
-func reaches(us int64, rate, free float64) bool {
-	y := float64(us) * rate
-	if free >= 0x1p-1000 && y > 0 {
-		f := free * 1e6
-		if y >= f*(1+0x1p-50) {
-			return true
-		}
-		if y <= f*(1-0x1p-50) {
-			return false
-		}
-	}
-	return y/1e6 >= free
 }

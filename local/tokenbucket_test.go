@@ -183,34 +183,3 @@ func TestTokenBucketMatchesXRate(t *testing.T) {
 		})
 	}
 }
-
-// TestReaches: the comparison without the division answers as the division does, on random
-// clocks and targets around the boundary, and far from it, at every scale the bucket meets.
-func TestReaches(t *testing.T) {
-	state := uint64(7)
-	next := func() uint64 {
-		state ^= state << 13
-		state ^= state >> 7
-		state ^= state << 17
-		return state
-	}
-	for i := range 2_000_000 {
-		us := int64(next()>>11) >> (next() % 40) // 0 to 2⁵³ µs
-		if next()%8 == 0 {
-			us = -us // before 2020: synctest's clock starts in 2000
-		}
-		rate := float64(next()>>11) / (1 << 53) * math.Pow10(int(next()%16)-9) // 10⁻⁹ to 10⁶
-		exact := float64(us) * rate / 1e6
-		free := exact
-		switch i % 4 {
-		case 0: // the same clock reading
-		case 1: // a few floats away
-			free = math.Float64frombits(math.Float64bits(exact) + next()%5 - 2)
-		case 2: // a little away
-			free = exact * (1 + (float64(next()%2001)-1000)*0x1p-52)
-		case 3: // anywhere
-			free = float64(int64(next())) / 1e3
-		}
-		require.Equal(t, float64(us)*rate/1e6 >= free, reaches(us, rate, free), "us=%d rate=%v free=%v", us, rate, free)
-	}
-}
