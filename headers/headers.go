@@ -114,21 +114,7 @@ func setMulti(m map[string][]string, style Style, reqs []ratelimit.Request, mr r
 	if !mr.Allowed {
 		res.RetryAfter = mr.RetryAfter
 	}
-	policies := func(dst []byte) []byte {
-		first := true
-		for _, q := range reqs {
-			if q.Limit.IsZero() {
-				continue
-			}
-			if !first {
-				dst = append(dst, ", "...)
-			}
-			first = false
-			dst = appendPolicy(dst, nameOf(q), q.Limit)
-		}
-		return dst
-	}
-	write(m, build(make([]byte, 0, 128), style, nameOf(reqs[b]), res, policies), lower)
+	write(m, build(make([]byte, 0, 128), style, nameOf(reqs[b]), res, reqs), lower)
 }
 
 // nameOf returns the policy name of q.
@@ -199,8 +185,9 @@ func (fs *fieldSet) end(id int) {
 }
 
 // build appends the values of the fields of style for res to dst, in the order of Fields.
-// policies, when not nil, appends the value of RateLimit-Policy instead of policy's.
-func build(dst []byte, style Style, policy string, res ratelimit.Result, policies func([]byte) []byte) fieldSet {
+// When policies is not nil, RateLimit-Policy lists its limits (but the zero ones) instead of
+// policy's.
+func build(dst []byte, style Style, policy string, res ratelimit.Result, policies []ratelimit.Request) fieldSet {
 	fs := fieldSet{buf: dst}
 	if !res.Allowed {
 		fs.buf = strconv.AppendInt(fs.buf, RetryAfterSeconds(res.RetryAfter), 10)
@@ -218,7 +205,17 @@ func build(dst []byte, style Style, policy string, res ratelimit.Result, policie
 	}
 	if style == StyleIETF || style == StyleBoth {
 		if policies != nil {
-			fs.buf = policies(fs.buf)
+			first := true
+			for _, q := range policies {
+				if q.Limit.IsZero() {
+					continue
+				}
+				if !first {
+					fs.buf = append(fs.buf, ", "...)
+				}
+				first = false
+				fs.buf = appendPolicy(fs.buf, nameOf(q), q.Limit)
+			}
 		} else {
 			fs.buf = appendPolicy(fs.buf, policy, res.Limit)
 		}
