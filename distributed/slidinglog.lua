@@ -27,14 +27,14 @@ if not now then
   now = (tonumber(t[1]) - 1577836800) * 1000000 + tonumber(t[2])
 end
 
--- The window at now holds the entries later than now - W: one exactly W old has left. Count
--- them without writing: under maxmemory with noeviction, Redis refuses a command that may
--- grow memory only while the script has written nothing, so the write that admits (ZADD)
--- must be the first. The entries that have left are trimmed after it. (%.0f: tostring and
--- ".." print 14 significant digits, and a time has up to 16.)
--- A key of another type is an error for this bucket alone, and nothing is written to it.
-local live = string.format('(%.0f', now - window)
-local count = redis.pcall('ZCOUNT', KEYS[1], live, '+inf')
+-- The window at now holds the entries later than now - W, from first on (times are whole
+-- microseconds): one exactly W old has left. Count them without writing: under maxmemory
+-- with noeviction, Redis refuses a command that may grow memory only while the script has
+-- written nothing, so the write that admits (ZADD) must be the first. The entries that have
+-- left are trimmed after it. A key of another type is an error for this bucket alone, and
+-- nothing is written to it.
+local first = now - window + 1
+local count = redis.pcall('ZCOUNT', KEYS[1], first, '+inf')
 if type(count) ~= 'number' then
   return redis.error_reply('INVALIDSTATE the key holds no value this script writes')
 end
@@ -73,7 +73,7 @@ end
 -- The window holds more than burst only if Redis TIME stepped back: then nothing remains.
 -- An entry at +inf, which this script never writes, would hold the bucket for ever: an error.
 local k = count + cost - burst
-local kth = redis.call('ZRANGEBYSCORE', KEYS[1], live, '+inf', 'WITHSCORES', 'LIMIT', k - 1, 1)
+local kth = redis.call('ZRANGEBYSCORE', KEYS[1], first, '+inf', 'WITHSCORES', 'LIMIT', k - 1, 1)
 local newest = tonumber(redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
 if not (newest < 9007199254740992) then
   return redis.error_reply('INVALIDSTATE the key holds no value this script writes')
