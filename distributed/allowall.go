@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/args"
@@ -127,7 +128,7 @@ func (l *Limiter) checkAll(reqs []ratelimit.Request) (int, error) {
 func (l *Limiter) rollback(ctx context.Context, groups []group) {
 	ctx = context.WithoutCancel(ctx)
 	for _, g := range groups {
-		_, _ = g.run(ctx, l, "refund", g.at)
+		_, _ = g.run(ctx, l, "refund", strconv.FormatInt(g.at, 10))
 	}
 }
 
@@ -169,8 +170,8 @@ type group struct {
 	indexes []int // into the caller's requests
 	keys    []string
 	limits  []ratelimit.Limit
-	perKey  []any  // rate, burst, cost and the algorithm's own argument, for each key
-	at      string // the instant the group was charged (µs since 2020), for its refund
+	perKey  []any // rate, burst, cost and the algorithm's own argument, for each key
+	at      int64 // the instant the group was charged (µs since 2020), for its refund
 }
 
 // add appends request i, whose bucket is key.
@@ -201,7 +202,7 @@ func (g *group) run(ctx context.Context, l *Limiter, mode, at string) ([]int64, 
 
 // read fills the group's Results from multi.lua's answer, and remembers when it was decided.
 func (g *group) read(vals []int64, mr *ratelimit.MultiResult, reqs []ratelimit.Request) {
-	g.at = fmt.Sprint(vals[1])
+	g.at = vals[1]
 	for j, i := range g.indexes {
 		mr.Results[i] = resultOf(vals[2+5*j:7+5*j], reqs[i].Limit)
 	}

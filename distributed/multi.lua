@@ -5,8 +5,8 @@
 -- very arithmetic AllowN uses; only three things differ, each a plain substitution:
 --   * it runs as decide(KEYS, ARGV) on one bucket's key and arguments, and its return
 --     statements return from the function;
---   * its writes (SET, ZADD, ZREMRANGEBYSCORE, PEXPIRE) go through write, which does nothing
---     while dry is true (and tells ZADD's loop that every entry was added);
+--   * its writes (SET, ZADD, ZREMRANGEBYSCORE, PEXPIRE) go through write, which, while dry
+--     is true, only records them (and tells ZADD's loop that every entry was added);
 --   * it reads Redis TIME through clock, which reads it once per script, so that every
 --     bucket is decided at the same instant, checked and then written.
 --
@@ -23,20 +23,25 @@
 -- of its answer: allowed, remaining, retry-after µs, reset-after µs, delay µs}. Or the first
 -- error reply a bucket gives (INVALIDSTATE), before anything is written.
 --
--- all:    decides every bucket without writing; if each admits, decides each again, this
---         time writing. The second pass reads what the first read (the keys are distinct and
---         nothing was written), so it decides alike, and its first write is an admitting
---         one: under maxmemory with noeviction a full Redis refuses it before anything is
---         written. Each answer is what AllowN alone would have said.
+-- all:    decides every bucket without writing; if each admits, writes what each decision
+--         wrote: the recorded writes, replayed in order, or, for an algorithm whose writes
+--         depend on their replies (the sliding log's ZADD loop, marked by redecide), by
+--         deciding each bucket again, writing. That second pass reads what the first read
+--         (the keys are distinct and nothing was written yet), so it decides alike. Either
+--         way the first write is an admitting one: under maxmemory with noeviction a full
+--         Redis refuses it before anything is written. Each answer is what AllowN alone
+--         would have said.
 -- peek:   the first pass only: what AllowN would say, nothing written.
 -- refund: gives each bucket its cost back (refund), then answers as peek does for one token.
 -- reset:  deletes every bucket: a missing bucket is a full one.
 
 local dry = true
+local writes = {}
 local function write(cmd, ...)
   if not dry then
     return redis.call(cmd, ...)
   end
+  writes[#writes + 1] = {cmd, ...}
   if cmd == 'ZADD' then
     return (select('#', ...) - 2) / 2 -- key, NX, then score and member for each entry
   end
@@ -56,6 +61,8 @@ local function args(i, cost)
   local b = 4 * i
   return {ARGV[b], ARGV[b + 1], cost or ARGV[b + 2], ARGV[2], ARGV[b + 3]}
 end
+
+-- @redecide
 
 -- @decide
 
@@ -108,8 +115,14 @@ end
 
 if mode == 'all' and out[1] == 1 then
   dry = false
-  for i = 1, #KEYS do
-    decide({KEYS[i]}, args(i))
+  if redecide then
+    for i = 1, #KEYS do
+      decide({KEYS[i]}, args(i))
+    end
+  else
+    for i = 1, #writes do
+      redis.call(unpack(writes[i]))
+    end
   end
 end
 return out

@@ -28,11 +28,11 @@ var refundSlidingLogSource string
 // multiScripts holds, for every algorithm, the script of AllowAll, Peek, Refund and Reset
 // (multi.lua), built from the algorithm's single-key script and its refund.
 var multiScripts = map[ratelimit.Algorithm]*redis.Script{
-	ratelimit.TokenBucket:          redis.NewScript(multiScript(gcraSource, refundGCRASource)),
-	ratelimit.FixedWindow:          redis.NewScript(multiScript(fixedWindowSource, refundFixedWindowSource)),
-	ratelimit.SlidingWindowLog:     redis.NewScript(multiScript(slidingLogSource, refundSlidingLogSource)),
-	ratelimit.SlidingWindowCounter: redis.NewScript(multiScript(slidingCounterSource, refundSlidingCounterSource)),
-	ratelimit.LeakyBucket:          redis.NewScript(multiScript(leakyBucketSource, refundGCRASource)),
+	ratelimit.TokenBucket:          redis.NewScript(multiScript(gcraSource, refundGCRASource, false)),
+	ratelimit.FixedWindow:          redis.NewScript(multiScript(fixedWindowSource, refundFixedWindowSource, false)),
+	ratelimit.SlidingWindowLog:     redis.NewScript(multiScript(slidingLogSource, refundSlidingLogSource, true)),
+	ratelimit.SlidingWindowCounter: redis.NewScript(multiScript(slidingCounterSource, refundSlidingCounterSource, false)),
+	ratelimit.LeakyBucket:          redis.NewScript(multiScript(leakyBucketSource, refundGCRASource, false)),
 }
 
 // writes are the commands by which the single-key scripts write. In decide they go through
@@ -40,10 +40,13 @@ var multiScripts = map[ratelimit.Algorithm]*redis.Script{
 var writes = []string{"SET", "ZADD", "ZREMRANGEBYSCORE", "PEXPIRE"}
 
 // multiScript returns multi.lua with single, a single-key script, made into its function
-// decide, and refund, the algorithm's refund function, in their places. The substitutions are
+// decide, and refund, the algorithm's refund function, in their places. redecide says that
+// single's writes depend on their replies (the sliding log adds entries until ZADD has added
+// them all), so that an admission is written by deciding again rather than by replaying the
+// writes the first pass recorded. The substitutions are
 // checked: a single-key script that no longer reads TIME as they expect, or writes with a
 // command they do not know, panics here, when the package is loaded, and so in every test.
-func multiScript(single, refund string) string {
+func multiScript(single, refund string, redecide bool) string {
 	body := single
 	if strings.Count(body, "redis.call('TIME')") != 1 {
 		panic("distributed: a single-key script does not read TIME exactly once")
@@ -59,7 +62,12 @@ func multiScript(single, refund string) string {
 	}
 	decide := "local function decide(KEYS, ARGV)\n" + body + "\nend"
 	src := multiSource
-	for marker, fragment := range map[string]string{"-- @decide": decide, "-- @refund": refund} {
+	fragments := map[string]string{
+		"-- @decide":   decide,
+		"-- @refund":   refund,
+		"-- @redecide": fmt.Sprintf("local redecide = %t", redecide),
+	}
+	for marker, fragment := range fragments {
 		if strings.Count(src, marker) != 1 {
 			panic("distributed: multi.lua lacks " + marker)
 		}
