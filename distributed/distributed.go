@@ -29,6 +29,9 @@ type Limiter struct {
 	timeout   time.Duration
 	algorithm ratelimit.Algorithm
 	clock     func() time.Time
+	// sharded: the client spreads keys over servers by hash slot (see AllowAll).
+	sharded   bool
+	crossSlot CrossSlot
 	// guard: the client ignores context deadlines while it waits on the network, so the
 	// limiter waits for the reply in a goroutine of its own and stops at the deadline.
 	guard bool
@@ -70,6 +73,8 @@ func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 		timeout:   o.timeout,
 		algorithm: o.algorithm,
 		clock:     o.clock,
+		sharded:   sharded(client),
+		crossSlot: o.crossSlot,
 		guard:     !honoursContext(client),
 	}
 	if p, ok := client.(pipeliner); ok {
@@ -216,7 +221,12 @@ var errTimeout = fmt.Errorf("%w (%w)", ratelimit.ErrTimeout, context.DeadlineExc
 // none in time) rather than the caller giving up, run asks the client to reload its slots;
 // go-redis does that in the background, at most once per cooldown however often asked.
 func (l *Limiter) run(ctx context.Context, script *redis.Script, key string, argv []any) ([]int64, error) {
-	vals, err := l.call(ctx, script, key, argv)
+	return l.runKeys(ctx, script, []string{key}, argv)
+}
+
+// runKeys is run on a script over several keys, all in one hash slot.
+func (l *Limiter) runKeys(ctx context.Context, script *redis.Script, keys []string, argv []any) ([]int64, error) {
+	vals, err := l.call(ctx, script, keys, argv)
 	if err != nil && l.reload != nil && ctx.Err() == nil {
 		var reply redis.Error
 		if !errors.As(err, &reply) {
@@ -227,7 +237,7 @@ func (l *Limiter) run(ctx context.Context, script *redis.Script, key string, arg
 }
 
 // call is run without the reload.
-func (l *Limiter) call(ctx context.Context, script *redis.Script, key string, argv []any) ([]int64, error) {
+func (l *Limiter) call(ctx context.Context, script *redis.Script, keys []string, argv []any) ([]int64, error) {
 	if l.timeout > 0 {
 		if d, ok := ctx.Deadline(); !ok || time.Until(d) > l.timeout {
 			var cancel context.CancelFunc
@@ -235,7 +245,6 @@ func (l *Limiter) call(ctx context.Context, script *redis.Script, key string, ar
 			defer cancel()
 		}
 	}
-	keys := []string{key}
 	if l.batch != nil {
 		if c := l.batch.enter(script, keys, argv); c != nil {
 			return l.batch.await(ctx, c)

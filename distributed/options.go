@@ -21,6 +21,7 @@ type options struct {
 	prefix    string
 	timeout   time.Duration
 	algorithm ratelimit.Algorithm
+	crossSlot CrossSlot
 	clock     func() time.Time // tests only: see export_test.go
 }
 
@@ -74,4 +75,27 @@ func WithTimeout(d time.Duration) Option {
 // window algorithms one whose window is shorter than 1 µs.
 func WithAlgorithm(a ratelimit.Algorithm) Option {
 	return func(o *options) { o.algorithm = a }
+}
+
+// CrossSlot is what AllowAll does with requests whose keys live in different hash slots of a
+// Redis Cluster (or a Ring): see WithCrossSlot.
+type CrossSlot int
+
+const (
+	// CrossSlotGroups decides the keys of each hash slot atomically, one script per slot,
+	// slots in ascending order, and gives back what the earlier slots took when a later one
+	// denies. It never admits more than the limits allow; a concurrent caller may see a
+	// transient denial while tokens wait to be given back (docs/limits.md measures it).
+	CrossSlotGroups CrossSlot = iota
+	// CrossSlotRefuse makes AllowAll return an error wrapping ratelimit.ErrCrossSlot, having
+	// taken nothing, for keys in different hash slots.
+	CrossSlotRefuse
+)
+
+// WithCrossSlot sets what AllowAll does with keys in different hash slots on a Redis Cluster
+// or Ring. Default: CrossSlotGroups. Keys that carry the same hash tag ("{user:42}:second",
+// "{user:42}:hour") share a slot and are always decided by one script, atomically; so are
+// all keys on a single server or behind Sentinel, where this option changes nothing.
+func WithCrossSlot(c CrossSlot) Option {
+	return func(o *options) { o.crossSlot = c }
 }

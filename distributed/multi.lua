@@ -1,0 +1,128 @@
+-- Several buckets of one algorithm, atomically: AllowAll, Peek, Refund and Reset. The Go side
+-- (multiscript.go) builds this script for each algorithm by putting in the two marked
+-- fragments: the algorithm's single-key script turned into a function, decide, and its
+-- refund function. decide is that script's own text, so every bucket is decided with the
+-- very arithmetic AllowN uses; only three things differ, each a plain substitution:
+--   * it runs as decide(KEYS, ARGV) on one bucket's key and arguments, and its return
+--     statements return from the function;
+--   * its writes (SET, ZADD, ZREMRANGEBYSCORE, PEXPIRE) go through write, which, while dry
+--     is true, only records them (and tells ZADD's loop that every entry was added);
+--   * it reads Redis TIME through clock, which reads it once per script, so that every
+--     bucket is decided at the same instant, checked and then written.
+--
+-- KEYS     the buckets' keys, all distinct, all in one hash slot
+-- ARGV[1]  mode: "all", "peek", "refund" or "reset"
+-- ARGV[2]  empty, or, for tests only, "now" in whole microseconds since 2020-01-01T00:00:00Z
+-- ARGV[3]  refund only: empty, or the instant to refund at, in microseconds since 2020: the
+--          instant the refunded request was charged, so that a window refunds the window it
+--          charged (and a window that has ended gives nothing back)
+-- ARGV[4 + 4(i-1)] .. ARGV[7 + 4(i-1)]  KEYS[i]'s rate, burst, cost and the algorithm's own
+--          argument (its window in µs, or empty): the single-key script's ARGV[1..3] and [5]
+--
+-- Returns {all allowed (1 or 0), now in µs since 2020, then for each key the five integers
+-- of its answer: allowed, remaining, retry-after µs, reset-after µs, delay µs}. Or the first
+-- error reply a bucket gives (INVALIDSTATE), before anything is written.
+--
+-- all:    decides every bucket without writing; if each admits, writes what each decision
+--         wrote: the recorded writes, replayed in order, or, for an algorithm whose writes
+--         depend on their replies (the sliding log's ZADD loop, marked by redecide), by
+--         deciding each bucket again, writing. That second pass reads what the first read
+--         (the keys are distinct and nothing was written yet), so it decides alike. Either
+--         way the first write is an admitting one: under maxmemory with noeviction a full
+--         Redis refuses it before anything is written. Each answer is what AllowN alone
+--         would have said.
+-- peek:   the first pass only: what AllowN would say, nothing written.
+-- refund: gives each bucket its cost back (refund), then answers as peek does for one token.
+-- reset:  deletes every bucket: a missing bucket is a full one.
+
+local dry = true
+local writes = {}
+local function write(cmd, ...)
+  if not dry then
+    return redis.call(cmd, ...)
+  end
+  writes[#writes + 1] = {cmd, ...}
+  if cmd == 'ZADD' then
+    return (select('#', ...) - 2) / 2 -- key, NX, then score and member for each entry
+  end
+  return 0
+end
+
+local time
+local function clock()
+  if not time then
+    time = redis.call('TIME') -- {seconds, microseconds}
+  end
+  return time
+end
+
+-- The single-key script's ARGV for KEYS[i], with cost replaced when cost is given.
+local function args(i, cost)
+  local b = 4 * i
+  return {ARGV[b], ARGV[b + 1], cost or ARGV[b + 2], ARGV[2], ARGV[b + 3]}
+end
+
+-- @redecide
+
+-- @decide
+
+-- @refund
+
+local mode = ARGV[1]
+local out = {1, 0}
+local now = tonumber(ARGV[2])
+if not now then
+  local t = clock()
+  now = (tonumber(t[1]) - 1577836800) * 1000000 + tonumber(t[2])
+end
+out[2] = now
+
+if mode == 'reset' then
+  for i = 1, #KEYS do
+    redis.call('DEL', KEYS[i])
+    for j = 1, 5 do
+      out[2 + 5 * (i - 1) + j] = 0
+    end
+  end
+  return out
+end
+
+local cost
+if mode == 'refund' then
+  local at = tonumber(ARGV[3]) or now
+  for i = 1, #KEYS do
+    local err = refund(KEYS[i], args(i), at)
+    if err then
+      return err
+    end
+  end
+  cost = '1'
+end
+
+for i = 1, #KEYS do
+  local r = decide({KEYS[i]}, args(i, cost))
+  if r.err then
+    return r
+  end
+  if r[1] ~= 1 then
+    out[1] = 0
+  end
+  local b = 2 + 5 * (i - 1)
+  for j = 1, 5 do
+    out[b + j] = r[j] or 0
+  end
+end
+
+if mode == 'all' and out[1] == 1 then
+  dry = false
+  if redecide then
+    for i = 1, #KEYS do
+      decide({KEYS[i]}, args(i))
+    end
+  else
+    for i = 1, #writes do
+      redis.call(unpack(writes[i]))
+    end
+  end
+end
+return out

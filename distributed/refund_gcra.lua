@@ -1,0 +1,37 @@
+-- Refund for the token bucket (gcra.lua) and the leaky bucket (leakybucket.lua), which both
+-- store a TAT counted in tokens: giving back cost tokens moves it back by cost, never before
+-- now (a TAT at or before now is a full bucket, or an empty queue, and is deleted: a missing
+-- key means the same). A missing key is a full bucket: nothing to give back.
+--
+-- key  the bucket's key
+-- a    the single-key script's ARGV: a[1] rate, a[3] cost (tokens to give back), a[4] empty
+--      or the test clock
+-- at   the instant to refund at, µs since 2020
+--
+-- Returns nil, or an INVALIDSTATE error reply, having written nothing, for a value the
+-- scripts cannot have written.
+local function refund(key, a, at)
+  local stored = redis.pcall('GET', key)
+  if not stored then
+    return nil
+  end
+  local tat = tonumber(stored)
+  if not (tat and tat > -9007199254740992 and tat < 9007199254740992) then -- nil: an error
+    return redis.error_reply('INVALIDSTATE the key holds no value this script writes')
+  end
+  local rate = tonumber(a[1])
+  local now = at * rate / 1000000
+  tat = tat - tonumber(a[3])
+  if tat <= now then
+    redis.call('DEL', key)
+    return nil
+  end
+  -- Keep the key until the bucket is full again, as gcra.lua does.
+  local reset = math.min(math.floor((tat - now) * 1000000 / rate + 0.5), 9007199254740992)
+  local ttl = math.max(math.ceil(reset / 1000), 1)
+  if a[4] ~= '' then
+    ttl = math.max(ttl, 3600000) -- test clock: Redis's own clock, which expires keys, runs on
+  end
+  redis.call('SET', key, tat, 'PX', ttl)
+  return nil
+end

@@ -1,0 +1,51 @@
+-- Refund for the sliding window counter (slidingcounter.lua): the count of the window that
+-- holds at is decreased by cost, never below zero. If a later request has moved the value on
+-- to the next window, that count is now the value's previous one, and is the one decreased.
+-- Older counts are left alone: what they charged weighs nothing any more. A value whose
+-- counts are both zero is deleted: a missing key means the same.
+--
+-- key  the bucket's key
+-- a    the single-key script's ARGV: a[2] burst, a[3] cost, a[4] empty or the test clock,
+--      a[5] the window W in µs
+-- at   the instant to refund at, µs since 2020
+--
+-- Returns nil, or an INVALIDSTATE error reply, having written nothing, for a value the
+-- script cannot have written.
+local function refund(key, a, at)
+  local stored = redis.pcall('GET', key)
+  if not stored then
+    return nil
+  end
+  local burst = tonumber(a[2])
+  local i, c, p
+  if type(stored) == 'string' then
+    i, c, p = string.match(stored, '^(%d+):(%d+):(%d+)$')
+  end
+  c, p = tonumber(c), tonumber(p)
+  if not c or c > burst or p > burst then
+    return redis.error_reply('INVALIDSTATE the key holds no value this script writes')
+  end
+  i = tonumber(i)
+  local w = tonumber(a[5])
+  local now = at + 1577836800000000 -- windows count from 1970
+  local index = (now - math.fmod(now, w)) / w
+  local cost = tonumber(a[3])
+  if i == index then
+    c = math.max(c - cost, 0)
+  elseif i == index + 1 then
+    p = math.max(p - cost, 0)
+  else
+    return nil
+  end
+  if c == 0 and p == 0 then
+    redis.call('DEL', key)
+    return nil
+  end
+  -- The value expires at the end of window i + 1, as slidingcounter.lua writes it.
+  local ttl = math.max(math.ceil(((i + 2) * w - now) / 1000), 1)
+  if a[4] ~= '' then
+    ttl = math.max(ttl, 3600000) -- test clock: Redis's own clock, which expires keys, runs on
+  end
+  redis.call('SET', key, string.format('%d:%d:%d', i, c, p), 'PX', ttl)
+  return nil
+end
