@@ -142,21 +142,17 @@ func WithPolicyName(name string) Option {
 	}
 }
 
-// WithObserver reports every decision the limiter makes to obs (see ratelimit.Observer;
-// packages otelmetrics, prommetrics and slogobserver have ready ones), under the policy
-// name of WithPolicyName and the backend's name, never the key. An observer that panics is
-// recovered and the decision dropped: observing never breaks a request. Default: none.
+// WithObserver reports every decision to obs (ratelimit.Observer; packages otelmetrics,
+// prommetrics and slogobserver have ready ones), under the policy name of WithPolicyName,
+// never the key. Default: none. See docs/observability.md.
 func WithObserver(obs ratelimit.Observer) Option {
 	return func(o *options) { o.Observer = obs }
 }
 
-// WithShadow puts the middleware in shadow mode, to roll out a new limit safely: the
-// limiter decides every request and the observer is told (with Decision.Shadow set), but
-// every request proceeds: nothing is denied, no Retry-After is sent, a limiter error never
-// fails closed, and rate-limit headers are sent only when WithHeaderStyle asks for them.
-// Shadow buckets are apart from enforced ones (their keys start with "shadow|"), so a
-// shadow limit beside an enforced one changes nothing the enforced one decides. Default:
-// off.
+// WithShadow makes the middleware decide and report every request, but let every one
+// proceed (no denial, no Retry-After, headers only when WithHeaderStyle asks), in buckets
+// apart from the enforced ones: a safe rollout of a new limit. Default: off. See
+// docs/middleware.md.
 func WithShadow() Option {
 	return func(o *options) { o.Shadow = true }
 }
