@@ -41,6 +41,7 @@ return {1, 999999999, 0, tonumber(t[2])}`)},
 //	cd bench && go test -run '^$' -bench 'RedisFloor' -benchmem -count 2 -benchtime 2s
 func BenchmarkRedisFloor(b *testing.B) {
 	srv := redistest.NewServer(b)
+	pinRedis(b, srv)
 	client := newRedisClient(srv.Addr())
 	b.Cleanup(func() { client.Close() })
 	warmPool(b, client)

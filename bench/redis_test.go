@@ -205,6 +205,7 @@ func dbSize(b *testing.B, srv *redistest.Server) int64 {
 // with a tag per algorithm (tb, fw, swc, ...), redis_rate "rate:<key>", evalsha nothing.
 func BenchmarkRedis(b *testing.B) {
 	srv := redistest.NewServer(b)
+	pinRedis(b, srv)
 	client := newRedisClient(srv.Addr())
 	b.Cleanup(func() { client.Close() })
 	warmPool(b, client)
