@@ -28,8 +28,9 @@ type floorSlot struct {
 	word atomic.Int64
 }
 
-// floorWords is how many words a floor limiter has: room for 100,000 keys, a fifth full.
-const floorWords = 1 << 19
+// floorWords is how many words a floor limiter has: room for 100,000 keys, three quarters
+// full, in 2 MB, close to what ours holds their buckets' index in.
+const floorWords = 1 << 17
 
 // newFloorLimiter returns a floor limiter under allow traffic (every call allowed) or deny
 // traffic (every call denied). A key is the address of its bytes: the same string always

@@ -81,7 +81,7 @@ func (s *store) sweep(cutoff int64) {
 				s.remove(sh, t, j)
 			}
 		}
-		if sh.used > sh.live && (4*sh.used > 3*len(t.slots) || 8*sh.live < len(t.slots)) {
+		if sh.used > sh.live && (crowded(sh.used, len(t.slots)) || 8*sh.live < len(t.slots)) {
 			s.rehash(sh, slotsFor(sh.live))
 		}
 		sh.mu.Unlock()

@@ -201,7 +201,7 @@ func (s *store) kill(b *bucket, u int64) bool {
 // the slots empty. The caller holds sh.mu.
 func (s *store) insert(sh *shard, h uint64, b *bucket) {
 	t := sh.tab.Load()
-	if 4*(sh.used+1) > 3*len(t.slots) {
+	if crowded(sh.used+1, len(t.slots)) {
 		t = s.rehash(sh, slotsFor(sh.live+1))
 	}
 	if t.put(h, b, s.tomb) {
