@@ -34,7 +34,8 @@ type Harness struct {
 	Algorithm ratelimit.Algorithm
 }
 
-// rule is one named check, run on a fresh Harness.
+// rule is one named check, run on a fresh Harness. A rule makes no subtests of its own, so
+// that it can run in a testing/synctest bubble (see RunInBubbles).
 type rule struct {
 	name string
 	run  func(t *testing.T, h Harness)
@@ -82,6 +83,17 @@ func rulesOf(a ratelimit.Algorithm) []rule {
 // Run runs every rule that applies to algorithm as a subtest, each on a Harness of its own
 // made by newHarness, which must build its limiter with that algorithm.
 func Run(t *testing.T, algorithm ratelimit.Algorithm, newHarness func(t *testing.T) Harness) {
+	run(t, algorithm, newHarness, func(t *testing.T, f func(t *testing.T)) { f(t) })
+}
+
+// RunInBubbles is Run with each rule in a bubble of its own (see InBubble), for a backend on
+// the system clock: newHarness is called in the bubble, and its Harness's Advance is
+// time.Sleep.
+func RunInBubbles(t *testing.T, algorithm ratelimit.Algorithm, newHarness func(t *testing.T) Harness) {
+	run(t, algorithm, newHarness, InBubble)
+}
+
+func run(t *testing.T, algorithm ratelimit.Algorithm, newHarness func(t *testing.T) Harness, in func(*testing.T, func(*testing.T))) {
 	fresh := func(t *testing.T) Harness {
 		h := newHarness(t)
 		require.Equal(t, algorithm, h.Algorithm, "the harness was built for another algorithm")
@@ -90,7 +102,7 @@ func Run(t *testing.T, algorithm ratelimit.Algorithm, newHarness func(t *testing
 	specific := rulesOf(algorithm)
 	require.NotEmpty(t, specific, "no rules for %v", algorithm)
 	for _, r := range append(specific, common...) {
-		t.Run(r.name, func(t *testing.T) { r.run(t, fresh(t)) })
+		t.Run(r.name, func(t *testing.T) { in(t, func(t *testing.T) { r.run(t, fresh(t)) }) })
 	}
 }
 
@@ -152,17 +164,15 @@ func invalidInput(t *testing.T, h Harness) {
 		{"CostAboveBurst", "bad", ok, 4, ratelimit.ErrExceedsBurst},
 	}
 	ctx := context.Background()
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			res, err := h.Limiter.AllowN(ctx, c.key, c.limit, c.n)
-			require.ErrorIs(t, err, c.want)
-			assert.False(t, res.Allowed)
-			if c.n == 1 {
-				res, err = h.Limiter.Allow(ctx, c.key, c.limit)
-				require.ErrorIs(t, err, c.want)
-				assert.False(t, res.Allowed)
-			}
-		})
+	for _, c := range cases { // no subtests: a rule may run in a synctest bubble
+		res, err := h.Limiter.AllowN(ctx, c.key, c.limit, c.n)
+		require.ErrorIs(t, err, c.want, c.name)
+		assert.False(t, res.Allowed, c.name)
+		if c.n == 1 {
+			res, err = h.Limiter.Allow(ctx, c.key, c.limit)
+			require.ErrorIs(t, err, c.want, c.name)
+			assert.False(t, res.Allowed, c.name)
+		}
 	}
 	// None of the calls above took a token from the valid bucket "bad".
 	res, err := h.Limiter.AllowN(ctx, "bad", ok, 3)
