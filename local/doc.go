@@ -39,7 +39,8 @@
 //
 // # Time
 //
-// The limiter reads the monotonic clock, in whole microseconds, from the wall time New read;
-// WithClock replaces it for tests, and testing/synctest's fake clock moves it. Close stops the sweep goroutine; a
-// Limiter must not be used after Close (calls return ratelimit.ErrClosed).
+// The limiter reads the monotonic clock, in whole microseconds, from the wall time New read,
+// which testing/synctest's fake clock moves. WithClock gives it a clock of your own: to
+// replay a trace of traffic or simulate one (the plots of docs/algorithms.md are made so), or
+// for tests. Close stops the sweep goroutine; calls after Close return ratelimit.ErrClosed.
 package local

@@ -232,5 +232,6 @@ func (l *Limiter) cleanup(every time.Duration) {
 }
 
 // Len returns the number of buckets the limiter holds, not counting the overflow buckets
-// shared by keys that arrived at the cap (see WithMaxBuckets).
+// shared by keys that arrived at the cap (see WithMaxBuckets): the ratelimit.buckets gauge
+// of otelmetrics and prommetrics (WithBuckets("local", l.Len)).
 func (l *Limiter) Len() int { return l.store.len() }

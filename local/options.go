@@ -101,9 +101,9 @@ func WithAlgorithm(a ratelimit.Algorithm) Option {
 }
 
 // WithClock makes the limiter read the time from now instead of the system's monotonic
-// clock, so tests can move time by hand. Default: the system clock. Wait still sleeps on real
-// timers, so a test of Wait should move now forward as real (or synctest) time passes. A nil
-// now means the default.
+// clock: to replay or simulate traffic, or to move time by hand in tests. Default: the
+// system clock. Wait still sleeps on real timers, so a test of Wait should move now forward
+// as real (or synctest) time passes. A nil now means the default.
 func WithClock(now func() time.Time) Option {
 	return func(o *options) { o.clock = now }
 }
