@@ -1,0 +1,127 @@
+package bench
+
+import (
+	"context"
+	"flag"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+var callgrind = flag.Bool("callgrind", false, "TestScriptInstructions: count redis-server's instructions under valgrind")
+
+// TestScriptInstructions counts the instructions redis-server executes per EVALSHA of each of
+// BenchmarkRedisScript's scripts, under valgrind --tool=callgrind: a figure that, unlike
+// time, does not depend on the machine's load. It runs with -callgrind (valgrind and
+// callgrind_control in PATH) and takes about a minute:
+//
+//	cd bench && go test -run TestScriptInstructions -v -args -callgrind
+//
+// Each count is redis-server's whole work for the call (reading the request, running the
+// script, writing the reply), so differences between scripts are what the scripts cost.
+func TestScriptInstructions(t *testing.T) {
+	if !*callgrind {
+		t.Skip("runs with -callgrind")
+	}
+	src, err := os.ReadFile("../distributed/gcra.lua")
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close())
+	dir := t.TempDir()
+	cmd := exec.Command("valgrind", "--tool=callgrind", "--callgrind-out-file="+filepath.Join(dir, "cg.%p"),
+		"redis-server", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	client := redis.NewClient(&redis.Options{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))})
+	t.Cleanup(func() { client.Close() })
+	ctx := context.Background()
+	require.Eventually(t, func() bool { return client.Ping(ctx).Err() == nil }, time.Minute, 100*time.Millisecond)
+	pid := strconv.Itoa(cmd.Process.Pid)
+
+	const calls = 4000
+	for _, tr := range redisTraffics() {
+		limit := tr.tb
+		scripts := []struct {
+			name   string
+			script *redis.Script
+		}{{"return1", noop}, {"calls+reply", floorScripts[2].script}}
+		for _, v := range gcraVariants {
+			if s := v.edit(string(src), limit.Rate, limit.Burst); s != "" {
+				scripts = append(scripts, struct {
+					name   string
+					script *redis.Script
+				}{v.name, redis.NewScript(s)})
+			}
+		}
+		for _, sc := range scripts {
+			name, script := sc.name, sc.script
+			key := []string{"ir:" + name + ":" + tr.name}
+			args := []any{limit.Rate, limit.Burst, 1, ""}
+			require.NoError(t, script.Run(ctx, client, key, args...).Err()) // loaded, and drained under deny
+			require.NoError(t, exec.Command("callgrind_control", "-z", pid).Run())
+			for range calls {
+				require.NoError(t, script.EvalSha(ctx, client, key, args...).Err())
+			}
+			before, _ := filepath.Glob(filepath.Join(dir, "cg.*"))
+			require.NoError(t, exec.Command("callgrind_control", "-d", pid).Run())
+			var dump string
+			require.Eventually(t, func() bool {
+				after, _ := filepath.Glob(filepath.Join(dir, "cg.*"))
+				if len(after) > len(before) {
+					dump = newest(after)
+					return true
+				}
+				return false
+			}, time.Minute, 50*time.Millisecond)
+			t.Logf("%-20s %-5s %7d instructions per call", name, tr.name, totalIr(t, dump)/calls)
+		}
+	}
+}
+
+// newest returns the most recently modified of paths.
+func newest(paths []string) string {
+	var best string
+	var when time.Time
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil && fi.ModTime().After(when) {
+			best, when = p, fi.ModTime()
+		}
+	}
+	return best
+}
+
+// totalIr reads the instruction count a callgrind dump totals.
+func totalIr(t *testing.T, path string) int64 {
+	var text string
+	require.Eventually(t, func() bool { // the dump may still be being written
+		b, err := os.ReadFile(path)
+		text = string(b)
+		return err == nil && (strings.Contains(text, "\nsummary:") || strings.Contains(text, "\ntotals:"))
+	}, time.Minute, 50*time.Millisecond)
+	for line := range strings.SplitSeq(text, "\n") {
+		if v, ok := strings.CutPrefix(line, "summary: "); ok {
+			n, err := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+			require.NoError(t, err)
+			return n
+		}
+	}
+	for line := range strings.SplitSeq(text, "\n") {
+		if v, ok := strings.CutPrefix(line, "totals: "); ok {
+			n, err := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+			require.NoError(t, err)
+			return n
+		}
+	}
+	t.Fatalf("no total in %s", path)
+	return 0
+}
