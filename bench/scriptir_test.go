@@ -16,21 +16,24 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var callgrind = flag.Bool("callgrind", false, "TestScriptInstructions: count redis-server's instructions under valgrind")
+var callgrind = flag.Bool("callgrind", false, "BenchmarkScriptInstructions: count redis-server's instructions under valgrind")
 
-// TestScriptInstructions counts the instructions redis-server executes per EVALSHA of each of
+// BenchmarkScriptInstructions counts the instructions redis-server executes per EVALSHA of each of
 // BenchmarkRedisScript's scripts, under valgrind --tool=callgrind: a figure that, unlike
 // time, does not depend on the machine's load. It runs with -callgrind (valgrind and
 // callgrind_control in PATH) and takes about a minute:
 //
-//	cd bench && go test -run TestScriptInstructions -v -args -callgrind
+//	cd bench && go test -run '^$' -bench ScriptInstructions -benchtime 1x -v -args -callgrind
+//
+// It is a benchmark, not a test, so that make test, which runs no benchmark, never skips it.
 //
 // Each count is redis-server's whole work for the call (reading the request, running the
 // script, writing the reply), so differences between scripts are what the scripts cost.
-func TestScriptInstructions(t *testing.T) {
+func BenchmarkScriptInstructions(b *testing.B) {
 	if !*callgrind {
-		t.Skip("runs with -callgrind")
+		b.Skip("runs with -callgrind")
 	}
+	t := b
 	src, err := os.ReadFile("../distributed/gcra.lua")
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -101,7 +104,7 @@ func newest(paths []string) string {
 }
 
 // totalIr reads the instruction count a callgrind dump totals.
-func totalIr(t *testing.T, path string) int64 {
+func totalIr(t testing.TB, path string) int64 {
 	var text string
 	require.Eventually(t, func() bool { // the dump may still be being written
 		b, err := os.ReadFile(path)
