@@ -138,7 +138,3 @@ func (s *Server) hasExited() bool {
 		return false
 	}
 }
-
-// Pid returns the process ID of the server, for tests and benchmarks that pin it to a CPU
-// or watch its resource use.
-func (s *Server) Pid() int { return s.cmd.Process.Pid }
