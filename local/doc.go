@@ -27,15 +27,10 @@
 //
 // # Memory
 //
-// A goroutine started by New sweeps the buckets every minute and drops those that have been
-// full for five minutes (WithCleanupInterval, WithIdleTimeout). Only full buckets are ever
-// dropped: a dropped bucket comes back full, so dropping a full one changes no decision,
-// while dropping one that is still refilling would let its key through early.
-//
-// The number of buckets is capped (WithMaxBuckets). At the cap a new key takes the place of
-// a full bucket if a small sample finds one; otherwise it is limited by an overflow bucket
-// shared by all such keys with the same limit. A flood of distinct keys therefore costs
-// bounded memory and is itself rate limited, and keys already tracked are unaffected.
+// A goroutine started by New drops buckets that have been full for a while
+// (WithCleanupInterval, WithIdleTimeout): only full ones, since a dropped bucket comes back
+// full. The number of buckets is capped (WithMaxBuckets, which says what happens at the cap:
+// a flood of new keys is itself rate limited, and keys already tracked are unaffected).
 //
 // # Time
 //
