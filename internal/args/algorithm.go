@@ -60,5 +60,7 @@ func LogWindow(limit ratelimit.Limit) (int64, error) {
 // RefillOK reports whether a drained bucket of a valid limit refills within MaxWindow µs,
 // the bound checkRefill enforces; small enough to be inlined on a backend's fast path.
 func RefillOK(limit ratelimit.Limit) bool {
-	return float64(limit.Burst)*1e6/limit.Rate <= MaxWindow
+	// Burst·10⁶ ≤ MaxWindow·Rate, Burst/Rate in µs without the division: MaxWindow is a
+	// power of two, so its product with Rate is exact.
+	return float64(limit.Burst)*1e6 <= MaxWindow*limit.Rate
 }
