@@ -177,34 +177,9 @@ func BenchmarkFallbackOpenRatio(b *testing.B) {
 					prepare(b, contender{"local", openOurs}, tr, keys),
 					prepare(b, contender{"open", openBrokenFallback}, tr, keys),
 				}
-				var spent [2]time.Duration
-				var allowed, failed [2]int64
-				k := [2]int{}
 				b.ReportAllocs()
 				b.ResetTimer()
-				for done := 0; done < b.N; done += block {
-					n := min(block, b.N-done)
-					for c := range decide {
-						start := time.Now()
-						for range n {
-							ok, err := decide[c](keys[k[c]])
-							switch {
-							case err != nil:
-								failed[c]++
-							case ok:
-								allowed[c]++
-							}
-							if k[c]++; k[c] == len(keys) {
-								k[c] = 0
-							}
-						}
-						spent[c] += time.Since(start)
-					}
-				}
-				b.StopTimer()
-				for c := range decide {
-					checkPath(b, tr, int64(b.N), allowed[c], failed[c])
-				}
+				spent := interleaved(b, tr, decide[:], keys, block)
 				b.ReportMetric(float64(spent[0].Nanoseconds())/float64(b.N), "local-ns/op")
 				b.ReportMetric(float64(spent[1].Nanoseconds())/float64(b.N), "open-ns/op")
 				b.ReportMetric(float64(spent[1])/float64(spent[0]), "open/local")

@@ -152,6 +152,39 @@ func prepare(b *testing.B, c contender, tr traffic, keys []string) take {
 }
 
 // checkPath fails b if the timed calls strayed from tr's path.
+// interleaved makes b.N decisions with each of decide, on keys in turn, the contenders taking
+// turns in blocks of block decisions timed one by one, so that all of them meet the same load
+// within a block; it stops the timer, checks that each took tr's path, and returns each one's
+// time.
+func interleaved(b *testing.B, tr traffic, decide []take, keys []string, block int) []time.Duration {
+	spent := make([]time.Duration, len(decide))
+	allowed, failed, k := make([]int64, len(decide)), make([]int64, len(decide)), make([]int, len(decide))
+	for done := 0; done < b.N; done += block {
+		n := min(block, b.N-done)
+		for c := range decide {
+			start := time.Now()
+			for range n {
+				ok, err := decide[c](keys[k[c]])
+				switch {
+				case err != nil:
+					failed[c]++
+				case ok:
+					allowed[c]++
+				}
+				if k[c]++; k[c] == len(keys) {
+					k[c] = 0
+				}
+			}
+			spent[c] += time.Since(start)
+		}
+	}
+	b.StopTimer()
+	for c := range decide {
+		checkPath(b, tr, int64(b.N), allowed[c], failed[c])
+	}
+	return spent
+}
+
 func checkPath(b *testing.B, tr traffic, calls, allowed, failed int64) {
 	b.Helper()
 	want := int64(0)

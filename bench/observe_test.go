@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"testing"
-	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
@@ -98,32 +97,8 @@ func BenchmarkObserveCost(b *testing.B) {
 				for c := range cs {
 					decide[c] = prepare(b, cs[c], tr, keys)
 				}
-				spent := make([]time.Duration, len(cs))
-				allowed, failed, k := make([]int64, len(cs)), make([]int64, len(cs)), make([]int, len(cs))
 				b.ResetTimer()
-				for done := 0; done < b.N; done += block {
-					n := min(block, b.N-done)
-					for c := range decide {
-						start := time.Now()
-						for range n {
-							ok, err := decide[c](keys[k[c]])
-							switch {
-							case err != nil:
-								failed[c]++
-							case ok:
-								allowed[c]++
-							}
-							if k[c]++; k[c] == len(keys) {
-								k[c] = 0
-							}
-						}
-						spent[c] += time.Since(start)
-					}
-				}
-				b.StopTimer()
-				for c := range decide {
-					checkPath(b, tr, int64(b.N), allowed[c], failed[c])
-				}
+				spent := interleaved(b, tr, decide, keys, block)
 				for c := range decide {
 					i := 0
 					allocs := testing.AllocsPerRun(1000, func() {
