@@ -1,6 +1,6 @@
 // Package bench compares the in-process backend of ratelimit with two other in-memory
-// limiters and with a prototype of our own, and its Redis backend with another Redis
-// limiter, under the same load, in one go test run. It is a module of its own, so the
+// limiters and with the floor of what any such limiter does, and its Redis backend with
+// another Redis limiter, under the same load, in one go test run. It is a module of its own, so the
 // limiters it compares against never become dependencies of ratelimit.
 //
 // # Contenders
@@ -12,10 +12,9 @@
 //     describes it (a sync.Map keyed by a formatted "key:rate:burst" string, one
 //     golang.org/x/time/rate limiter per entry), reconstructed in seed.go for measurement
 //     only.
-//   - sketch: a measurement prototype, in sketch.go, of an in-process limiter that does not
-//     use golang.org/x/time/rate (GCRA on one atomic int64 per bucket, in the same sharded
-//     map layout as ours), to measure what replacing x/time/rate in local would buy. It is
-//     not shipped code.
+//   - floor: the physical floor of an in-process limiter, in floor.go: one monotonic clock
+//     read and GCRA on one atomic word by compare-and-swap, the word found by the address of
+//     the key's bytes, no Result. Not a limiter anyone should use.
 //
 // # Scenarios
 //

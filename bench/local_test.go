@@ -19,7 +19,7 @@ import (
 type traffic struct {
 	name  string
 	allow bool // whether every timed call must be allowed (else every one must be denied)
-	// limit is the limit of ours, seed and sketch.
+	// limit is the limit of ours and seed (floor's is its own, per traffic).
 	limit ratelimit.Limit
 	// tokens per interval is sethvargo's limit, set per store.
 	tokens   uint64
@@ -60,7 +60,6 @@ func contenders() []contender {
 		{"ours", openOurs},
 		{"sethvargo", openSethvargo},
 		{"seed", openSeed},
-		{"sketch", openSketch},
 		{"floor", openFloor},
 	}
 }
@@ -107,16 +106,6 @@ func openSeed(_ *testing.B, tr traffic) (take, func([]string) int) {
 	limit := tr.limit
 	decide := func(key string) (bool, error) { return s.allowN(key, limit, 1) }
 	return decide, func([]string) int { return s.len() }
-}
-
-func openSketch(_ *testing.B, tr traffic) (take, func([]string) int) {
-	l := newSketchLimiter()
-	ctx, limit := context.Background(), tr.limit
-	decide := func(key string) (bool, error) {
-		res, err := l.Allow(ctx, key, limit)
-		return res.Allowed, err
-	}
-	return decide, func([]string) int { return l.Len() }
 }
 
 func openFloor(_ *testing.B, tr traffic) (take, func([]string) int) {
@@ -287,18 +276,6 @@ func BenchmarkMemory(b *testing.B) {
 				b.Fatalf("seed holds %d buckets, want %d", s.len(), len(keys))
 			}
 			return s, func() {}
-		}},
-		{"sketch", func(b *testing.B) (any, func()) {
-			l := newSketchLimiter()
-			for _, k := range keys {
-				if _, err := l.Allow(context.Background(), k, limit); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if l.Len() != len(keys) {
-				b.Fatalf("sketch holds %d buckets, want %d", l.Len(), len(keys))
-			}
-			return l, func() {}
 		}},
 	}
 	for _, f := range fills {

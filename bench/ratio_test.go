@@ -13,7 +13,6 @@ func ratioPeers() []contender {
 	return []contender{
 		{"sethvargo", openSethvargo},
 		{"seed", openSeed},
-		{"sketch", openSketch},
 		{"floor", openFloor},
 	}
 }
