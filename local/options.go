@@ -12,8 +12,9 @@ const (
 	DefaultCleanupInterval = time.Minute
 	// DefaultIdleTimeout is how long a bucket must have been full before a sweep drops it.
 	DefaultIdleTimeout = 5 * time.Minute
-	// DefaultMaxBuckets caps the number of buckets a Limiter holds: about 176 MB of memory
-	// at the cap (see docs/benchmarks.md for the measured cost of a bucket).
+	// DefaultMaxBuckets caps the number of buckets a Limiter holds: about 86 MB of memory at
+	// the cap, the keys' own bytes aside (see docs/benchmarks.md for the measured cost of a
+	// bucket).
 	DefaultMaxBuckets = 1 << 20
 )
 
