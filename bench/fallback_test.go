@@ -87,12 +87,9 @@ func BenchmarkFallbackHotDenied(b *testing.B) {
 //     (denial cache on) but a cooldown of an hour, opened before the timer by five failed
 //     calls; no timed call reaches the primary (checked).
 func BenchmarkFallbackOpen(b *testing.B) {
-	keySets := []struct {
-		name string
-		keys []string
-	}{{"hot", ipKeys(1)}, {"100k", ipKeys(100_000)}}
+	sets := keySets()
 	contenders := []contender{{"local", openOurs}, {"open", openBrokenFallback}}
-	for _, set := range keySets {
+	for _, set := range sets {
 		for _, tr := range traffics() {
 			keys := set.keys
 			// The two contenders run back to back on each scenario, so that the ratio of
@@ -165,11 +162,8 @@ func openBrokenFallback(b *testing.B, tr traffic) (take, func([]string) int) {
 // ratio, open/local.
 func BenchmarkFallbackOpenRatio(b *testing.B) {
 	const block = 1000
-	keySets := []struct {
-		name string
-		keys []string
-	}{{"hot", ipKeys(1)}, {"100k", ipKeys(100_000)}}
-	for _, set := range keySets {
+	sets := keySets()
+	for _, set := range sets {
 		for _, tr := range traffics() {
 			b.Run(set.name+"/"+tr.name, func(b *testing.B) {
 				keys := set.keys

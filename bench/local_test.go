@@ -192,13 +192,21 @@ func startAt(id uint64, n int) int {
 	return int((id * 0x9E3779B97F4A7C15 >> 32) % uint64(n))
 }
 
+// keySet is a scenario's keys: one hot key, or 100,000 keys walked in turn.
+type keySet struct {
+	name string
+	keys []string
+}
+
+// keySets returns the two key sets every in-process benchmark runs on.
+func keySets() []keySet {
+	return []keySet{{"hot", ipKeys(1)}, {"100k", ipKeys(100_000)}}
+}
+
 func BenchmarkAllow(b *testing.B) {
-	keySets := []struct {
-		name string
-		keys []string
-	}{{"hot", ipKeys(1)}, {"100k", ipKeys(100_000)}}
+	sets := keySets()
 	for _, c := range contenders() {
-		for _, set := range keySets {
+		for _, set := range sets {
 			for _, tr := range traffics() {
 				keys := set.keys
 				prefix := c.name + "/" + set.name + "/" + tr.name

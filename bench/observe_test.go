@@ -52,12 +52,9 @@ func openObserved(b *testing.B, tr traffic, obs ratelimit.Observer) (take, func(
 // BenchmarkObserve/<none|otel>/<keys>/<traffic>/<mode>: BenchmarkAllow's scenarios for the
 // local backend, unobserved and observed.
 func BenchmarkObserve(b *testing.B) {
-	keySets := []struct {
-		name string
-		keys []string
-	}{{"hot", ipKeys(1)}, {"100k", ipKeys(100_000)}}
+	sets := keySets()
 	for _, c := range observed() {
-		for _, set := range keySets {
+		for _, set := range sets {
 			for _, tr := range traffics() {
 				for _, mode := range []string{"serial", "parallel"} {
 					b.Run(c.name+"/"+set.name+"/"+tr.name+"/"+mode, func(b *testing.B) {
@@ -84,11 +81,8 @@ func BenchmarkObserve(b *testing.B) {
 // after the timer.
 func BenchmarkObserveCost(b *testing.B) {
 	const block = 1000
-	keySets := []struct {
-		name string
-		keys []string
-	}{{"hot", ipKeys(1)}, {"100k", ipKeys(100_000)}}
-	for _, set := range keySets {
+	sets := keySets()
+	for _, set := range sets {
 		for _, tr := range traffics() {
 			b.Run(set.name+"/"+tr.name, func(b *testing.B) {
 				keys := set.keys

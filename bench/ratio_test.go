@@ -26,12 +26,9 @@ func ratioPeers() []contender {
 // b.N; for parallel blocks, wall time over decisions, as b.RunParallel reports), and
 // ours/peer, the median of the per-turn ratios.
 func BenchmarkAllowRatio(b *testing.B) {
-	keySets := []struct {
-		name string
-		keys []string
-	}{{"hot", ipKeys(1)}, {"100k", ipKeys(100_000)}}
+	sets := keySets()
 	for _, peer := range ratioPeers() {
-		for _, set := range keySets {
+		for _, set := range sets {
 			for _, tr := range traffics() {
 				for _, mode := range []string{"serial", "parallel"} {
 					b.Run(peer.name+"/"+set.name+"/"+tr.name+"/"+mode, func(b *testing.B) {

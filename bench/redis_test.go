@@ -209,11 +209,8 @@ func BenchmarkRedis(b *testing.B) {
 	client := newRedisClient(srv.Addr())
 	b.Cleanup(func() { client.Close() })
 	warmPool(b, client)
-	keySets := []struct {
-		name string
-		keys []string
-	}{{"hot", ipKeys(1)}, {"100k", ipKeys(100_000)}}
-	for _, set := range keySets {
+	sets := keySets()
+	for _, set := range sets {
 		for _, tr := range redisTraffics() {
 			flushed := false
 			type entrant struct {
