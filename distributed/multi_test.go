@@ -25,8 +25,8 @@ func runMulti(t *testing.T, client redis.Scripter, opts func() []distributed.Opt
 			}
 		}
 		t.Run(alg.String(), func(t *testing.T) {
-			t.Run("Multi", func(t *testing.T) { conformance.RunMulti(t, alg, harness) })
-			t.Run("Inspector", func(t *testing.T) { conformance.RunInspector(t, alg, harness) })
+			conformance.RunMulti(t, alg, harness)
+			conformance.RunInspector(t, alg, harness)
 		})
 	}
 }

@@ -18,12 +18,15 @@ import (
 func TestConformance(t *testing.T) {
 	for _, alg := range conformance.Algorithms() {
 		t.Run(alg.String(), func(t *testing.T) {
-			conformance.Run(t, alg, func(t *testing.T) conformance.Harness {
+			newHarness := func(t *testing.T) conformance.Harness {
 				clock := conformance.NewClock()
 				l := New(WithClock(clock.Now), WithAlgorithm(alg))
 				t.Cleanup(func() { l.Close() })
 				return conformance.Harness{Limiter: l, Advance: clock.Advance, CanWait: true, Algorithm: alg}
-			})
+			}
+			conformance.Run(t, alg, newHarness)
+			conformance.RunMulti(t, alg, newHarness)
+			conformance.RunInspector(t, alg, newHarness)
 		})
 	}
 }
