@@ -380,3 +380,20 @@ func TestAllowAllocatesNothing(t *testing.T) {
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = l.Allow(ctx, "hot", limit) }))
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = l.Allow(ctx, "cold", slow) }))
 }
+
+// TestInterleavings plays random mixes of AllowN, AllowAll, Peek, Refund and Reset against
+// the reference models (see conformance.CheckInterleavings), for every algorithm.
+func TestInterleavings(t *testing.T) {
+	for _, alg := range conformance.Algorithms() {
+		t.Run(alg.String(), func(t *testing.T) {
+			for seed := range uint64(8) {
+				conformance.CheckInterleavings(t, func(t *testing.T) conformance.Harness {
+					clock := conformance.NewClock()
+					l := New(WithClock(clock.Now), WithAlgorithm(alg))
+					t.Cleanup(func() { l.Close() })
+					return conformance.Harness{Limiter: l, Advance: clock.Advance, CanWait: true, Algorithm: alg}
+				}, seed, 500)
+			}
+		})
+	}
+}
