@@ -95,7 +95,8 @@ func (l *Limiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratel
 
 // checkAll checks reqs before any round trip (see args.CheckAll).
 func (l *Limiter) checkAll(reqs []ratelimit.Request) (int, error) {
-	return args.CheckAll("distributed: AllowAll", reqs, func(_ int, r ratelimit.Request) error {
+	return args.CheckAll("distributed: AllowAll", reqs, func(i int) error {
+		r := &reqs[i]
 		if err := args.Check(r.Key, r.Limit, max(r.N, 1)); err != nil {
 			return err
 		}

@@ -1,7 +1,6 @@
 package local
 
 import (
-	"cmp"
 	"context"
 	"runtime"
 	"slices"
@@ -30,21 +29,40 @@ func (l *Limiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratel
 }
 
 // AllowAllInto is AllowAll, writing the Results into results when it has room for them
-// (cap(results) ≥ len(reqs)): a caller that reuses one slice from call to call decides
-// several limits, up to 8, without allocating.
+// (cap(results) ≥ len(reqs)): a caller that reuses one slice from call to call decides up to
+// 4 limits without allocating.
 func (l *Limiter) AllowAllInto(_ context.Context, reqs []ratelimit.Request, results []ratelimit.Result) (ratelimit.MultiResult, error) {
 	if cap(results) < len(reqs) {
 		results = make([]ratelimit.Result, len(reqs))
 	}
 	mr := ratelimit.MultiResult{Results: results[:len(reqs)]}
-	var d decision
-	d.init(len(reqs))
-	i, err := args.CheckAll("local: AllowAll", reqs, func(i int, r ratelimit.Request) error {
+	// The working state: each entry's window and the index of its bucket in hs; the
+	// buckets, and the order to hold them in. Up to 4 entries it stays on the stack.
+	var small struct {
+		window [4]int64
+		at     [4]int
+		held   [4]held
+		order  [4]int
+	}
+	var window []int64
+	var at, order []int
+	var hs []held
+	if n := len(reqs); n <= len(small.at) {
+		window, at, hs, order = small.window[:n], small.at[:n], small.held[:n], small.order[:n]
+	} else {
+		window, at, hs, order = make([]int64, n), make([]int, n), make([]held, n), make([]int, n)
+	}
+	i, err := args.CheckAll("local: AllowAll", reqs, func(i int) error {
+		r := &reqs[i]
+		if n := max(r.N, 1); l.tokenBucket && args.Valid(r.Key, r.Limit, n) && args.RefillOK(r.Limit) {
+			window[i] = 0 // as AllowN: a token bucket needs no more checks (Close is below)
+			return nil
+		}
 		var err error
-		d.window[i], err = l.validate(r.Key, r.Limit, max(r.N, 1))
+		window[i], err = l.validate(r.Key, r.Limit, max(r.N, 1))
 		return err
 	})
-	if err == nil && l.closed.Load() { // every entry skipped: validate never said so
+	if err == nil && l.closed.Load() {
 		err = ratelimit.ErrClosed
 	}
 	if err != nil {
@@ -54,24 +72,30 @@ func (l *Limiter) AllowAllInto(_ context.Context, reqs []ratelimit.Request, resu
 		}
 		return mr, err
 	}
-	mr.Allowed = l.store.decideAll(&d, reqs, l.micros(), mr.Results)
+	u := l.micros()
+	var nh int
+	for {
+		nh = l.store.findAll(reqs, window, at, hs, order, u)
+		if holdAll(hs, order[:nh]) {
+			break
+		}
+		// A bucket was dropped between its lookup and its hold: look them up again. Only a
+		// full bucket is dropped, and the lookup makes a live one, so this ends.
+	}
+	mr.Allowed = l.store.decideHeld(hs[:nh], u) && !slices.Contains(at, refused)
+	releaseAll(hs, order[:nh], u, mr.Allowed)
+	for i, r := range reqs {
+		switch j := at[i]; j {
+		case skipped:
+			mr.Results[i] = ratelimit.Result{Allowed: true}
+		case refused:
+			mr.Results[i] = overflowRefusal(r.Limit).result(r.Limit, 0)
+		default:
+			mr.Results[i] = hs[j].v.result(r.Limit, hs[j].delay)
+		}
+	}
 	args.Bind(&mr, reqs)
 	return mr, nil
-}
-
-// decision is the working state of one AllowAll: each entry's window and bucket, and the
-// buckets held. Up to 8 entries it lives on the caller's stack.
-type decision struct {
-	window []int64 // each entry's window (window algorithms), µs
-	at     []int   // each entry's index in held, or skipped, or refused
-	held   []held  // one per bucket
-	order  []int   // indexes into held, in the order the buckets are taken
-	small  struct {
-		window [8]int64
-		at     [8]int
-		held   [8]held
-		order  [8]int
-	}
 }
 
 const (
@@ -82,6 +106,7 @@ const (
 // held is one bucket of an AllowAll.
 type held struct {
 	b     *bucket
+	hash  uint64 // of its key, to order buckets by
 	limit ratelimit.Limit
 	w     int64
 	n     int    // the tokens of the entries on this bucket
@@ -91,26 +116,82 @@ type held struct {
 	delay time.Duration
 }
 
-func (d *decision) init(n int) {
-	if n <= len(d.small.at) {
-		d.window, d.at = d.small.window[:n], d.small.at[:n]
-		d.held, d.order = d.small.held[:0], d.small.order[:0]
-		return
+// findAll finds or makes the bucket of each entry of reqs, whose windows are window, at u;
+// fills hs with them, one per bucket, and order with their indexes in the order they are
+// to be held; sets each entry's index in hs in at (or skipped, or refused); and returns how
+// many buckets there are.
+func (s *store) findAll(reqs []ratelimit.Request, window []int64, at []int, hs []held, order []int, u int64) int {
+	nh := 0
+	for i := range reqs {
+		r := &reqs[i]
+		if r.Limit == (ratelimit.Limit{}) {
+			at[i] = skipped
+			continue
+		}
+		b, h := s.bucketFor(r.Key, r.Limit, u, window[i])
+		if b == nil {
+			at[i] = refused
+			continue
+		}
+		j := 0
+		for j < nh && hs[j].b != b { // a bucket met twice is an overflow bucket, at the cap
+			j++
+		}
+		if j == nh { // field by field: a held built whole is copied once more
+			hj := &hs[j]
+			hj.b, hj.hash, hj.limit, hj.w, hj.n = b, h, r.Limit, window[i], 0
+			nh++
+		}
+		hs[j].n += max(r.N, 1)
+		at[i] = j
 	}
-	d.window, d.at = make([]int64, n), make([]int, n)
-	d.held, d.order = make([]held, 0, n), make([]int, 0, n)
+	// By the hash of the key, then key, then limit: two AllowAlls wanting the same buckets
+	// take them in the same order, so that neither holds one the other waits for while it
+	// waits. An insertion sort: there are few.
+	for i := range nh {
+		order[i] = i
+		for j := i; j > 0 && before(&hs[order[j]], &hs[order[j-1]]); j-- {
+			order[j], order[j-1] = order[j-1], order[j]
+		}
+	}
+	return nh
 }
 
-// decideAll decides reqs at u, all or nothing, writes each entry's Result into results and
-// reports whether they were allowed.
-func (s *store) decideAll(d *decision, reqs []ratelimit.Request, u int64, results []ratelimit.Result) bool {
-	for !s.holdAll(d, reqs, u) {
-		// A bucket was dropped between its lookup and its hold: look them up again. Only a
-		// full bucket is dropped, and the lookup creates a live one, so this ends.
+// before orders held buckets by the hash of their key, then key, rate and burst.
+func before(x, y *held) bool {
+	if x.hash != y.hash {
+		return x.hash < y.hash
 	}
-	allowed := !slices.Contains(d.at, refused)
-	for i := range d.held {
-		h := &d.held[i]
+	a, b := x.b, y.b
+	if a.key != b.key {
+		return a.key < b.key
+	}
+	if a.rate != b.rate {
+		return a.rate < b.rate
+	}
+	return a.burst < b.burst
+}
+
+// holdAll holds the buckets of hs in order. It reports false, holding nothing, if one of
+// them has been dropped.
+func holdAll(hs []held, order []int) bool {
+	for k, i := range order {
+		if !hs[i].hold() {
+			for j := k - 1; j >= 0; j-- {
+				hs[order[j]].release(false)
+			}
+			return false
+		}
+	}
+	return true
+}
+
+// decideHeld decides each held bucket at u, charging nothing yet, and reports whether all
+// of them admit.
+func (s *store) decideHeld(hs []held, u int64) bool {
+	allowed := true
+	for i := range hs {
+		h := &hs[i]
 		n := min(h.n, h.limit.Burst)
 		if h.b.lk != nil {
 			h.v, h.delay = h.b.lk.st.peek(h.limit, u, n)
@@ -125,64 +206,19 @@ func (s *store) decideAll(d *decision, reqs []ratelimit.Request, u int64, result
 		}
 		allowed = allowed && h.v.allowed
 	}
-	for k := len(d.order) - 1; k >= 0; k-- {
-		h := &d.held[d.order[k]]
-		if allowed && h.b.lk != nil {
-			h.b.lk.st.take(h.limit, u, h.n, unbounded) // what peek said, under the same hold
-		}
-		h.release(allowed)
-	}
-	for i, r := range reqs {
-		switch j := d.at[i]; j {
-		case skipped:
-			results[i] = ratelimit.Result{Allowed: true}
-		case refused:
-			results[i] = overflowRefusal(r.Limit).result(r.Limit, 0)
-		default:
-			results[i] = d.held[j].v.result(r.Limit, d.held[j].delay)
-		}
-	}
 	return allowed
 }
 
-// holdAll finds or creates the bucket of each entry of reqs and holds them all, in a fixed
-// order. It reports false, holding nothing, if one of them was dropped meanwhile.
-func (s *store) holdAll(d *decision, reqs []ratelimit.Request, u int64) bool {
-	d.held, d.order = d.held[:0], d.order[:0]
-	for i, r := range reqs {
-		if r.Limit == (ratelimit.Limit{}) {
-			d.at[i] = skipped
-			continue
+// releaseAll lets go of the buckets of hs, the last held first, having charged them all at
+// u if charge, and none otherwise.
+func releaseAll(hs []held, order []int, u int64, charge bool) {
+	for k := len(order) - 1; k >= 0; k-- {
+		h := &hs[order[k]]
+		if charge && h.b.lk != nil {
+			h.b.lk.st.take(h.limit, u, h.n, unbounded) // what peek said, under the same hold
 		}
-		b := s.bucketFor(r.Key, r.Limit, u, d.window[i])
-		if b == nil {
-			d.at[i] = refused
-			continue
-		}
-		j := slices.IndexFunc(d.held, func(h held) bool { return h.b == b })
-		if j < 0 { // a bucket met twice is an overflow bucket, at the cap
-			d.held = append(d.held, held{b: b, limit: r.Limit, w: d.window[i]})
-			d.order = append(d.order, len(d.held)-1)
-			j = len(d.held) - 1
-		}
-		d.held[j].n += max(r.N, 1)
-		d.at[i] = j
+		h.release(charge)
 	}
-	// By key, then limit: two AllowAlls wanting the same buckets take them in the same
-	// order, so that neither holds one the other waits for while it waits.
-	slices.SortFunc(d.order, func(i, j int) int {
-		a, b := d.held[i].b, d.held[j].b
-		return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.rate, b.rate), cmp.Compare(a.burst, b.burst))
-	})
-	for k, i := range d.order {
-		if !d.held[i].hold() {
-			for _, j := range slices.Backward(d.order[:k]) {
-				d.held[j].release(false)
-			}
-			return false
-		}
-	}
-	return true
 }
 
 // hold takes the bucket for the AllowAll: its mutex, or its word, set aside in h.old and

@@ -111,23 +111,23 @@ func (s *store) findOrMake(sh *shard, h uint64, key string, limit ratelimit.Limi
 	return b
 }
 
-// bucketFor returns the bucket of (key, limit), making it at u if needed; at the cap, the
-// overflow bucket of limit, or nil if there is none. The bucket may have been dropped by
-// the time the caller holds it.
-func (s *store) bucketFor(key string, limit ratelimit.Limit, u, w int64) *bucket {
+// bucketFor returns the bucket of (key, limit), making it at u if needed, and the hash of
+// key; at the cap, the overflow bucket of limit, or nil if there is none. The bucket may have
+// been dropped by the time the caller holds it.
+func (s *store) bucketFor(key string, limit ratelimit.Limit, u, w int64) (*bucket, uint64) {
 	h := maphash.String(s.seed, key)
 	sh := &s.shards[h&(numShards-1)]
 	if b := sh.tab.Load().find(h, key, limit.Rate, limit.Burst); b != nil {
-		return b
+		return b, h
 	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if b := s.findOrMake(sh, h, key, limit, u, w); b != nil {
-		return b
+		return b, h
 	}
 	s.overflowMu.Lock()
 	defer s.overflowMu.Unlock()
-	return s.overflowBucket(limit, u, w)
+	return s.overflowBucket(limit, u, w), 0 // an overflow bucket's key is ""
 }
 
 // lookup returns the live bucket of (key, limit), or nil: it creates nothing.

@@ -2,7 +2,6 @@ package args
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/sluice-go/ratelimit"
 )
@@ -12,22 +11,21 @@ import (
 // (the backend's own check of an AllowN of max(N, 1) tokens), have N ≥ 0 and not repeat the
 // key and limit of an entry before it. It returns the index of the first bad entry and an
 // error naming it by index and Name, never by key, prefixed by pkg ("local: AllowAll"); or
-// -1 and nil.
-func CheckAll(pkg string, reqs []ratelimit.Request, check func(i int, r ratelimit.Request) error) (int, error) {
+// -1 and nil. check(i) checks reqs[i].
+func CheckAll(pkg string, reqs []ratelimit.Request, check func(i int) error) (int, error) {
 	if len(reqs) == 0 {
 		return -1, fmt.Errorf("%s: %w: no requests", pkg, ratelimit.ErrInvalidRequest)
 	}
-	for i, r := range reqs {
+	for i := range reqs {
+		r := &reqs[i]
 		if r.Limit == (ratelimit.Limit{}) {
 			continue
 		}
-		err := check(i, r)
+		err := check(i)
 		if err == nil && r.N < 0 {
 			err = fmt.Errorf("%w: n = %d", ratelimit.ErrInvalidCost, r.N)
 		}
-		if err == nil && slices.ContainsFunc(reqs[:i], func(o ratelimit.Request) bool {
-			return o.Key == r.Key && o.Limit == r.Limit
-		}) {
+		if err == nil && repeats(reqs[:i], r) {
 			err = fmt.Errorf("%w: the same key and limit twice", ratelimit.ErrInvalidRequest)
 		}
 		if err != nil {
@@ -35,6 +33,16 @@ func CheckAll(pkg string, reqs []ratelimit.Request, check func(i int, r ratelimi
 		}
 	}
 	return -1, nil
+}
+
+// repeats reports whether r's key and limit are those of one of reqs.
+func repeats(reqs []ratelimit.Request, r *ratelimit.Request) bool {
+	for i := range reqs {
+		if reqs[i].Key == r.Key && reqs[i].Limit == r.Limit {
+			return true
+		}
+	}
+	return false
 }
 
 // Bind sets mr's Binding and RetryAfter from its Results, as ratelimit.MultiResult says:
