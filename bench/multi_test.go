@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
@@ -29,6 +30,7 @@ var multiLimits = []ratelimit.Limit{
 //	cd bench && go test -run '^$' -bench 'AllowAll' -benchmem -count 3
 func BenchmarkAllowAll(b *testing.B) {
 	srv := redistest.NewServer(b)
+	pinRedis(b, srv)
 	client := newRedisClient(srv.Addr())
 	b.Cleanup(func() { client.Close() })
 	l, err := distributed.New(client)
@@ -131,6 +133,40 @@ func localRequests() []ratelimit.Request {
 		reqs[i].Limit = ratelimit.Limit{Rate: 1e3, Burst: 1 << (40 - i)}
 	}
 	return reqs
+}
+
+// BenchmarkAllowAllInstructions counts the instructions redis-server executes for one
+// AllowN and for one AllowAll of the three multiLimits on keys of one slot, under valgrind
+// --tool=callgrind (see BenchmarkScriptInstructions): Redis's share of BenchmarkAllowAll, in
+// a figure no load moves. It runs with -callgrind:
+//
+//	cd bench && go test -run '^$' -bench AllowAllInstructions -benchtime 1x -v -args -callgrind
+func BenchmarkAllowAllInstructions(b *testing.B) {
+	if !*callgrind {
+		b.Skip("runs with -callgrind")
+	}
+	vg := startCallgrindRedis(b)
+	l, err := distributed.New(vg.client, distributed.WithTimeout(time.Minute)) // valgrind is slow
+	require.NoError(b, err)
+	b.Cleanup(func() { l.Close() })
+	ctx := context.Background()
+	reqs := sameSlotRequests()
+	const calls = 2000
+	one := func() {
+		res, err := l.AllowN(ctx, reqs[0].Key, reqs[0].Limit, 1)
+		require.NoError(b, err)
+		require.True(b, res.Allowed)
+	}
+	all := func() {
+		mr, err := l.AllowAll(ctx, reqs)
+		require.NoError(b, err)
+		require.True(b, mr.Allowed)
+	}
+	one() // the scripts loaded, the buckets made
+	all()
+	irOne := vg.count(b, calls, one)
+	irAll := vg.count(b, calls, all)
+	b.Logf("AllowN %d, AllowAll of 3 %d instructions per call: %.2f×", irOne, irAll, float64(irAll)/float64(irOne))
 }
 
 func sameSlotRequests() []ratelimit.Request {

@@ -36,20 +36,8 @@ func BenchmarkScriptInstructions(b *testing.B) {
 	t := b
 	src, err := os.ReadFile("../distributed/gcra.lua")
 	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(t, ln.Close())
-	dir := t.TempDir()
-	cmd := exec.Command("valgrind", "--tool=callgrind", "--callgrind-out-file="+filepath.Join(dir, "cg.%p"),
-		"redis-server", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no")
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	client := redis.NewClient(&redis.Options{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))})
-	t.Cleanup(func() { client.Close() })
-	ctx := context.Background()
-	require.Eventually(t, func() bool { return client.Ping(ctx).Err() == nil }, time.Minute, 100*time.Millisecond)
-	pid := strconv.Itoa(cmd.Process.Pid)
+	vg := startCallgrindRedis(b)
+	client, ctx := vg.client, context.Background()
 
 	const calls = 4000
 	for _, tr := range redisTraffics() {
@@ -71,24 +59,57 @@ func BenchmarkScriptInstructions(b *testing.B) {
 			key := []string{"ir:" + name + ":" + tr.name}
 			args := []any{limit.Rate, limit.Burst, 1, ""}
 			require.NoError(t, script.Run(ctx, client, key, args...).Err()) // loaded, and drained under deny
-			require.NoError(t, exec.Command("callgrind_control", "-z", pid).Run())
-			for range calls {
+			ir := vg.count(b, calls, func() {
 				require.NoError(t, script.EvalSha(ctx, client, key, args...).Err())
-			}
-			before, _ := filepath.Glob(filepath.Join(dir, "cg.*"))
-			require.NoError(t, exec.Command("callgrind_control", "-d", pid).Run())
-			var dump string
-			require.Eventually(t, func() bool {
-				after, _ := filepath.Glob(filepath.Join(dir, "cg.*"))
-				if len(after) > len(before) {
-					dump = newest(after)
-					return true
-				}
-				return false
-			}, time.Minute, 50*time.Millisecond)
-			t.Logf("%-20s %-5s %7d instructions per call", name, tr.name, totalIr(t, dump)/calls)
+			})
+			t.Logf("%-20s %-5s %7d instructions per call", name, tr.name, ir)
 		}
 	}
+}
+
+// callgrindRedis is a redis-server run under valgrind --tool=callgrind.
+type callgrindRedis struct {
+	client *redis.Client
+	pid    string
+	dir    string // where callgrind dumps
+}
+
+// startCallgrindRedis starts a redis-server under callgrind, stopped at b's cleanup.
+func startCallgrindRedis(b *testing.B) *callgrindRedis {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(b, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(b, ln.Close())
+	dir := b.TempDir()
+	cmd := exec.Command("valgrind", "--tool=callgrind", "--callgrind-out-file="+filepath.Join(dir, "cg.%p"),
+		"redis-server", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no")
+	require.NoError(b, cmd.Start())
+	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	client := redis.NewClient(&redis.Options{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))})
+	b.Cleanup(func() { client.Close() })
+	require.Eventually(b, func() bool { return client.Ping(context.Background()).Err() == nil }, time.Minute, 100*time.Millisecond)
+	return &callgrindRedis{client: client, pid: strconv.Itoa(cmd.Process.Pid), dir: dir}
+}
+
+// count calls call calls times, with redis-server's counters zeroed before and dumped after,
+// and returns the instructions it executed per call.
+func (vg *callgrindRedis) count(b *testing.B, calls int, call func()) int64 {
+	require.NoError(b, exec.Command("callgrind_control", "-z", vg.pid).Run())
+	for range calls {
+		call()
+	}
+	before, _ := filepath.Glob(filepath.Join(vg.dir, "cg.*"))
+	require.NoError(b, exec.Command("callgrind_control", "-d", vg.pid).Run())
+	var dump string
+	require.Eventually(b, func() bool {
+		after, _ := filepath.Glob(filepath.Join(vg.dir, "cg.*"))
+		if len(after) > len(before) {
+			dump = newest(after)
+			return true
+		}
+		return false
+	}, time.Minute, 50*time.Millisecond)
+	return totalIr(b, dump) / int64(calls)
 }
 
 // newest returns the most recently modified of paths.
