@@ -1,9 +1,17 @@
 package distributed_test
 
 import (
+	"context"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
@@ -35,4 +43,129 @@ func TestPriorityConformance(t *testing.T) {
 			conformance.RunPriority(t, alg, priorityHarness(client, alg))
 		})
 	}
+}
+
+// TestPriorityFlood: 64 goroutines on one Redis bucket of 100 tokens, for every algorithm,
+// with the clock standing still: 16 Normal goroutines and 32 Sheddable ones make 8 requests
+// each, and 16 Critical goroutines one each, sent once the flood has made 150 of its 384.
+// Normal requests may take the bucket down to 20 tokens (reserve 0.2), Sheddable ones down
+// to 50, Critical ones to empty: so every Critical request passes, since at most 16 of the
+// 20 reserved tokens are theirs to take, and what Redis holds afterwards is exactly what the
+// goroutines were told they took. A Critical drain then takes the rest: 100 in all.
+func TestPriorityFlood(t *testing.T) {
+	server := redistest.NewServer(t)
+	client := newClient(t, server.Addr())
+	limit := ratelimit.Limit{Rate: 1, Burst: 100}
+	for _, alg := range conformance.Algorithms() {
+		t.Run(alg.String(), func(t *testing.T) {
+			clock := conformance.NewClock()
+			prefix := uniquePrefix()
+			l := newLimiter(t, client, clock, distributed.WithAlgorithm(alg), distributed.WithPrefix(prefix),
+				distributed.WithReserves(ratelimit.Reserves{Normal: 0.2}))
+
+			const goroutines, criticals, attempts = 64, 16, 8
+			var admitted [3]atomic.Int64
+			var sent atomic.Int64
+			var wg sync.WaitGroup
+			errs := make(chan error, goroutines)
+			ask := func(ctx context.Context, p ratelimit.Priority) bool {
+				res, err := l.Allow(ctx, "flood", limit)
+				if err != nil {
+					errs <- err
+					return false
+				}
+				if res.Allowed {
+					admitted[p].Add(1)
+				}
+				return true
+			}
+			for i := range goroutines {
+				switch {
+				case i%4 == 0:
+					wg.Go(func() {
+						for sent.Load() < 150 {
+							runtime.Gosched() // not a sleep: it waits for the flood, not for time
+						}
+						ask(ratelimit.WithPriority(context.Background(), ratelimit.Critical), ratelimit.Critical)
+					})
+				default:
+					p := ratelimit.Sheddable
+					if i%2 == 0 {
+						p = ratelimit.Normal
+					}
+					wg.Go(func() {
+						ctx := ratelimit.WithPriority(context.Background(), p)
+						for range attempts {
+							sent.Add(1)
+							if !ask(ctx, p) {
+								return
+							}
+						}
+					})
+				}
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				require.NoError(t, err)
+			}
+			c, n, s := admitted[ratelimit.Critical].Load(), admitted[ratelimit.Normal].Load(), admitted[ratelimit.Sheddable].Load()
+			require.Equal(t, int64(criticals), c, "a Critical request was denied while the reserve held")
+			require.LessOrEqual(t, s, int64(50))
+			taken := c + n + s
+			require.True(t, 80 <= taken && taken <= 96, "taken %d: critical %d, normal %d, sheddable %d", taken, c, n, s)
+
+			// What Redis holds is what the goroutines were told.
+			key := prefix + "flood:" + map[ratelimit.Algorithm]string{
+				ratelimit.TokenBucket: "tb", ratelimit.FixedWindow: "fw", ratelimit.SlidingWindowLog: "swl",
+				ratelimit.SlidingWindowCounter: "swc", ratelimit.LeakyBucket: "lb",
+			}[alg] + ":1:100"
+			require.Equal(t, taken, storedCount(t, server, alg, key, clock))
+
+			// The rest goes to Critical requests, and not one token more.
+			drained := int64(0)
+			for {
+				res, err := l.Allow(context.Background(), "flood", limit)
+				require.NoError(t, err)
+				if !res.Allowed {
+					break
+				}
+				drained++
+			}
+			require.Equal(t, int64(limit.Burst), taken+drained)
+			require.Equal(t, int64(limit.Burst), storedCount(t, server, alg, key, clock))
+		})
+	}
+}
+
+// storedCount reads how many tokens the bucket at key has given out, from its value in
+// Redis: the TAT less now, in tokens at 1 a second, for the token and leaky buckets (the
+// clock stands still); the window's count for the window algorithms; the log's entries.
+func storedCount(t *testing.T, server *redistest.Server, alg ratelimit.Algorithm, key string, clock *conformance.Clock) int64 {
+	t.Helper()
+	if alg == ratelimit.SlidingWindowLog {
+		n, err := server.Do("ZCARD", key)
+		require.NoError(t, err)
+		return n.(int64)
+	}
+	v, err := server.Do("GET", key)
+	require.NoError(t, err)
+	s, ok := v.(string)
+	require.True(t, ok, "%T %v", v, v)
+	switch alg {
+	case ratelimit.TokenBucket, ratelimit.LeakyBucket:
+		tat, err := strconv.ParseInt(s, 10, 64)
+		require.NoError(t, err, "TAT %q", s)
+		now := clock.Now().Sub(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)).Microseconds() / 1e6 // tokens
+		return tat - now
+	}
+	// "window:count" or "window:cur:prev": the count of this window, with nothing before it.
+	parts := strings.Split(s, ":")
+	require.GreaterOrEqual(t, len(parts), 2, "%q", s)
+	if len(parts) == 3 {
+		require.Equal(t, "0", parts[2], "%q", s)
+	}
+	n, err := strconv.ParseInt(parts[1], 10, 64)
+	require.NoError(t, err, "%q", s)
+	return n
 }
