@@ -28,7 +28,10 @@ local cost = tonumber(ARGV[3])
 -- The request is decided as on a bucket of usable = burst - reserve tokens: admitted while
 -- it leaves reserve tokens in the bucket, told to retry when it would, its remaining counted
 -- above the reserve. The TAT and its expiry are the bucket's own: no burst appears in them.
-local usable = burst - (tonumber(ARGV[6]) or 0)
+local usable = burst
+if ARGV[6] then
+  usable = burst - ARGV[6] -- the string converted by Lua: a test, not a call, when absent
+end
 
 local now_us = tonumber(ARGV[4])
 if not now_us then

@@ -74,7 +74,10 @@ end
 -- backend's are. Sums are ordered so that one that exceeds 2^53 only rounds once past it.
 local cap = 9007199254740992
 
-local usable = burst - (tonumber(ARGV[6]) or 0)
+local usable = burst
+if ARGV[6] then
+  usable = burst - ARGV[6] -- the string converted by Lua: a test, not a call, when absent
+end
 local room = usable - cost
 local est = prev * (w - x) / w + cur
 local allowed = est <= room

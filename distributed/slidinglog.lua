@@ -24,7 +24,10 @@
 local burst = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
 local window = tonumber(ARGV[5])
-local usable = burst - (tonumber(ARGV[6]) or 0)
+local usable = burst
+if ARGV[6] then
+  usable = burst - ARGV[6] -- the string converted by Lua: a test, not a call, when absent
+end
 
 local now = tonumber(ARGV[4])
 if not now then
