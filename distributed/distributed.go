@@ -153,9 +153,16 @@ func (l *Limiter) reserve(ctx context.Context, limit ratelimit.Limit, n int) (in
 // argv returns a single-key script's arguments (see algorithms.go): ARGV[1..4], the
 // algorithm's own ARGV[5] or own (the leaky bucket's Wait bound) when not nil, and ARGV[6],
 // the reserve, only when there is one, so that a request that keeps none sends what it
-// always did. One allocation, whatever the algorithm.
+// always did. One allocation of the exact size, whatever the algorithm.
 func (l *Limiter) argv(alg algorithm, limit ratelimit.Limit, n int, own any, reserve int) []any {
-	argv := make([]any, 4, 6)
+	size := 4
+	switch {
+	case reserve > 0:
+		size = 6
+	case alg.args != nil || own != nil:
+		size = 5
+	}
+	argv := make([]any, 4, size)
 	argv[0], argv[1], argv[2], argv[3] = limit.Rate, limit.Burst, n, l.testNow()
 	switch {
 	case alg.args != nil:
