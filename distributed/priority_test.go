@@ -169,3 +169,40 @@ func storedCount(t *testing.T, server *redistest.Server, alg ratelimit.Algorithm
 	require.NoError(t, err, "%q", s)
 	return n
 }
+
+// TestPriorityWait: Wait on the leaky bucket keeps the reserve of its context's priority, on
+// synctest's clock. Rate 1/s, Burst 10: 5 places queued at t0 leave a Sheddable request (5
+// kept back) no place until t0 + 1 s, and its turn then comes 4 s later.
+func TestPriorityWait(t *testing.T) {
+	server := redistest.NewServer(t)
+	inBubble(t, server, func(t *testing.T, l *distributed.Limiter) {
+		limit := ratelimit.Limit{Rate: 1, Burst: 10}
+		bg := context.Background()
+		shed := ratelimit.WithPriority(bg, ratelimit.Sheddable)
+		t0 := time.Now()
+		res, err := l.AllowN(bg, "q", limit, 5)
+		require.NoError(t, err)
+		require.True(t, res.Allowed)
+
+		// The queue is full for Sheddable and drains in 5 s, after a deadline 3 s away: Wait
+		// fails at once, taking nothing.
+		short, cancel := context.WithTimeout(shed, 3*time.Second)
+		err = l.Wait(short, "q", limit)
+		cancel()
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.Equal(t, t0, time.Now(), "failed at once")
+		peeked, err := l.Peek(bg, "q", limit, 1)
+		require.NoError(t, err)
+		require.Equal(t, 4, peeked.Remaining, "the failed Wait took nothing")
+
+		// With 10 s: a place frees up for Sheddable at 1 s, then its turn comes at 5 s.
+		long, cancel := context.WithTimeout(shed, 10*time.Second)
+		require.NoError(t, l.Wait(long, "q", limit))
+		cancel()
+		require.Equal(t, 5*time.Second, time.Since(t0))
+
+		// Critical finds one place queued ahead of it, the Sheddable request's last: 1 s.
+		require.NoError(t, l.Wait(bg, "q", limit))
+		require.Equal(t, 6*time.Second, time.Since(t0))
+	})
+}
