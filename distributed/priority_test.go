@@ -206,3 +206,26 @@ func TestPriorityWait(t *testing.T) {
 		require.Equal(t, 6*time.Second, time.Since(t0))
 	})
 }
+
+// TestWithReservesInvalid: New refuses reserves that could not be enforced, before any
+// request, with an error wrapping ratelimit.ErrInvalidLimit.
+func TestWithReservesInvalid(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never contacted
+	t.Cleanup(func() { _ = client.Close() })
+	for _, c := range []struct {
+		r    ratelimit.Reserves
+		want string
+	}{
+		{ratelimit.Reserves{Normal: 1}, "distributed: New: WithReserves: ratelimit: invalid limit: reserve Normal = 1 is not a fraction below 1"},
+		{ratelimit.Reserves{Sheddable: 0.05}, "distributed: New: WithReserves: ratelimit: invalid limit: reserve Sheddable = 0.05 is less than reserve Normal = 0.1: a lower priority must keep back at least as much"},
+	} {
+		l, err := distributed.New(client, distributed.WithReserves(c.r))
+		require.ErrorIs(t, err, ratelimit.ErrInvalidLimit)
+		require.EqualError(t, err, c.want)
+		require.Nil(t, l)
+	}
+	for _, r := range []ratelimit.Reserves{{}, {Normal: -1, Sheddable: -1}, {Normal: 0.3, Sheddable: 0.9}} {
+		_, err := distributed.New(client, distributed.WithReserves(r))
+		require.NoError(t, err, "%+v", r)
+	}
+}

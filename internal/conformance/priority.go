@@ -36,6 +36,7 @@ var priorityRules = []rule{
 	{"CustomReserves", priorityCustomReserves},
 	{"ReservesOff", priorityReservesOff},
 	{"SmallBursts", prioritySmallBursts},
+	{"HugeBurst", priorityHugeBurst},
 	{"Concurrency", priorityConcurrency},
 	{"Inspector", priorityInspector},
 	{"AllowAll", priorityAllowAll},
@@ -442,6 +443,34 @@ func prioritySmallBursts(t *testing.T, h Harness) {
 		{p: sheddable},
 		{p: critical},
 	})
+}
+
+// priorityHugeBurst: at Burst = ratelimit.MaxBurst (2^52) the reserves are exact too: the
+// default ones are ⌊0.1 × 2^52⌋ = 450,359,962,737,049 and 2^51 tokens, and the three
+// priorities take, in turn, exactly the 2^52 tokens of the bucket, each down to its reserve.
+// The sliding log refuses such a Burst (ratelimit.MaxLogBurst): its part is the rest of the
+// suite's.
+func priorityHugeBurst(t *testing.T, h Harness) {
+	if h.Algorithm == ratelimit.SlidingWindowLog {
+		return
+	}
+	const huge = ratelimit.MaxBurst
+	limit := ratelimit.Limit{Rate: 1e6, Burst: huge} // T = 1 µs, W = 2^52 µs
+	rn := ratelimit.Reserves{}.Tokens(normal, huge)
+	require.Equal(t, 450_359_962_737_049, rn)
+	require.Equal(t, huge/2, ratelimit.Reserves{}.Tokens(sheddable, huge))
+	playOutcomes(t, h.Limiter, "huge", limit, []outcome{
+		{p: sheddable, n: huge / 2, allowed: true},
+		{p: sheddable},
+		{p: normal, n: huge/2 - rn + 1, remaining: huge/2 - rn}, // one token too many
+		{p: normal, n: huge/2 - rn, allowed: true},
+		{p: normal},
+		{p: critical, n: rn + 1, remaining: rn},
+		{p: critical, n: rn, allowed: true},
+		{p: critical},
+	})
+	_, err := h.Limiter.AllowN(ratelimit.WithPriority(context.Background(), sheddable), "huge", limit, huge/2+1)
+	require.ErrorIs(t, err, ratelimit.ErrExceedsBurst)
 }
 
 // priorityConcurrency: 64 goroutines of mixed priorities on one bucket whose clock stands
