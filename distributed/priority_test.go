@@ -229,3 +229,14 @@ func TestWithReservesInvalid(t *testing.T) {
 		require.NoError(t, err, "%+v", r)
 	}
 }
+
+// TestPriorityConformanceCluster runs the rules on a 3-node Cluster, where AllowAll decides
+// keys of different slots slot by slot, each keeping its reserve.
+func TestPriorityConformanceCluster(t *testing.T) {
+	client := newClusterClientOf(t, redistest.NewCluster(t))
+	for _, alg := range conformance.Algorithms() {
+		t.Run(alg.String(), func(t *testing.T) {
+			conformance.RunPriority(t, alg, priorityHarness(client, alg))
+		})
+	}
+}
