@@ -164,7 +164,8 @@ func (r Reserves) Tokens(p Priority, burst int) int {
 	if !(f > 0) || burst < 1 {
 		return 0
 	}
-	// f·burst rounds once; the floor of a product below burst can round up to burst only in
-	// the last bit, and Validate refuses f >= 1: the cap holds every fraction in range.
+	// For f below 1 the product f·burst, rounded, stays below burst (it falls short by at
+	// least half a unit in the last place, which rounding to nearest never crosses), so its
+	// floor is at most burst − 1 already: the cap only holds back what Validate refuses.
 	return int(min(math.Floor(f*float64(burst)), float64(burst-1)))
 }
