@@ -44,12 +44,19 @@
 //     fallback.WithClock: simulations, replays, tests); the Redis backend reads Redis's
 //     clock, by design, and has no such option.
 //
+// # Priorities
+//
+// A request can carry a Priority in its context (WithPriority): Critical, the default,
+// Normal or Sheddable. A limiter keeps part of each bucket (Reserves) back from the lower
+// priorities, so that a flood of sheddable requests cannot spend the tokens critical ones
+// need; docs/algorithms.md ("Priority reserves") has the rule and the defaults.
+//
 // # Observing
 //
 // Every decision can be reported to an Observer, as a Decision: policy, backend, outcome,
-// error kind (ClassifyError), shadow, cost, remaining, limit and duration, never the key.
-// The middlewares take one (WithObserver); Observe wraps a Limiter called directly;
-// Observers composes several and recovers their panics. Packages otelmetrics
+// error kind (ClassifyError), shadow, cost, priority, remaining, limit and duration, never
+// the key. The middlewares take one (WithObserver); Observe wraps a Limiter called
+// directly; Observers composes several and recovers their panics. Packages otelmetrics
 // (OpenTelemetry), prommetrics (Prometheus, a module of its own) and slogobserver
 // (log/slog) implement it; docs/observability.md has the instruments, queries and alerts.
 //

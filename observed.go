@@ -30,10 +30,10 @@ var (
 
 // Observe returns l reporting each of its decisions to o, as a Decision with Policy set to
 // policy, Backend to BackendName(l) (or, when l is an OriginReporter such as
-// fallback.Limiter, the backend that decided), Cost to n and Duration to the time the call
-// to l took. It is for code that calls a Limiter directly; the middlewares take an Observer
-// of their own (WithObserver), and wrapping the Limiter they are given as well would report
-// each decision twice.
+// fallback.Limiter, the backend that decided), Cost to n, Priority to the priority ctx
+// carries and Duration to the time the call to l took. It is for code that calls a Limiter
+// directly; the middlewares take an Observer of their own (WithObserver), and wrapping the
+// Limiter they are given as well would report each decision twice.
 //
 // A panic in o is recovered (see Observers): the call returns l's answer all the same.
 // Observe panics if l or o is nil.
@@ -86,6 +86,7 @@ func (l *ObservedLimiter) AllowNOrigin(ctx context.Context, key string, limit Li
 		Backend:  org.Backend,
 		Cached:   org.Cached,
 		Cost:     n,
+		Priority: PriorityFrom(ctx),
 		Limit:    limit,
 		Duration: elapsed,
 	}

@@ -55,6 +55,9 @@ type Decision struct {
 	Cached bool
 	// Cost is the number of tokens asked for.
 	Cost int
+	// Priority is the priority the request was decided at: the one its context carried
+	// (PriorityFrom), Critical when it carried none.
+	Priority Priority
 	// Remaining is the number of whole tokens left after the decision (Result.Remaining);
 	// 0 on errors.
 	Remaining int

@@ -190,7 +190,18 @@ func TestObserve(t *testing.T) {
 	step(100*time.Millisecond, ratelimit.OutcomeDenied, 0)
 	step(1500*time.Millisecond, ratelimit.OutcomeAllowed, 0)
 
-	_, err := o.AllowN(ctx, "", limit, 1)
+	// The priority is the one the context carries. (Burst 2 keeps nothing back from Normal
+	// requests: ⌊0.1 × 2⌋ = 0.)
+	_, err := o.Allow(ratelimit.WithPriority(ctx, ratelimit.Normal), "other", limit)
+	require.NoError(t, err)
+	d := rec.decisions[len(rec.decisions)-1]
+	d.Duration = 0
+	assert.Equal(t, ratelimit.Decision{
+		Policy: "api", Backend: "local", Outcome: ratelimit.OutcomeAllowed, Cost: 1, Priority: ratelimit.Normal,
+		Remaining: 1, Limit: limit,
+	}, d)
+
+	_, err = o.AllowN(ctx, "", limit, 1)
 	require.ErrorIs(t, err, ratelimit.ErrKeyEmpty)
 	_, err = o.AllowN(ctx, "client", limit, 3)
 	require.ErrorIs(t, err, ratelimit.ErrExceedsBurst)
@@ -199,13 +210,13 @@ func TestObserve(t *testing.T) {
 	require.ErrorIs(t, err, ratelimit.ErrClosed)
 	require.ErrorIs(t, o.Wait(ctx, "client", limit), ratelimit.ErrClosed)
 
-	require.Len(t, rec.decisions, 7, "Wait is not observed")
+	require.Len(t, rec.decisions, 8, "Wait is not observed")
 	for i, want := range []struct {
 		kind ratelimit.ErrorKind
 		cost int
 		err  error
 	}{{ratelimit.KindInvalidInput, 1, ratelimit.ErrKeyEmpty}, {ratelimit.KindInvalidInput, 3, ratelimit.ErrExceedsBurst}, {ratelimit.KindClosed, 1, ratelimit.ErrClosed}} {
-		d := rec.decisions[4+i]
+		d := rec.decisions[5+i]
 		assert.Equal(t, ratelimit.OutcomeError, d.Outcome)
 		assert.Equal(t, want.kind, d.ErrorKind)
 		assert.Equal(t, want.cost, d.Cost)

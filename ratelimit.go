@@ -111,7 +111,9 @@ type Limiter interface {
 	Allow(ctx context.Context, key string, limit Limit) (Result, error)
 	// AllowN takes n tokens from the bucket if it holds at least n, and denies the request
 	// otherwise. A denial takes nothing. n greater than limit.Burst can never be allowed:
-	// AllowN returns Allowed false and ErrExceedsBurst.
+	// AllowN returns Allowed false and ErrExceedsBurst. A limiter that keeps Reserves
+	// decides a request whose context carries a Priority below Critical as under a Burst
+	// less its reserve (see Reserves).
 	AllowN(ctx context.Context, key string, limit Limit, n int) (Result, error)
 	// Wait blocks until one token can be taken, then takes it. It returns ctx's error
 	// promptly when ctx ends, and fails at once, with an error wrapping
@@ -135,7 +137,8 @@ var (
 	// ErrInvalidCost is returned when n, the number of tokens asked for, is less than 1.
 	ErrInvalidCost = errors.New("ratelimit: invalid cost")
 	// ErrExceedsBurst is returned, with Allowed false, when n is greater than the limit's
-	// Burst: such a request can never be allowed.
+	// Burst, or than the part of it left to the request's Priority (see Reserves): such a
+	// request can never be allowed.
 	ErrExceedsBurst = errors.New("ratelimit: cost exceeds burst")
 	// ErrNotSupported is returned by an operation or algorithm a backend does not implement,
 	// such as Wait on the Redis backend.

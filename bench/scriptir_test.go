@@ -19,8 +19,9 @@ import (
 var callgrind = flag.Bool("callgrind", false, "BenchmarkScriptInstructions: count redis-server's instructions under valgrind")
 
 // BenchmarkScriptInstructions counts the instructions redis-server executes per EVALSHA of each of
-// BenchmarkRedisScript's scripts, under valgrind --tool=callgrind: a figure that, unlike
-// time, does not depend on the machine's load. It runs with -callgrind (valgrind and
+// BenchmarkRedisScript's scripts, and of gcra.lua for a request that keeps a priority
+// reserve (gcra+reserve), under valgrind --tool=callgrind: a figure that, unlike time, does
+// not depend on the machine's load. It runs with -callgrind (valgrind and
 // callgrind_control in PATH) and takes about a minute:
 //
 //	cd bench && go test -run '^$' -bench ScriptInstructions -benchtime 1x -v -args -callgrind
@@ -40,24 +41,35 @@ func BenchmarkScriptInstructions(b *testing.B) {
 	client, ctx := vg.client, context.Background()
 
 	const calls = 4000
+	type contender struct {
+		name   string
+		script *redis.Script
+		args   []any // nil: the traffic's limit, one token, Redis TIME
+	}
 	for _, tr := range redisTraffics() {
 		limit := tr.tb
-		scripts := []struct {
-			name   string
-			script *redis.Script
-		}{{"return1", noop}, {"calls+reply", floorScripts[2].script}}
+		scripts := []contender{{"return1", noop, nil}, {"calls+reply", floorScripts[2].script, nil}}
 		for _, v := range gcraVariants {
 			if s := v.edit(string(src), limit.Rate, limit.Burst); s != "" {
-				scripts = append(scripts, struct {
-					name   string
-					script *redis.Script
-				}{v.name, redis.NewScript(s)})
+				scripts = append(scripts, contender{v.name, redis.NewScript(s), nil})
 			}
 		}
+		// gcra.lua for a request that keeps a reserve (a priority below Critical, ARGV[6]):
+		// under allow traffic half the burst kept back, which the run never reaches; under
+		// deny traffic a Burst of 2 with 1 kept back, which the first call leaves at the
+		// reserve, so that every timed call is denied.
+		reserve := []any{limit.Rate, limit.Burst, 1, "", "", limit.Burst / 2}
+		if !tr.allow {
+			reserve = []any{limit.Rate, 2, 1, "", "", 1}
+		}
+		scripts = append(scripts, contender{"gcra+reserve", redis.NewScript(string(src)), reserve})
 		for _, sc := range scripts {
 			name, script := sc.name, sc.script
 			key := []string{"ir:" + name + ":" + tr.name}
-			args := []any{limit.Rate, limit.Burst, 1, ""}
+			args := sc.args
+			if args == nil {
+				args = []any{limit.Rate, limit.Burst, 1, ""}
+			}
 			require.NoError(t, script.Run(ctx, client, key, args...).Err()) // loaded, and drained under deny
 			ir := vg.count(b, calls, func() {
 				require.NoError(t, script.EvalSha(ctx, client, key, args...).Err())

@@ -10,13 +10,17 @@ import (
 	"github.com/sluice-go/ratelimit/internal/args"
 )
 
-// Every script takes one key, KEYS[1], the bucket's, and the same first four arguments:
+// Every script takes one key, KEYS[1], the bucket's, and the same arguments:
 //
 //	ARGV[1]  rate: tokens per second (0 < rate <= MaxRate)
 //	ARGV[2]  burst: the bucket's capacity (1 <= burst)
 //	ARGV[3]  cost: tokens this request takes (1 <= cost <= burst)
 //	ARGV[4]  empty, or, for tests only, "now" in whole microseconds since epoch; when empty
 //	         the clock is Redis TIME, so application servers' clocks never matter
+//	ARGV[5]  the algorithm's own argument (args), or empty, or absent
+//	ARGV[6]  absent, or the reserve of the request's priority (ratelimit.Reserves.Tokens,
+//	         1 <= reserve <= burst - cost): the request is decided as under a burst of
+//	         burst - reserve, while the bucket's state and its expiry stay its own
 //
 // and returns {allowed (1 or 0), remaining, retry-after µs, reset-after µs}, all integers
 // (Redis would truncate a fractional Lua number), with delay µs as a fifth for a shaper.

@@ -14,7 +14,9 @@ import (
 var _ ratelimit.MultiLimiter = (*Limiter)(nil)
 
 // AllowAll decides reqs together, all or nothing, as ratelimit.MultiLimiter says: every bucket
-// is charged or none is, and each Result is what AllowN alone would have said.
+// is charged or none is, and each Result is what AllowN alone would have said. Every request
+// is decided at the priority ctx carries, each keeping its own bucket's reserve; an N above
+// the burst left to that priority is refused with ratelimit.ErrExceedsBurst.
 //
 // Keys in one hash slot are decided by one script in one round trip, atomically: always on a
 // single server or behind Sentinel, and on a Cluster or a Ring when the keys carry the same
@@ -34,7 +36,8 @@ func (l *Limiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratel
 	if l.closed.Load() {
 		return mr, ratelimit.ErrClosed
 	}
-	if i, err := l.checkAll(reqs); err != nil {
+	p := ratelimit.PriorityFrom(ctx)
+	if i, err := l.checkAll(reqs, p); err != nil {
 		mr.Binding = max(i, 0)
 		for j := range reqs {
 			mr.Results[j].Limit = reqs[j].Limit
@@ -58,7 +61,9 @@ func (l *Limiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratel
 			groups = append(groups, group{slot: s})
 			g = len(groups) - 1
 		}
-		groups[g].add(i, key, r.Limit, max(r.N, 1), alg)
+		n := max(r.N, 1)
+		reserve, _ := args.Reserve(l.reserves, p, r.Limit, n) // checkAll has refused an error
+		groups[g].add(i, key, r.Limit, n, alg, reserve)
 	}
 	if len(groups) > 1 && l.crossSlot == CrossSlotRefuse {
 		return mr, fmt.Errorf("distributed: AllowAll: %w: %d slots", ratelimit.ErrCrossSlot, len(groups))
@@ -93,14 +98,19 @@ func (l *Limiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratel
 	return mr, nil
 }
 
-// checkAll checks reqs before any round trip (see args.CheckAll).
-func (l *Limiter) checkAll(reqs []ratelimit.Request) (int, error) {
+// checkAll checks reqs, to be decided at priority p, before any round trip (see
+// args.CheckAll).
+func (l *Limiter) checkAll(reqs []ratelimit.Request, p ratelimit.Priority) (int, error) {
 	return args.CheckAll("distributed: AllowAll", reqs, func(i int) error {
 		r := &reqs[i]
 		if err := args.Check(r.Key, r.Limit, max(r.N, 1)); err != nil {
 			return err
 		}
-		return l.ValidateLimit(r.Limit)
+		if err := l.ValidateLimit(r.Limit); err != nil {
+			return err
+		}
+		_, err := args.Reserve(l.reserves, p, r.Limit, max(r.N, 1))
+		return err
 	})
 }
 
@@ -130,12 +140,12 @@ type group struct {
 	indexes []int // into the caller's requests
 	keys    []string
 	limits  []ratelimit.Limit
-	perKey  []any // rate, burst, cost and the algorithm's own argument, for each key
+	perKey  []any // rate, burst, cost, the algorithm's own argument and the reserve, for each key
 	at      int64 // the instant the group was charged (µs since 2020), for its refund
 }
 
-// add appends request i, whose bucket is key.
-func (g *group) add(i int, key string, limit ratelimit.Limit, n int, alg algorithm) {
+// add appends request i, whose bucket is key, which must leave reserve tokens in it.
+func (g *group) add(i int, key string, limit ratelimit.Limit, n int, alg algorithm, reserve int) {
 	g.indexes = append(g.indexes, i)
 	g.keys = append(g.keys, key)
 	g.limits = append(g.limits, limit)
@@ -143,7 +153,7 @@ func (g *group) add(i int, key string, limit ratelimit.Limit, n int, alg algorit
 	if alg.args != nil {
 		extra = alg.args(nil, limit)[0]
 	}
-	g.perKey = append(g.perKey, limit.Rate, limit.Burst, n, extra)
+	g.perKey = append(g.perKey, limit.Rate, limit.Burst, n, extra, reserve)
 }
 
 // run runs multi.lua in mode on the group's keys, and checks that the answer has every

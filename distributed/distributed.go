@@ -32,6 +32,7 @@ type Limiter struct {
 	// sharded: the client spreads keys over servers by hash slot (see AllowAll).
 	sharded   bool
 	crossSlot CrossSlot
+	reserves  ratelimit.Reserves
 	// guard: the client ignores context deadlines while it waits on the network, so the
 	// limiter waits for the reply in a goroutine of its own and stops at the deadline.
 	guard bool
@@ -50,7 +51,8 @@ var _ ratelimit.Limiter = (*Limiter)(nil)
 //
 // New does not contact Redis, so a service starts while Redis is down; the script is loaded
 // on first use, and again whenever Redis has lost it (SCRIPT FLUSH, restart, failover).
-// It returns an error only for a nil client.
+// It returns an error only for a nil client or reserves that cannot be enforced
+// (WithReserves).
 //
 // For the limiter's deadline (WithTimeout) to cut a stalled network read short without
 // extra cost, build the client with ContextTimeoutEnabled: true. Otherwise go-redis ignores
@@ -67,6 +69,9 @@ func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 			opt(&o)
 		}
 	}
+	if err := o.reserves.Validate(); err != nil {
+		return nil, fmt.Errorf("distributed: New: WithReserves: %w", err)
+	}
 	l := &Limiter{
 		client:    client,
 		prefix:    o.prefix,
@@ -75,6 +80,7 @@ func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 		clock:     o.clock,
 		sharded:   sharded(client),
 		crossSlot: o.crossSlot,
+		reserves:  o.reserves,
 		guard:     !honoursContext(client),
 	}
 	if p, ok := client.(pipeliner); ok {
@@ -106,8 +112,10 @@ func (l *Limiter) Allow(ctx context.Context, key string, limit ratelimit.Limit) 
 }
 
 // AllowN takes n tokens from the bucket of (key, limit) if it holds n, and otherwise takes
-// none. Invalid arguments are rejected before any round trip, with the same errors as every
-// backend. When Redis fails or the deadline passes, AllowN returns the error with a Result
+// none. A request whose context carries a priority below ratelimit.Critical must leave its
+// reserve in the bucket (WithReserves): it is decided as under a Burst less the reserve,
+// and n above that is refused with ratelimit.ErrExceedsBurst. Invalid arguments are
+// rejected before any round trip, with the same errors as every backend. When Redis fails or the deadline passes, AllowN returns the error with a Result
 // that has only Limit set, and the caller's ErrorPolicy decides. A bucket whose key holds a
 // value no script of this package writes (another type, text, a number out of range) gives
 // an error wrapping ratelimit.ErrInvalidState, and is left as it is.
@@ -115,16 +123,59 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit,
 	if err := l.check(key, limit, n); err != nil {
 		return ratelimit.Result{Limit: limit}, err
 	}
-	alg := algorithms[l.algorithm]
-	argv := []any{limit.Rate, limit.Burst, n, l.testNow()}
-	if alg.args != nil {
-		argv = alg.args(argv, limit)
+	reserve, err := l.reserve(ctx, limit, n)
+	if err != nil {
+		return ratelimit.Result{Limit: limit}, err
 	}
-	r, err := l.run(ctx, alg.script, l.key(key, alg.tag, limit), argv)
+	alg := algorithms[l.algorithm]
+	r, err := l.run(ctx, alg.script, l.key(key, alg.tag, limit), l.argv(alg, limit, n, nil, reserve))
 	if err != nil {
 		return ratelimit.Result{Limit: limit}, invalidState(err)
 	}
 	return resultOf(r, limit), nil
+}
+
+// reserve returns the reserve of a request for n tokens under limit, at the priority ctx
+// carries: 0 for ratelimit.Critical, which costs a single read of ctx. n above the burst
+// left to the priority is an error wrapping ratelimit.ErrExceedsBurst.
+func (l *Limiter) reserve(ctx context.Context, limit ratelimit.Limit, n int) (int, error) {
+	p := ratelimit.PriorityFrom(ctx)
+	if p == ratelimit.Critical {
+		return 0, nil
+	}
+	reserve, err := args.Reserve(l.reserves, p, limit, n)
+	if err != nil {
+		return 0, fmt.Errorf("distributed: %w", err)
+	}
+	return reserve, nil
+}
+
+// argv returns a single-key script's arguments (see algorithms.go): ARGV[1..4], the
+// algorithm's own ARGV[5] or own (the leaky bucket's Wait bound) when not nil, and ARGV[6],
+// the reserve, only when there is one, so that a request that keeps none sends what it
+// always did. One allocation of the exact size, whatever the algorithm.
+func (l *Limiter) argv(alg algorithm, limit ratelimit.Limit, n int, own any, reserve int) []any {
+	size := 4
+	switch {
+	case reserve > 0:
+		size = 6
+	case alg.args != nil || own != nil:
+		size = 5
+	}
+	argv := make([]any, 4, size)
+	argv[0], argv[1], argv[2], argv[3] = limit.Rate, limit.Burst, n, l.testNow()
+	switch {
+	case alg.args != nil:
+		argv = alg.args(argv, limit)
+	case own != nil:
+		argv = append(argv, own)
+	case reserve > 0:
+		argv = append(argv, "")
+	}
+	if reserve > 0 {
+		argv = append(argv, reserve)
+	}
+	return argv
 }
 
 // resultOf reads a script's answer: {allowed, remaining, retry-after µs, reset-after µs}
@@ -147,7 +198,8 @@ func resultOf(r []int64, limit ratelimit.Limit) ratelimit.Result {
 // turn. The script takes the place atomically, and only if the turn comes by ctx's deadline:
 // otherwise Wait fails at once with an error wrapping context.DeadlineExceeded, having
 // taken nothing. When the queue is full, Wait sleeps until a place frees up and tries
-// again. If ctx ends while Wait sleeps for its turn, it returns ctx's error and the place
+// again; for a request whose context carries a priority below ratelimit.Critical, the queue
+// is full when only its reserve is left (WithReserves). If ctx ends while Wait sleeps for its turn, it returns ctx's error and the place
 // stays taken: the request it held has gone by.
 //
 // With any other algorithm Wait returns ratelimit.ErrNotSupported: waiting on a shared

@@ -31,6 +31,15 @@
 // that arrive meanwhile leave together as one pipeline when one of the eight returns. Redis
 // still runs one script per decision, in arrival order; a lone caller never waits.
 //
+// # Priorities
+//
+// A request whose context carries a priority below ratelimit.Critical
+// (ratelimit.WithPriority, or a middleware's WithPriorityFunc) leaves a reserve of its
+// bucket to the higher ones (WithReserves; by default a tenth of the burst for Normal
+// requests, half for Sheddable ones): every script decides it as under a burst less that
+// reserve, while the bucket and its key stay the same. A request that carries none is
+// Critical and decided as always. See "Priority reserves" in docs/algorithms.md.
+//
 // # When Redis is slow or down
 //
 // New does not contact Redis, so a service starts while Redis is down. Every decision has a

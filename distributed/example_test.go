@@ -37,3 +37,27 @@ func ExampleNew() {
 		fmt.Printf("allowed; %d left\n", res.Remaining)
 	}
 }
+
+// Priority reserves: a request carries its priority in its context, and the limiter keeps
+// part of each bucket back from the lower ones. Here Sheddable requests may take a bucket of
+// 100 down to 70 tokens, Normal ones down to 10 (the default), Critical ones to empty.
+func ExampleWithReserves() {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
+	defer client.Close()
+	limiter, err := distributed.New(client, distributed.WithReserves(ratelimit.Reserves{Sheddable: 0.3}))
+	if err != nil {
+		log.Fatal(err) // reserves that Reserves.Validate refuses
+	}
+	defer limiter.Close()
+
+	ctx := ratelimit.WithPriority(context.Background(), ratelimit.Sheddable)
+	res, err := limiter.Allow(ctx, "tenant:7", ratelimit.PerMinute(100))
+	switch {
+	case err != nil:
+		log.Printf("no decision (Redis down?): %v", err)
+	case !res.Allowed:
+		fmt.Printf("shed; retry in %v\n", res.RetryAfter) // when a sheddable request passes again
+	default:
+		fmt.Printf("allowed; %d left to sheddable requests\n", res.Remaining)
+	}
+}

@@ -8,10 +8,13 @@
 --          When empty the clock is Redis TIME, so application servers' clocks never matter.
 -- ARGV[5]  the window W = burst/rate in whole microseconds (1 <= W <= 2^53), computed by the
 --          caller exactly as the local backend computes it, so that both agree to the µs.
+-- ARGV[6]  absent, or the reserve: the tokens this request's priority must leave in the window
+--          for higher ones (0 <= reserve <= burst - cost; ratelimit.Reserves.Tokens)
 --
 -- Windows are aligned to the Unix epoch: window i covers [i*W, (i+1)*W) in Unix µs, so every
 -- instance agrees on where each starts. A window admits a request for n while its count
--- plus n is at most burst; a denial changes nothing.
+-- plus n is at most usable = burst - reserve; a denial changes nothing. The window, the
+-- stored count and its expiry are the bucket's own, whatever the reserve.
 --
 -- The value is "i:count", the window the count belongs to and the count. It is written only
 -- on allow, and expires with its window (rounded up to the millisecond), so a bucket is one
@@ -25,6 +28,10 @@
 local burst = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
 local window = tonumber(ARGV[5])
+local usable = burst
+if ARGV[6] then
+  usable = burst - ARGV[6] -- the string converted by Lua: a test, not a call, when absent
+end
 
 local now = tonumber(ARGV[4])
 if now then
@@ -58,7 +65,7 @@ if stored then
   end
 end
 
-if count + cost <= burst then
+if count + cost <= usable then
   count = count + cost
   local ttl = math.max(math.ceil(left / 1000), 1)
   if ARGV[4] ~= '' then
@@ -66,13 +73,13 @@ if count + cost <= burst then
   end
   -- %d, not tostring or "..": those print 14 significant digits, and an index has up to 16.
   redis.call('SET', KEYS[1], string.format('%d:%d', index, count), 'PX', ttl)
-  return {1, burst - count, 0, left}
+  return {1, usable - count, 0, left}
 end
 
--- Denied: the request fits once the window has ended and the count starts again from zero,
--- and not a microsecond earlier.
+-- Denied: the request fits once the window has ended and the count starts again from zero
+-- (cost <= usable), and not a microsecond earlier. Below the reserve nothing remains.
 local reset = 0
 if count > 0 then
   reset = left
 end
-return {0, burst - count, left, reset}
+return {0, math.max(usable - count, 0), left, reset}

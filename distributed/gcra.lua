@@ -6,6 +6,9 @@
 -- ARGV[3]  cost: tokens this request takes (1 <= cost <= burst)
 -- ARGV[4]  empty, or, for tests only, "now" in whole microseconds since 2020-01-01T00:00:00Z.
 --          When empty the clock is Redis TIME, so application servers' clocks never matter.
+-- ARGV[5]  unused (the place of the other algorithms' own argument)
+-- ARGV[6]  absent, or the reserve: the tokens this request's priority must leave in the bucket
+--          for higher ones (0 <= reserve <= burst - cost; ratelimit.Reserves.Tokens)
 --
 -- Time is counted in tokens: a clock reading t microseconds is worth t * rate / 1e6 tokens.
 -- In those units the emission interval T is 1 and the tolerance tau is burst, so taking a
@@ -22,6 +25,13 @@
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
+-- The request is decided as on a bucket of usable = burst - reserve tokens: admitted while
+-- it leaves reserve tokens in the bucket, told to retry when it would, its remaining counted
+-- above the reserve. The TAT and its expiry are the bucket's own: no burst appears in them.
+local usable = burst
+if ARGV[6] then
+  usable = burst - ARGV[6] -- the string converted by Lua: a test, not a call, when absent
+end
 
 local now_us = tonumber(ARGV[4])
 if not now_us then
@@ -47,21 +57,21 @@ if stored then
 end
 
 -- Taking cost tokens moves the TAT by cost intervals; the request conforms when the new TAT
--- is at most tau ahead of now: tat + cost - now <= burst, tested as ahead <= room, where
--- room is a whole number and exact. Summing first would round once more: near Burst = 2^52
+-- is at most tau ahead of now: tat + cost - now <= usable (burst, for a request that keeps no
+-- reserve), tested as ahead <= room, where room is a whole number and exact. Summing first would round once more: near Burst = 2^52
 -- a float64 holds no fraction, and the rounded sum admitted a request right after the
 -- bucket was drained.
 local ahead = tat - now -- how far the TAT runs ahead of now: what the bucket is missing
-local room = burst - cost
+local room = usable - cost
 local allowed = ahead <= room
 if allowed then
   tat = tat + cost
   ahead = tat - now
 end
 
-local remaining = math.floor(burst - ahead)
+local remaining = math.floor(usable - ahead)
 if remaining < 0 then
-  remaining = 0 -- only if Redis's clock stepped back
+  remaining = 0 -- below the reserve, or Redis's clock stepped back
 end
 
 -- Durations leave as whole microseconds, capped at 2^53 (285 years) so they stay exact.

@@ -9,18 +9,22 @@ import (
 
 var _ ratelimit.Inspector = (*Limiter)(nil)
 
-// Peek returns what AllowN(ctx, key, limit, n) would answer now, computed by the same
-// script text on the Redis clock, and writes nothing: a bucket that does not exist is not
-// created. Arguments are checked as AllowN checks them.
+// Peek returns what AllowN(ctx, key, limit, n) would answer now, at the priority ctx
+// carries, computed by the same script text on the Redis clock, and writes nothing: a
+// bucket that does not exist is not created. Arguments are checked as AllowN checks them.
 func (l *Limiter) Peek(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
 	if err := l.check(key, limit, n); err != nil {
 		return ratelimit.Result{Limit: limit}, err
 	}
-	return l.inspect(ctx, "peek", key, limit, n)
+	reserve, err := l.reserve(ctx, limit, n)
+	if err != nil {
+		return ratelimit.Result{Limit: limit}, err
+	}
+	return l.inspect(ctx, "peek", key, limit, n, reserve)
 }
 
 // Refund gives n tokens back to the bucket of (key, limit), never beyond a full bucket, and
-// returns its state afterwards as Peek would for one token. A missing bucket is a no-op. Per
+// returns its state afterwards as Peek would for one token, at the priority ctx carries. A missing bucket is a no-op. Per
 // algorithm: the token bucket moves its TAT back by n, not before now; the leaky bucket
 // likewise frees n places in its queue (requests already admitted keep the Delay they were
 // given); the fixed window and the sliding window counter take n from the current window's
@@ -34,7 +38,11 @@ func (l *Limiter) Refund(ctx context.Context, key string, limit ratelimit.Limit,
 	if err := l.check(key, limit, 1); err != nil {
 		return ratelimit.Result{Limit: limit}, err
 	}
-	return l.inspect(ctx, "refund", key, limit, min(n, limit.Burst))
+	reserve, err := l.reserve(ctx, limit, 1)
+	if err != nil {
+		return ratelimit.Result{Limit: limit}, err
+	}
+	return l.inspect(ctx, "refund", key, limit, min(n, limit.Burst), reserve)
 }
 
 // Reset makes the bucket of (key, limit) full again by deleting it: a missing bucket is a
@@ -43,15 +51,16 @@ func (l *Limiter) Reset(ctx context.Context, key string, limit ratelimit.Limit) 
 	if err := l.check(key, limit, 1); err != nil {
 		return err
 	}
-	_, err := l.inspect(ctx, "reset", key, limit, 1)
+	_, err := l.inspect(ctx, "reset", key, limit, 1, 0)
 	return err
 }
 
-// inspect runs multi.lua in mode on the one bucket of (key, limit).
-func (l *Limiter) inspect(ctx context.Context, mode, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
+// inspect runs multi.lua in mode on the one bucket of (key, limit), for a request that
+// leaves reserve tokens in it.
+func (l *Limiter) inspect(ctx context.Context, mode, key string, limit ratelimit.Limit, n, reserve int) (ratelimit.Result, error) {
 	alg := algorithms[l.algorithm]
 	var g group
-	g.add(0, l.key(key, alg.tag, limit), limit, n, alg)
+	g.add(0, l.key(key, alg.tag, limit), limit, n, alg, reserve)
 	vals, err := g.run(ctx, l, mode, "")
 	if err != nil {
 		return ratelimit.Result{Limit: limit}, err

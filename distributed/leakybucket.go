@@ -19,12 +19,16 @@ func (l *Limiter) waitInQueue(ctx context.Context, key string, limit ratelimit.L
 		if err := l.check(key, limit, 1); err != nil {
 			return ratelimit.Result{Limit: limit}, err
 		}
-		argv := []any{limit.Rate, limit.Burst, 1, l.testNow()}
+		reserve, err := l.reserve(ctx, limit, 1)
+		if err != nil {
+			return ratelimit.Result{Limit: limit}, err
+		}
+		var bound any
 		if bounded {
 			// ARGV[5]: the longest delay the caller's deadline leaves room for.
-			argv = append(argv, maxDelay.Microseconds())
+			bound = maxDelay.Microseconds()
 		}
-		r, err := l.run(ctx, alg.script, l.key(key, alg.tag, limit), argv)
+		r, err := l.run(ctx, alg.script, l.key(key, alg.tag, limit), l.argv(alg, limit, 1, bound, reserve))
 		if err != nil {
 			return ratelimit.Result{Limit: limit}, invalidState(err)
 		}

@@ -8,8 +8,12 @@
 -- ARGV[3]  cost: places this request takes (1 <= cost <= burst)
 -- ARGV[4]  empty, or, for tests only, "now" in whole microseconds since 2020-01-01T00:00:00Z.
 --          When empty the clock is Redis TIME, so application servers' clocks never matter.
--- ARGV[5]  absent for Allow. For Wait, the longest delay in whole microseconds the caller
---          can accept (its deadline): a request whose turn comes later takes nothing.
+-- ARGV[5]  absent or empty for Allow. For Wait, the longest delay in whole microseconds the
+--          caller can accept (its deadline): a request whose turn comes later takes nothing.
+-- ARGV[6]  absent, or the reserve: the places this request's priority must leave free in the
+--          queue for higher ones (0 <= reserve <= burst - cost; ratelimit.Reserves.Tokens).
+--          The request is decided as in a queue of usable = burst - reserve places; its delay
+--          is its turn in the real queue, and the TAT and its expiry are the bucket's own.
 --
 -- Time is counted in tokens, as in gcra.lua: a reading of t microseconds is t * rate / 1e6
 -- tokens. The emission interval T is then 1 and the queue's length tau is burst, so a
@@ -24,6 +28,10 @@
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
+local usable = burst
+if ARGV[6] then
+  usable = burst - ARGV[6] -- the string converted by Lua: a test, not a call, when absent
+end
 
 local now_us = tonumber(ARGV[4])
 if not now_us then
@@ -46,21 +54,21 @@ if stored then
     start = now
   end
 end
--- The request fits when its last token leaves at most burst after now:
--- start + cost - now <= burst, tested as ahead <= room, where room is exact (gcra.lua says
+-- The request fits when its last token leaves at most usable after now:
+-- start + cost - now <= usable, tested as ahead <= room, where room is exact (gcra.lua says
 -- why: summing first rounds near Burst = 2^52).
 local ahead = start - now -- the queue before the request, in tokens
-local room = burst - cost
+local room = usable - cost
 
 -- Durations leave as whole microseconds, the nearest to a span of tokens, capped at 2^53
 -- (285 years) so they stay exact. (Written out each time: a local function would cost a
 -- closure per call.)
 local cap = 9007199254740992
 local wait = math.min(math.floor(ahead * 1000000 / rate + 0.5), cap)
--- Whole places left in the queue, with the TAT at start.
-local remaining = math.floor(burst - ahead)
+-- Whole places left in the queue to this request's priority, with the TAT at start.
+local remaining = math.floor(usable - ahead)
 if remaining < 0 then
-  remaining = 0 -- only if Redis's clock stepped back
+  remaining = 0 -- below the reserve, or Redis's clock stepped back
 end
 
 if ahead > room then
@@ -94,7 +102,7 @@ if ARGV[4] ~= '' then
   ttl = math.max(ttl, 3600000) -- test clock: Redis's own clock, which expires keys, runs on
 end
 redis.call('SET', KEYS[1], new, 'PX', ttl)
-remaining = math.floor(burst - (new - now))
+remaining = math.floor(usable - (new - now))
 if remaining < 0 then
   remaining = 0
 end

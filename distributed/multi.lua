@@ -16,8 +16,9 @@
 -- ARGV[3]  refund only: empty, or the instant to refund at, in microseconds since 2020: the
 --          instant the refunded request was charged, so that a window refunds the window it
 --          charged (and a window that has ended gives nothing back)
--- ARGV[4 + 4(i-1)] .. ARGV[7 + 4(i-1)]  KEYS[i]'s rate, burst, cost and the algorithm's own
---          argument (its window in µs, or empty): the single-key script's ARGV[1..3] and [5]
+-- ARGV[4 + 5(i-1)] .. ARGV[8 + 5(i-1)]  KEYS[i]'s rate, burst, cost, the algorithm's own
+--          argument (its window in µs, or empty) and the reserve of the request's priority
+--          (0 for none): the single-key script's ARGV[1..3], [5] and [6]
 --
 -- Returns {all allowed (1 or 0), now in µs since 2020, then for each key the five integers
 -- of its answer: allowed, remaining, retry-after µs, reset-after µs, delay µs}. Or the first
@@ -58,8 +59,8 @@ end
 
 -- The single-key script's ARGV for KEYS[i], with cost replaced when cost is given.
 local function args(i, cost)
-  local b = 4 * i
-  return {ARGV[b], ARGV[b + 1], cost or ARGV[b + 2], ARGV[2], ARGV[b + 3]}
+  local b = 5 * i - 1
+  return {ARGV[b], ARGV[b + 1], cost or ARGV[b + 2], ARGV[2], ARGV[b + 3], ARGV[b + 4]}
 end
 
 -- @redecide

@@ -22,6 +22,7 @@ type options struct {
 	timeout   time.Duration
 	algorithm ratelimit.Algorithm
 	crossSlot CrossSlot
+	reserves  ratelimit.Reserves
 	clock     func() time.Time // tests only: see export_test.go
 }
 
@@ -98,4 +99,16 @@ const (
 // all keys on a single server or behind Sentinel, where this option changes nothing.
 func WithCrossSlot(c CrossSlot) Option {
 	return func(o *options) { o.crossSlot = c }
+}
+
+// WithReserves sets how much of each bucket requests of a lower priority leave for the
+// higher ones (ratelimit.Priority, read from each call's context). Default: the zero
+// ratelimit.Reserves, which are the defaults: a tenth of the burst kept back from
+// ratelimit.Normal requests, half from ratelimit.Sheddable ones; a negative fraction turns
+// a reserve off. Requests whose context carries no priority are ratelimit.Critical and keep
+// nothing back, so this option changes nothing for them. New returns an error wrapping
+// ratelimit.ErrInvalidLimit for reserves that ratelimit.Reserves.Validate refuses. See
+// "Priority reserves" in docs/algorithms.md.
+func WithReserves(r ratelimit.Reserves) Option {
+	return func(o *options) { o.reserves = r }
 }

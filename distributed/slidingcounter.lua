@@ -8,6 +8,9 @@
 --          When empty the clock is Redis TIME, so application servers' clocks never matter.
 -- ARGV[5]  the window W = burst/rate in whole microseconds (1 <= W <= 2^53), computed by the
 --          caller exactly as the local backend computes it, so that both agree to the µs.
+-- ARGV[6]  absent, or the reserve: the tokens this request's priority must leave in the
+--          sliding window for higher ones (0 <= reserve <= burst - cost;
+--          ratelimit.Reserves.Tokens)
 --
 -- Fixed windows of W us are aligned to the Unix epoch, as in fixedwindow.lua. At x us into
 -- window i, the sliding window (now - W, now] covers the last W - x us of window i-1 and the
@@ -15,9 +18,11 @@
 --
 --   est = prev * (W - x) / W + cur
 --
--- and a request for n is admitted when est + n <= burst, tested as est <= burst - n: the
+-- and a request for n is admitted when est + n <= usable, tested as est <= usable - n: the
 -- right side is exact, where the sum would round near Burst = 2^52 and admit half a token
--- too many. The local backend computes est with the same double operations in the same
+-- too many. usable is burst - reserve: the decision, its remaining and its retry-after are
+-- those of a limit of usable tokens; the windows, the counts and their expiry are the
+-- bucket's own. The local backend computes est with the same double operations in the same
 -- order, so both decide alike to the bit.
 --
 -- The value is "i:cur:prev", written only on allow, expiring at the end of window i+1, after
@@ -69,7 +74,11 @@ end
 -- backend's are. Sums are ordered so that one that exceeds 2^53 only rounds once past it.
 local cap = 9007199254740992
 
-local room = burst - cost
+local usable = burst
+if ARGV[6] then
+  usable = burst - ARGV[6] -- the string converted by Lua: a test, not a call, when absent
+end
+local room = usable - cost
 local est = prev * (w - x) / w + cur
 local allowed = est <= room
 if allowed then
@@ -77,11 +86,11 @@ if allowed then
   est = est + cost
 end
 
-local remaining = math.floor(burst - est)
+local remaining = math.floor(usable - est)
 if remaining < 0 then
   remaining = 0
-elseif remaining > burst then
-  remaining = burst
+elseif remaining > usable then
+  remaining = usable
 end
 
 -- est falls to zero at the end of the window after the last one that counted anything.
@@ -117,16 +126,16 @@ local function admits(k, y)
   return p * (w - y) / w + c <= room
 end
 
--- The guess solves est + cost = burst in real numbers: within this window when
--- cur + cost <= burst (prev * (W - y) / W <= burst - cur - cost), otherwise in the next
--- (cur * (W - y) / W <= burst - cost). It is rounded up and clamped to (x, W] or [0, W].
+-- The guess solves est + cost = usable in real numbers: within this window when
+-- cur + cost <= usable (prev * (W - y) / W <= usable - cur - cost), otherwise in the next
+-- (cur * (W - y) / W <= usable - cost). It is rounded up and clamped to (x, W] or [0, W].
 local k, y, lo, f
-if cur + cost <= burst then
+if cur + cost <= usable then
   k, lo = 0, x + 1
-  f = math.ceil(w - (burst - cur - cost) * w / prev)
+  f = math.ceil(w - (usable - cur - cost) * w / prev)
 else
   k, lo = 1, 0
-  f = math.ceil(w - (burst - cost) * w / cur)
+  f = math.ceil(w - (usable - cost) * w / cur)
 end
 if not (f >= lo) then
   y = lo

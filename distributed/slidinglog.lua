@@ -10,6 +10,10 @@
 --          When empty the clock is Redis TIME, so application servers' clocks never matter.
 -- ARGV[5]  the window W = burst / rate in whole microseconds (>= 1), computed by the caller
 --          so that every backend works with the same integer
+-- ARGV[6]  absent, or the reserve: the tokens this request's priority must leave in the
+--          window for higher ones (0 <= reserve <= burst - cost; ratelimit.Reserves.Tokens).
+--          The request is decided as under a burst of usable = burst - reserve; the log, its
+--          trimming and its expiry are the bucket's own.
 --
 -- Times are whole microseconds since 2020-01-01, far below 2^53 for centuries, so scores
 -- (doubles) hold them exactly and every sum below is exact.
@@ -20,6 +24,10 @@
 local burst = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
 local window = tonumber(ARGV[5])
+local usable = burst
+if ARGV[6] then
+  usable = burst - ARGV[6] -- the string converted by Lua: a test, not a call, when absent
+end
 
 local now = tonumber(ARGV[4])
 if not now then
@@ -39,7 +47,7 @@ if type(count) ~= 'number' then
   return redis.error_reply('INVALIDSTATE the key holds no value this script writes')
 end
 
-if count + cost <= burst then
+if count + cost <= usable then
   -- Add cost entries at now. Members must be unique, or ZADD would move an entry instead of
   -- adding one: each is named "<now>:<position in the window>". Requests in the same
   -- microsecond find the count grown by the ones before, so their names differ, and an
@@ -64,18 +72,19 @@ if count + cost <= burst then
     ttl = math.max(ttl, 3600000) -- test clock: Redis's own clock, which expires keys, runs on
   end
   redis.call('PEXPIRE', KEYS[1], ttl)
-  return {1, burst - count - cost, 0, window}
+  return {1, usable - count - cost, 0, window}
 end
 
--- Denied, nothing written. k = count + cost - burst entries must leave the window first; the
--- k-th oldest in it leaves W after it was admitted. The window is empty once the newest has
--- left.
--- The window holds more than burst only if Redis TIME stepped back: then nothing remains.
+-- Denied, nothing written. k = count + cost - usable entries must leave the window first
+-- (1 <= k <= count, as cost <= usable); the k-th oldest in it leaves W after it was
+-- admitted. The window is empty once the newest has left.
+-- The window holds more than usable when the request keeps a reserve, or more than burst if
+-- Redis TIME stepped back: then nothing remains.
 -- An entry at +inf, which this script never writes, would hold the bucket for ever: an error.
-local k = count + cost - burst
+local k = count + cost - usable
 local kth = redis.call('ZRANGEBYSCORE', KEYS[1], first, '+inf', 'WITHSCORES', 'LIMIT', k - 1, 1)
 local newest = tonumber(redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
 if not (newest < 9007199254740992) then
   return redis.error_reply('INVALIDSTATE the key holds no value this script writes')
 end
-return {0, math.max(burst - count, 0), tonumber(kth[2]) + window - now, newest + window - now}
+return {0, math.max(usable - count, 0), tonumber(kth[2]) + window - now, newest + window - now}

@@ -29,6 +29,10 @@ type denial struct {
 	until int64         // sent + RetryAfter: until then, a request of the same cost is denied
 	cost  int           // the denied request's cost
 	reset time.Duration // the denial's ResetAfter
+	// priority is the denied request's: a denial proves nothing about a request of another
+	// priority, which keeps another reserve (ratelimit.Reserves) and so has another
+	// RetryAfter, or none.
+	priority ratelimit.Priority
 }
 
 // denialCache remembers the primary's denials, so that a request the primary is known to
@@ -58,14 +62,14 @@ func (c *denialCache) shard(key string) *cacheShard {
 	return &c.shards[maphash.String(c.seed, key)%cacheShards]
 }
 
-// lookup returns the denial of a request of n tokens on (key, limit) at now, if a denial by
-// the primary proves it, without allocating.
-func (c *denialCache) lookup(key string, limit ratelimit.Limit, n int, now int64) (ratelimit.Result, bool) {
+// lookup returns the denial of a request of n tokens at priority p on (key, limit) at now,
+// if a denial by the primary proves it, without allocating.
+func (c *denialCache) lookup(key string, limit ratelimit.Limit, n int, p ratelimit.Priority, now int64) (ratelimit.Result, bool) {
 	s := c.shard(key)
 	s.mu.RLock()
 	d, ok := s.m[bucket{key, limit.Rate, limit.Burst}]
 	s.mu.RUnlock()
-	if !ok || n != d.cost || now >= d.until {
+	if !ok || n != d.cost || p != d.priority || now >= d.until {
 		return ratelimit.Result{}, false
 	}
 	// The primary's answer, aged by the time since it was asked, as it would be if nothing
@@ -77,25 +81,26 @@ func (c *denialCache) lookup(key string, limit ratelimit.Limit, n int, now int64
 	return ratelimit.Result{Limit: limit, RetryAfter: retry, ResetAfter: reset}, true
 }
 
-// store remembers that the primary, asked at sent, denied n tokens on (key, limit) with
-// res, in place of what the cache held for the bucket, unless that was a denial of the same
-// cost lasting at least as long (the answer to a request sent earlier can come back later).
+// store remembers that the primary, asked at sent, denied n tokens at priority p on
+// (key, limit) with res, in place of what the cache held for the bucket, unless that was a
+// denial of the same cost and priority lasting at least as long (the answer to a request sent
+// earlier can come back later).
 //
 // Only denials of one token are kept. A denial of n > 1 tokens proves as much, but what the
 // bucket's Remaining becomes while it lasts depends on the algorithm (a token bucket refills
 // by fractions, a sliding log by whole entries, a fixed window not at all), which only the
 // primary knows; and requests of one token are the hot path.
-func (c *denialCache) store(key string, limit ratelimit.Limit, n int, sent int64, res ratelimit.Result) {
+func (c *denialCache) store(key string, limit ratelimit.Limit, n int, p ratelimit.Priority, sent int64, res ratelimit.Result) {
 	if res.RetryAfter <= 0 || n != 1 {
 		return
 	}
-	d := denial{sent: sent, until: sent + int64(res.RetryAfter), cost: n, reset: res.ResetAfter}
+	d := denial{sent: sent, until: sent + int64(res.RetryAfter), cost: n, reset: res.ResetAfter, priority: p}
 	k := bucket{key, limit.Rate, limit.Burst}
 	s := c.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.m[k]
-	if ok && old.cost == d.cost && old.until >= d.until {
+	if ok && old.cost == d.cost && old.priority == d.priority && old.until >= d.until {
 		return
 	}
 	if !ok && len(s.m) >= c.perShard {

@@ -45,9 +45,11 @@
 //
 // # Denial cache
 //
-// When the primary denies a request of one token with RetryAfter r, the same request cannot
-// conform before r has passed (other traffic only pushes that time later), so the cache
-// denies it locally until then, without asking the primary: a denial the primary would give.
+// When the primary denies a request of one token with RetryAfter r, the same request (one
+// token, at the same ratelimit.Priority) cannot conform before r has passed (other traffic
+// only pushes that time later), so the cache denies it locally until then, without asking
+// the primary: a denial the primary would give. A request of another priority, which keeps
+// another reserve, goes to the primary.
 // The cache never admits anything; docs/redis.md ("The denial cache") has the argument, and
 // the few cases, all bounded by Burst/Rate, where it can deny what the primary would admit.
 // The cache is on by default (WithDenialCacheSize caps it, or turns it off): a hit costs

@@ -108,8 +108,10 @@ func (l *Limiter) decide(ctx context.Context, key string, limit ratelimit.Limit,
 		return ratelimit.Result{Limit: limit}, l.origins.self, err
 	}
 	sent := l.now()
+	var p ratelimit.Priority
 	if l.cache != nil {
-		if res, ok := l.cache.lookup(key, limit, n, sent); ok {
+		p = ratelimit.PriorityFrom(ctx)
+		if res, ok := l.cache.lookup(key, limit, n, p, sent); ok {
 			return res, l.origins.cache, nil
 		}
 	}
@@ -126,7 +128,7 @@ func (l *Limiter) decide(ctx context.Context, key string, limit ratelimit.Limit,
 		case res.Allowed:
 			l.cache.forget(key, limit)
 		default:
-			l.cache.store(key, limit, n, sent, res)
+			l.cache.store(key, limit, n, p, sent, res)
 		}
 		return res, l.origins.primary, nil
 	case !isFailure(ctx, err):

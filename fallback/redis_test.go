@@ -106,3 +106,67 @@ func TestHotDeniedKey(t *testing.T) {
 	require.GreaterOrEqual(t, got, lower)
 	require.Less(t, float64(scripts), 0.05*float64(calls.Load()))
 }
+
+// TestDenialCachePriority: a denial is remembered for its own priority only. A bucket of 10
+// tokens on Redis, 5 taken: a Sheddable request (5 kept back) is denied by Redis, then by
+// the cache; Normal and Critical requests, which the primary admits, are never answered by
+// that denial. The limit refills a token an hour, so no time passes that matters.
+func TestDenialCachePriority(t *testing.T) {
+	server := redistest.NewServer(t)
+	client := redis.NewClient(&redis.Options{Addr: server.Addr(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = client.Close() })
+	primary, err := distributed.New(client, distributed.WithTimeout(10*time.Second))
+	require.NoError(t, err)
+	l := fallback.New(primary, nil)
+	limit := ratelimit.Limit{Rate: 1.0 / 3600, Burst: 10}
+	bg := context.Background()
+	shed := ratelimit.WithPriority(bg, ratelimit.Sheddable)
+	normal := ratelimit.WithPriority(bg, ratelimit.Normal)
+
+	res, err := l.AllowN(bg, "k", limit, 5)
+	require.NoError(t, err)
+	require.True(t, res.Allowed)
+	ask := func(ctx context.Context) (ratelimit.Result, ratelimit.Origin) {
+		t.Helper()
+		res, origin, err := l.AllowNOrigin(ctx, "k", limit, 1)
+		require.NoError(t, err)
+		return res, origin
+	}
+	// Redis denies Sheddable; its RetryAfter is the hour to a sixth token.
+	res, origin := ask(shed)
+	require.False(t, res.Allowed)
+	require.False(t, origin.Cached)
+	require.InDelta(t, time.Hour, res.RetryAfter, float64(time.Second))
+	res, origin = ask(shed)
+	require.False(t, res.Allowed)
+	require.True(t, origin.Cached, "the second Sheddable denial comes from the cache")
+	// Normal and Critical go to Redis, which admits them: 4 tokens left to Normal after one,
+	// then 3 tokens in all after a Critical one.
+	res, origin = ask(normal)
+	require.True(t, res.Allowed)
+	require.False(t, origin.Cached)
+	require.Equal(t, 3, res.Remaining)
+	res, origin = ask(bg)
+	require.True(t, res.Allowed)
+	require.False(t, origin.Cached)
+	require.Equal(t, 3, res.Remaining)
+	// Critical takes the rest; its denial is cached for Critical, and Sheddable and Normal
+	// go to Redis again, which denies them with RetryAfters of their own.
+	res, err = l.AllowN(bg, "k", limit, 3)
+	require.NoError(t, err)
+	require.True(t, res.Allowed)
+	res, origin = ask(bg)
+	require.False(t, res.Allowed)
+	require.False(t, origin.Cached)
+	res, origin = ask(bg)
+	require.True(t, origin.Cached)
+	require.InDelta(t, time.Hour, res.RetryAfter, float64(time.Second))
+	res, origin = ask(normal)
+	require.False(t, res.Allowed)
+	require.False(t, origin.Cached)
+	require.InDelta(t, 2*time.Hour, res.RetryAfter, float64(time.Second))
+	res, origin = ask(shed)
+	require.False(t, res.Allowed)
+	require.False(t, origin.Cached, "the cache holds the latest denial only: Normal's")
+	require.InDelta(t, 6*time.Hour, res.RetryAfter, float64(time.Second))
+}

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/ginmw"
 	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/keyfuncs"
@@ -44,4 +46,33 @@ func ExampleNew() {
 	// 200 "login";r=1;t=30  welcome
 	// 200 "login";r=0;t=60  welcome
 	// 429 "login";r=0;t=30 30 {"error":"rate limit exceeded","retry_after":30}
+}
+
+// Logins and payments are critical, statistics sheddable, the rest normal: when the bucket
+// of a client runs low, /stats is refused first, with a Retry-After of its own, while
+// /login still passes. The reserves are the limiter's (distributed.WithReserves; the
+// defaults keep half the burst from sheddable requests and a tenth from normal ones).
+func ExampleWithPriorityFunc() {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
+	defer client.Close()
+	limiter, err := distributed.New(client)
+	if err != nil {
+		panic(err)
+	}
+	defer limiter.Close()
+
+	byRoute := ginmw.WithPriorityFunc(func(c *gin.Context) ratelimit.Priority {
+		switch c.FullPath() {
+		case "/login", "/pay":
+			return ratelimit.Critical
+		case "/stats":
+			return ratelimit.Sheddable
+		}
+		return ratelimit.Normal
+	})
+	r := gin.New()
+	r.Use(ginmw.New(limiter, ginmw.WithLimit(ratelimit.PerMinute(60)), byRoute))
+	r.POST("/login", func(c *gin.Context) { c.String(http.StatusOK, "welcome") })
+	r.GET("/stats", func(c *gin.Context) { c.String(http.StatusOK, "{}") })
+	_ = r.Run(":8080")
 }

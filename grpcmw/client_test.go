@@ -96,3 +96,32 @@ func TestClientDenialTrailer(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, 30*time.Second, d)
 }
+
+// A client interceptor asks at the priority of WithPriorityFunc, or else at the one the
+// caller's context carries, whether it waits (WithWait) or not.
+func TestClientPriority(t *testing.T) {
+	allowed := ratelimit.Result{Allowed: true, Remaining: 1}
+	byMethod := grpcmw.WithPriorityFunc(func(_ context.Context, fullMethod string) ratelimit.Priority {
+		if fullMethod == "/"+service+"/A" {
+			return ratelimit.Sheddable
+		}
+		return ratelimit.Critical
+	})
+	for _, wait := range []bool{false, true} {
+		l := &limitertest.Stub{Result: allowed}
+		opts := []grpcmw.Option{grpcmw.WithLimit(ratelimit.PerMinute(10))}
+		if wait {
+			opts = append(opts, grpcmw.WithWait())
+		}
+		plain := newEnv(t, server{}, grpc.WithUnaryInterceptor(grpcmw.UnaryClientInterceptor(l, opts...)))
+		_, err := plain.unaryCall(ctx(t), "A")
+		require.NoError(t, err)
+		_, err = plain.unaryCall(ratelimit.WithPriority(ctx(t), ratelimit.Normal), "A")
+		require.NoError(t, err)
+		classified := newEnv(t, server{}, grpc.WithUnaryInterceptor(grpcmw.UnaryClientInterceptor(l, append(opts, byMethod)...)))
+		_, err = classified.unaryCall(ctx(t), "A")
+		require.NoError(t, err)
+		assert.Equal(t, []ratelimit.Priority{ratelimit.Critical, ratelimit.Normal, ratelimit.Sheddable}, l.Priorities(),
+			"wait %t", wait)
+	}
+}

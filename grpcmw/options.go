@@ -134,6 +134,24 @@ func WithSkipFunc(f func(ctx context.Context, fullMethod string) bool) Option {
 	}
 }
 
+// WithPriorityFunc sets a function that gives each call its priority (ratelimit.Priority): a
+// call of a lower priority is admitted only while its bucket keeps a reserve for the higher
+// ones (the limiter's reserves, distributed.WithReserves), so that a flood of sheddable
+// calls (a method that fetches statistics) cannot take the tokens of critical ones (a
+// login, a payment). The priority goes in the context the limiter is asked with
+// (ratelimit.WithPriority) and to the observer (WithObserver). Default: the priority the
+// call's context carries, ratelimit.Critical unless code before the interceptor set one
+// (on a client, the caller's). A nil f means the default. See "Priority reserves" in
+// docs/algorithms.md.
+func WithPriorityFunc(f func(ctx context.Context, fullMethod string) ratelimit.Priority) Option {
+	return func(o *options) {
+		o.Priority = nil
+		if f != nil {
+			o.Priority = func(c call) ratelimit.Priority { return f(c.ctx, c.method) }
+		}
+	}
+}
+
 // WithDeniedHandler sets the error a denied call ends with; when f returns nil, the call
 // ends with the default. Default: codes.ResourceExhausted with RetryInfo and QuotaFailure
 // details (see "Denials" in the package documentation). Whatever f returns, the

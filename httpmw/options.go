@@ -129,6 +129,23 @@ func WithSkipFunc(f func(r *http.Request) bool) Option {
 	}
 }
 
+// WithPriorityFunc sets a function that gives each request its priority (ratelimit.Priority):
+// a request of a lower priority is admitted only while its bucket keeps a reserve for the
+// higher ones (the limiter's reserves, distributed.WithReserves), so that a flood of
+// sheddable requests (r.URL.Path == "/stats") cannot take the tokens of critical ones
+// ("/login", "/pay"). The priority goes in the context the limiter is asked with
+// (ratelimit.WithPriority) and to the observer (WithObserver). Default: the priority the
+// request's context carries, ratelimit.Critical unless code before the middleware set one.
+// A nil f means the default. See "Priority reserves" in docs/algorithms.md.
+func WithPriorityFunc(f func(r *http.Request) ratelimit.Priority) Option {
+	return func(o *options) {
+		o.Priority = nil
+		if f != nil {
+			o.Priority = func(x exchange) ratelimit.Priority { return f(x.r) }
+		}
+	}
+}
+
 // WithDeniedHandler sets what answers a denied request, after the rate-limit headers and
 // Retry-After are set; the next handler does not run. Default: DeniedJSON.
 func WithDeniedHandler(f func(w http.ResponseWriter, r *http.Request, res ratelimit.Result)) Option {

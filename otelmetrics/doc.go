@@ -10,7 +10,8 @@
 //
 // # Instruments
 //
-//   - ratelimit.requests (Counter, {request}): ratelimit.policy, ratelimit.result
+//   - ratelimit.requests (Counter, {request}): ratelimit.policy, ratelimit.priority
+//     (critical, normal or sheddable: ratelimit.Decision.Priority), ratelimit.result
 //     (allowed, denied or error), ratelimit.shadow (true on shadow decisions, false
 //     otherwise) and, on errors only, error.type (timeout, unavailable, invalid_input,
 //     canceled, closed).

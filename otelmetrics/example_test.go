@@ -48,6 +48,6 @@ func ExampleNew() {
 		fmt.Println(l)
 	}
 	// Output:
-	// ratelimit.requests{ratelimit.policy=api,ratelimit.result=allowed,ratelimit.shadow=false} 2
-	// ratelimit.requests{ratelimit.policy=api,ratelimit.result=denied,ratelimit.shadow=false} 1
+	// ratelimit.requests{ratelimit.policy=api,ratelimit.priority=critical,ratelimit.result=allowed,ratelimit.shadow=false} 2
+	// ratelimit.requests{ratelimit.policy=api,ratelimit.priority=critical,ratelimit.result=denied,ratelimit.shadow=false} 1
 }

@@ -29,6 +29,7 @@ var durationBuckets = []float64{
 // backends) or taken from small fixed sets; never a key.
 const (
 	attrPolicy    = "ratelimit.policy"
+	attrPriority  = "ratelimit.priority"
 	attrResult    = "ratelimit.result"
 	attrShadow    = "ratelimit.shadow"
 	attrErrorType = "error.type"
@@ -69,8 +70,8 @@ var (
 // once, so that recording a decision allocates nothing.
 type counters struct {
 	policy    string
-	requests  [2][2]counter // [allowed, denied][shadow]
-	errors    [numKinds][2]counter
+	requests  [numPriorities][2][2]counter // [priority][allowed, denied][shadow]
+	errors    [numPriorities][numKinds][2]counter
 	cacheHits counter
 	duration  [3][]metric.RecordOption // [allowed, denied, error]
 }
@@ -78,6 +79,15 @@ type counters struct {
 // numKinds is the number of ratelimit.ErrorKind values; index 0 (KindNone) stands for an
 // error of no known kind.
 const numKinds = int(ratelimit.KindClosed) + 1
+
+// numPriorities is the number of ratelimit.Priority values, Critical to Sheddable.
+const numPriorities = int(ratelimit.Sheddable) + 1
+
+// priorityIndex is the index of d's priority; a value out of range counts as the nearest
+// priority, as ratelimit.WithPriority takes it.
+func priorityIndex(p ratelimit.Priority) int {
+	return min(max(int(p), 0), numPriorities-1)
+}
 
 // counter is a count and the attributes it is reported with.
 type counter struct {
@@ -154,20 +164,22 @@ func (o *Observer) report(_ context.Context, obs metric.Observer) error {
 // the policy for their attributes.
 type counts struct {
 	series    *counters
-	requests  [2][2]int64
-	errors    [numKinds][2]int64
+	requests  [numPriorities][2][2]int64
+	errors    [numPriorities][numKinds][2]int64
 	cacheHits int64
 }
 
 func (c *counts) add(s *counters) {
-	for out := range c.requests {
-		for shadow := range c.requests[out] {
-			c.requests[out][shadow] += s.requests[out][shadow].n.Load()
+	for p := range c.requests {
+		for out := range c.requests[p] {
+			for shadow := range c.requests[p][out] {
+				c.requests[p][out][shadow] += s.requests[p][out][shadow].n.Load()
+			}
 		}
-	}
-	for kind := range c.errors {
-		for shadow := range c.errors[kind] {
-			c.errors[kind][shadow] += s.errors[kind][shadow].n.Load()
+		for kind := range c.errors[p] {
+			for shadow := range c.errors[p][kind] {
+				c.errors[p][kind][shadow] += s.errors[p][kind][shadow].n.Load()
+			}
 		}
 	}
 	c.cacheHits += s.cacheHits.n.Load()
@@ -181,14 +193,16 @@ func (c *counts) report(obs metric.Observer, requests, cacheHits metric.Int64Obs
 			obs.ObserveInt64(inst, n, attrs)
 		}
 	}
-	for out := range c.requests {
-		for shadow := range c.requests[out] {
-			observe(requests, c.requests[out][shadow], c.series.requests[out][shadow].attrs)
+	for p := range c.requests {
+		for out := range c.requests[p] {
+			for shadow := range c.requests[p][out] {
+				observe(requests, c.requests[p][out][shadow], c.series.requests[p][out][shadow].attrs)
+			}
 		}
-	}
-	for kind := range c.errors {
-		for shadow := range c.errors[kind] {
-			observe(requests, c.errors[kind][shadow], c.series.errors[kind][shadow].attrs)
+		for kind := range c.errors[p] {
+			for shadow := range c.errors[p][kind] {
+				observe(requests, c.errors[p][kind][shadow], c.series.errors[p][kind][shadow].attrs)
+			}
 		}
 	}
 	observe(cacheHits, c.cacheHits, c.series.cacheHits.attrs)
@@ -230,17 +244,18 @@ func (o *Observer) ObserveDecision(ctx context.Context, d ratelimit.Decision) {
 	if d.Shadow {
 		shadow = 1
 	}
+	p := priorityIndex(d.Priority)
 	out := d.Outcome
 	switch out {
 	case ratelimit.OutcomeAllowed, ratelimit.OutcomeDenied:
-		s.requests[out][shadow].n.Add(1)
+		s.requests[p][out][shadow].n.Add(1)
 	default:
 		out = ratelimit.OutcomeError
 		kind := int(d.ErrorKind)
 		if kind >= numKinds {
 			kind = 0
 		}
-		s.errors[kind][shadow].n.Add(1)
+		s.errors[p][kind][shadow].n.Add(1)
 	}
 	if d.Cached {
 		s.cacheHits.n.Add(1)
@@ -269,17 +284,20 @@ func newCounters(policy, backend string) *counters {
 	}
 	s := &counters{policy: policy}
 	s.cacheHits.attrs = set(p)
-	for shadow, sh := range []attribute.KeyValue{attribute.Bool(attrShadow, false), attribute.Bool(attrShadow, true)} {
-		for _, out := range []ratelimit.Outcome{ratelimit.OutcomeAllowed, ratelimit.OutcomeDenied} {
-			s.requests[out][shadow].attrs = set(p, attribute.String(attrResult, out.String()), sh)
-		}
-		for kind := range numKinds {
-			name := ratelimit.ErrorKind(kind).String()
-			if kind == 0 {
-				name = other
+	for prio := range numPriorities {
+		pr := attribute.String(attrPriority, ratelimit.Priority(prio).String())
+		for shadow, sh := range []attribute.KeyValue{attribute.Bool(attrShadow, false), attribute.Bool(attrShadow, true)} {
+			for _, out := range []ratelimit.Outcome{ratelimit.OutcomeAllowed, ratelimit.OutcomeDenied} {
+				s.requests[prio][out][shadow].attrs = set(p, pr, attribute.String(attrResult, out.String()), sh)
 			}
-			s.errors[kind][shadow].attrs = set(p, attribute.String(attrResult, ratelimit.OutcomeError.String()), sh,
-				attribute.String(attrErrorType, name))
+			for kind := range numKinds {
+				name := ratelimit.ErrorKind(kind).String()
+				if kind == 0 {
+					name = other
+				}
+				s.errors[prio][kind][shadow].attrs = set(p, pr, attribute.String(attrResult, ratelimit.OutcomeError.String()), sh,
+					attribute.String(attrErrorType, name))
+			}
 		}
 	}
 	for _, out := range []ratelimit.Outcome{ratelimit.OutcomeAllowed, ratelimit.OutcomeDenied, ratelimit.OutcomeError} {

@@ -46,8 +46,8 @@ func TestSeedTimeline(t *testing.T) {
 
 	c := collect(t, reader)
 	assert.Equal(t, map[string]int64{
-		"ratelimit.policy=api,ratelimit.result=allowed,ratelimit.shadow=false": 2,
-		"ratelimit.policy=api,ratelimit.result=denied,ratelimit.shadow=false":  1,
+		"ratelimit.policy=api,ratelimit.priority=critical,ratelimit.result=allowed,ratelimit.shadow=false": 2,
+		"ratelimit.policy=api,ratelimit.priority=critical,ratelimit.result=denied,ratelimit.shadow=false":  1,
 	}, c.Counts(t, "ratelimit.requests"))
 	assert.Equal(t, "{request}", c["ratelimit.requests"].Unit)
 
@@ -85,16 +85,16 @@ func TestErrorsAndShadow(t *testing.T) {
 	}
 	c := collect(t, reader)
 	assert.Equal(t, map[string]int64{
-		"error.type=timeout,ratelimit.policy=api,ratelimit.result=error,ratelimit.shadow=false":       2,
-		"error.type=unavailable,ratelimit.policy=api,ratelimit.result=error,ratelimit.shadow=false":   1,
-		"error.type=invalid_input,ratelimit.policy=api,ratelimit.result=error,ratelimit.shadow=false": 1,
-		"error.type=canceled,ratelimit.policy=api,ratelimit.result=error,ratelimit.shadow=false":      1,
-		"error.type=closed,ratelimit.policy=api,ratelimit.result=error,ratelimit.shadow=false":        1,
-		"error.type=_OTHER,ratelimit.policy=api,ratelimit.result=error,ratelimit.shadow=false":        2,
-		"ratelimit.policy=new,ratelimit.result=denied,ratelimit.shadow=true":                          1,
-		"ratelimit.policy=new,ratelimit.result=allowed,ratelimit.shadow=true":                         1,
-		"error.type=timeout,ratelimit.policy=new,ratelimit.result=error,ratelimit.shadow=true":        1,
-		"ratelimit.policy=api,ratelimit.result=denied,ratelimit.shadow=false":                         1,
+		"error.type=timeout,ratelimit.policy=api,ratelimit.priority=critical,ratelimit.result=error,ratelimit.shadow=false":       2,
+		"error.type=unavailable,ratelimit.policy=api,ratelimit.priority=critical,ratelimit.result=error,ratelimit.shadow=false":   1,
+		"error.type=invalid_input,ratelimit.policy=api,ratelimit.priority=critical,ratelimit.result=error,ratelimit.shadow=false": 1,
+		"error.type=canceled,ratelimit.policy=api,ratelimit.priority=critical,ratelimit.result=error,ratelimit.shadow=false":      1,
+		"error.type=closed,ratelimit.policy=api,ratelimit.priority=critical,ratelimit.result=error,ratelimit.shadow=false":        1,
+		"error.type=_OTHER,ratelimit.policy=api,ratelimit.priority=critical,ratelimit.result=error,ratelimit.shadow=false":        2,
+		"ratelimit.policy=new,ratelimit.priority=critical,ratelimit.result=denied,ratelimit.shadow=true":                          1,
+		"ratelimit.policy=new,ratelimit.priority=critical,ratelimit.result=allowed,ratelimit.shadow=true":                         1,
+		"error.type=timeout,ratelimit.policy=new,ratelimit.priority=critical,ratelimit.result=error,ratelimit.shadow=true":        1,
+		"ratelimit.policy=api,ratelimit.priority=critical,ratelimit.result=denied,ratelimit.shadow=false":                         1,
 	}, c.Counts(t, "ratelimit.requests"))
 	assert.Equal(t, map[string]int64{"ratelimit.policy=api": 1}, c.Counts(t, "ratelimit.denial_cache.hits"))
 
@@ -131,8 +131,8 @@ func TestFallbackOutage(t *testing.T) {
 	}
 	c := collect(t, reader)
 	assert.Equal(t, map[string]int64{
-		"ratelimit.policy=api,ratelimit.result=allowed,ratelimit.shadow=false": 2,
-		"ratelimit.policy=api,ratelimit.result=denied,ratelimit.shadow=false":  1,
+		"ratelimit.policy=api,ratelimit.priority=critical,ratelimit.result=allowed,ratelimit.shadow=false": 2,
+		"ratelimit.policy=api,ratelimit.priority=critical,ratelimit.result=denied,ratelimit.shadow=false":  1,
 	}, c.Counts(t, "ratelimit.requests"))
 	h := c.Histogram(t)
 	assert.Equal(t, uint64(2), h["ratelimit.backend=local,ratelimit.policy=api,ratelimit.result=allowed"].Count)
@@ -200,8 +200,8 @@ func TestCardinality(t *testing.T) {
 
 	c := collect(t, reader)
 	requests := c.Counts(t, "ratelimit.requests")
-	const policies, results, shadow = 2, 3, 2
-	assert.LessOrEqual(t, len(requests), policies*results*shadow)
+	const policies, priorities, results, shadow = 2, 3, 3, 2
+	assert.LessOrEqual(t, len(requests), policies*priorities*results*shadow)
 	assert.Len(t, requests, 8) // allowed and denied, per policy, enforced and in shadow
 	for set, n := range requests {
 		assert.Equal(t, int64(keys/4), n, set)
@@ -228,7 +228,7 @@ func TestCardinality(t *testing.T) {
 			}
 		}
 	}
-	assert.Equal(t, 8*3+4*3, values) // requests: 8 series × 3; duration: 4 series × 3
+	assert.Equal(t, 8*4+4*3, values) // requests: 8 series × 4; duration: 4 series × 3
 }
 
 // TestPolicyOverBackends: a policy decided by two backends is one series of requests, and
@@ -239,7 +239,7 @@ func TestPolicyOverBackends(t *testing.T) {
 		obs.ObserveDecision(context.Background(), ratelimit.Decision{Policy: "api", Backend: backend})
 	}
 	c := collect(t, reader)
-	assert.Equal(t, map[string]int64{"ratelimit.policy=api,ratelimit.result=allowed,ratelimit.shadow=false": 3},
+	assert.Equal(t, map[string]int64{"ratelimit.policy=api,ratelimit.priority=critical,ratelimit.result=allowed,ratelimit.shadow=false": 3},
 		c.Counts(t, "ratelimit.requests"))
 	h := c.Histogram(t)
 	assert.Len(t, h, 2)
@@ -253,9 +253,9 @@ func TestMaxSeries(t *testing.T) {
 		obs.ObserveDecision(context.Background(), ratelimit.Decision{Policy: p, Backend: "local"})
 	}
 	assert.Equal(t, map[string]int64{
-		"ratelimit.policy=a,ratelimit.result=allowed,ratelimit.shadow=false":      2,
-		"ratelimit.policy=b,ratelimit.result=allowed,ratelimit.shadow=false":      1,
-		"ratelimit.policy=_OTHER,ratelimit.result=allowed,ratelimit.shadow=false": 2,
+		"ratelimit.policy=a,ratelimit.priority=critical,ratelimit.result=allowed,ratelimit.shadow=false":      2,
+		"ratelimit.policy=b,ratelimit.priority=critical,ratelimit.result=allowed,ratelimit.shadow=false":      1,
+		"ratelimit.policy=_OTHER,ratelimit.priority=critical,ratelimit.result=allowed,ratelimit.shadow=false": 2,
 	}, collect(t, reader).Counts(t, "ratelimit.requests"))
 }
 
@@ -271,7 +271,7 @@ func TestGlobalProvider(t *testing.T) {
 	obs, err := otelmetrics.New(otelmetrics.WithMeterProvider(nil))
 	require.NoError(t, err)
 	obs.ObserveDecision(nil, ratelimit.Decision{Policy: "api", Backend: "local", Outcome: ratelimit.OutcomeDenied}) //nolint:staticcheck // a nil context is tolerated
-	assert.Equal(t, map[string]int64{"ratelimit.policy=api,ratelimit.result=denied,ratelimit.shadow=false": 1},
+	assert.Equal(t, map[string]int64{"ratelimit.policy=api,ratelimit.priority=critical,ratelimit.result=denied,ratelimit.shadow=false": 1},
 		collect(t, reader).Counts(t, "ratelimit.requests"))
 }
 
@@ -303,4 +303,35 @@ func BenchmarkObserveDecision(b *testing.B) {
 	for b.Loop() {
 		obs.ObserveDecision(ctx, d)
 	}
+}
+
+// TestPriority: ratelimit.requests counts each priority apart, under ratelimit.priority;
+// a priority out of range counts as the nearest one, so the attribute has three values.
+func TestPriority(t *testing.T) {
+	obs, reader := newObserver(t)
+	ctx := context.Background()
+	for _, d := range []ratelimit.Decision{
+		{Policy: "api", Priority: ratelimit.Critical, Outcome: ratelimit.OutcomeAllowed},
+		{Policy: "api", Priority: ratelimit.Normal, Outcome: ratelimit.OutcomeAllowed},
+		{Policy: "api", Priority: ratelimit.Sheddable, Outcome: ratelimit.OutcomeDenied},
+		{Policy: "api", Priority: ratelimit.Sheddable, Outcome: ratelimit.OutcomeDenied, Shadow: true},
+		{Policy: "api", Priority: ratelimit.Normal, Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindTimeout},
+		{Policy: "api", Priority: 7, Outcome: ratelimit.OutcomeDenied},
+		{Policy: "api", Priority: -1, Outcome: ratelimit.OutcomeAllowed},
+	} {
+		obs.ObserveDecision(ctx, d)
+	}
+	c := collect(t, reader)
+	assert.Equal(t, map[string]int64{
+		"ratelimit.policy=api,ratelimit.priority=critical,ratelimit.result=allowed,ratelimit.shadow=false":                2,
+		"ratelimit.policy=api,ratelimit.priority=normal,ratelimit.result=allowed,ratelimit.shadow=false":                  1,
+		"ratelimit.policy=api,ratelimit.priority=sheddable,ratelimit.result=denied,ratelimit.shadow=false":                2,
+		"ratelimit.policy=api,ratelimit.priority=sheddable,ratelimit.result=denied,ratelimit.shadow=true":                 1,
+		"error.type=timeout,ratelimit.policy=api,ratelimit.priority=normal,ratelimit.result=error,ratelimit.shadow=false": 1,
+	}, c.Counts(t, "ratelimit.requests"))
+	// The duration is not by priority: one series per result.
+	assert.Len(t, c.Histogram(t), 3)
+	assert.Zero(t, testing.AllocsPerRun(100, func() {
+		obs.ObserveDecision(ctx, ratelimit.Decision{Policy: "api", Priority: ratelimit.Sheddable})
+	}))
 }

@@ -19,8 +19,9 @@
 // otel_scope_* labels, so that one dashboard reads either; a golden test holds the two
 // together.
 //
-//   - ratelimit_requests_total{ratelimit_policy, ratelimit_result, ratelimit_shadow}, and
-//     error_type on errors: decisions.
+//   - ratelimit_requests_total{ratelimit_policy, ratelimit_priority, ratelimit_result,
+//     ratelimit_shadow}, and error_type on errors: decisions; ratelimit_priority is
+//     critical, normal or sheddable (ratelimit.Decision.Priority).
 //   - ratelimit_decision_duration_seconds{ratelimit_backend, ratelimit_policy,
 //     ratelimit_result}: a histogram of how long they took, buckets 10 µs to 250 ms.
 //   - ratelimit_fallback_transitions_total{ratelimit_fallback_from, ratelimit_fallback_to}.

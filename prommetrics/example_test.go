@@ -44,6 +44,6 @@ func ExampleNew() {
 		}
 	}
 	// Output:
-	// ratelimit_requests_total{ratelimit_policy="api",ratelimit_result="allowed",ratelimit_shadow="false"} 2
-	// ratelimit_requests_total{ratelimit_policy="api",ratelimit_result="denied",ratelimit_shadow="false"} 1
+	// ratelimit_requests_total{ratelimit_policy="api",ratelimit_priority="critical",ratelimit_result="allowed",ratelimit_shadow="false"} 2
+	// ratelimit_requests_total{ratelimit_policy="api",ratelimit_priority="critical",ratelimit_result="denied",ratelimit_shadow="false"} 1
 }

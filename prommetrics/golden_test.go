@@ -26,7 +26,7 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/metrics.golden")
 
 // traffic tells o of a fixed set of decisions and transitions: every result, shadow and
-// not, every error kind, a denial-cache hit, durations in several buckets and on a bucket's
+// not, every priority, every error kind, a denial-cache hit, durations in several buckets and on a bucket's
 // upper bound (which belongs to that bucket).
 func traffic(o ratelimit.Observer) {
 	ctx := context.Background()
@@ -44,6 +44,9 @@ func traffic(o ratelimit.Observer) {
 		{Policy: "login", Backend: "local", Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindClosed, Duration: time.Second},
 		{Policy: "new", Backend: "local", Outcome: ratelimit.OutcomeDenied, Shadow: true, Duration: 2 * us},
 		{Policy: "new", Backend: "local", Outcome: ratelimit.OutcomeAllowed, Shadow: true, Duration: 2 * us},
+		{Policy: "api", Backend: "distributed", Priority: ratelimit.Sheddable, Outcome: ratelimit.OutcomeDenied, Duration: 150 * us},
+		{Policy: "api", Backend: "distributed", Priority: ratelimit.Normal, Outcome: ratelimit.OutcomeAllowed, Duration: 170 * us},
+		{Policy: "api", Backend: "distributed", Priority: ratelimit.Normal, Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindTimeout, Duration: 50 * time.Millisecond},
 	} {
 		o.ObserveDecision(ctx, d)
 	}

@@ -28,14 +28,23 @@ const other = series.Other
 // error of no known kind.
 const numKinds = int(ratelimit.KindClosed) + 1
 
+// numPriorities is the number of ratelimit.Priority values, Critical to Sheddable.
+const numPriorities = int(ratelimit.Sheddable) + 1
+
+// priorityIndex is the index of a decision's priority; a value out of range counts as the
+// nearest priority, as ratelimit.WithPriority takes it.
+func priorityIndex(p ratelimit.Priority) int {
+	return min(max(int(p), 0), numPriorities-1)
+}
+
 // The descriptors of the metrics, with the help texts of otelmetrics' instruments.
 var (
 	requestsDesc = prometheus.NewDesc("ratelimit_requests_total",
 		"Rate-limiting decisions, by policy and result.",
-		[]string{"ratelimit_policy", "ratelimit_result", "ratelimit_shadow"}, nil)
+		[]string{"ratelimit_policy", "ratelimit_priority", "ratelimit_result", "ratelimit_shadow"}, nil)
 	errorsDesc = prometheus.NewDesc("ratelimit_requests_total",
 		"Rate-limiting decisions, by policy and result.",
-		[]string{"error_type", "ratelimit_policy", "ratelimit_result", "ratelimit_shadow"}, nil)
+		[]string{"error_type", "ratelimit_policy", "ratelimit_priority", "ratelimit_result", "ratelimit_shadow"}, nil)
 	durationDesc = prometheus.NewDesc("ratelimit_decision_duration_seconds",
 		"How long the limiter took to decide, by policy, backend and result.",
 		[]string{"ratelimit_backend", "ratelimit_policy", "ratelimit_result"}, nil)
@@ -70,8 +79,8 @@ var (
 // counters holds the counts of one (policy, backend) pair.
 type counters struct {
 	policy, backend string
-	requests        [2][2]atomic.Int64 // [allowed, denied][shadow]
-	errors          [numKinds][2]atomic.Int64
+	requests        [numPriorities][2][2]atomic.Int64 // [priority][allowed, denied][shadow]
+	errors          [numPriorities][numKinds][2]atomic.Int64
 	cacheHits       atomic.Int64
 	duration        [3]histogram // [allowed, denied, error]
 }
@@ -117,17 +126,18 @@ func (c *Collector) ObserveDecision(_ context.Context, d ratelimit.Decision) {
 	if d.Shadow {
 		shadow = 1
 	}
+	p := priorityIndex(d.Priority)
 	out := d.Outcome
 	switch out {
 	case ratelimit.OutcomeAllowed, ratelimit.OutcomeDenied:
-		s.requests[out][shadow].Add(1)
+		s.requests[p][out][shadow].Add(1)
 	default:
 		out = ratelimit.OutcomeError
 		kind := int(d.ErrorKind)
 		if kind >= numKinds {
 			kind = 0
 		}
-		s.errors[kind][shadow].Add(1)
+		s.errors[p][kind][shadow].Add(1)
 	}
 	if d.Cached {
 		s.cacheHits.Add(1)
@@ -177,20 +187,22 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 
 // counts are the counts of a policy's decisions, summed over its backends.
 type counts struct {
-	requests  [2][2]int64
-	errors    [numKinds][2]int64
+	requests  [numPriorities][2][2]int64
+	errors    [numPriorities][numKinds][2]int64
 	cacheHits int64
 }
 
 func (c *counts) add(s *counters) {
-	for out := range c.requests {
-		for shadow := range c.requests[out] {
-			c.requests[out][shadow] += s.requests[out][shadow].Load()
+	for p := range c.requests {
+		for out := range c.requests[p] {
+			for shadow := range c.requests[p][out] {
+				c.requests[p][out][shadow] += s.requests[p][out][shadow].Load()
+			}
 		}
-	}
-	for kind := range c.errors {
-		for shadow := range c.errors[kind] {
-			c.errors[kind][shadow] += s.errors[kind][shadow].Load()
+		for kind := range c.errors[p] {
+			for shadow := range c.errors[p][kind] {
+				c.errors[p][kind][shadow] += s.errors[p][kind][shadow].Load()
+			}
 		}
 	}
 	c.cacheHits += s.cacheHits.Load()
@@ -199,23 +211,26 @@ func (c *counts) add(s *counters) {
 var shadows = [2]string{"false", "true"}
 
 func (c *counts) collect(ch chan<- prometheus.Metric, policy string) {
-	for _, out := range []ratelimit.Outcome{ratelimit.OutcomeAllowed, ratelimit.OutcomeDenied} {
-		for shadow := range 2 {
-			if n := c.requests[out][shadow]; n > 0 {
-				ch <- prometheus.MustNewConstMetric(requestsDesc, prometheus.CounterValue, float64(n),
-					policy, out.String(), shadows[shadow])
+	for p := range numPriorities {
+		prio := ratelimit.Priority(p).String()
+		for _, out := range []ratelimit.Outcome{ratelimit.OutcomeAllowed, ratelimit.OutcomeDenied} {
+			for shadow := range 2 {
+				if n := c.requests[p][out][shadow]; n > 0 {
+					ch <- prometheus.MustNewConstMetric(requestsDesc, prometheus.CounterValue, float64(n),
+						policy, prio, out.String(), shadows[shadow])
+				}
 			}
 		}
-	}
-	for kind := range numKinds {
-		name := ratelimit.ErrorKind(kind).String()
-		if kind == 0 {
-			name = other
-		}
-		for shadow := range 2 {
-			if n := c.errors[kind][shadow]; n > 0 {
-				ch <- prometheus.MustNewConstMetric(errorsDesc, prometheus.CounterValue, float64(n),
-					name, policy, ratelimit.OutcomeError.String(), shadows[shadow])
+		for kind := range numKinds {
+			name := ratelimit.ErrorKind(kind).String()
+			if kind == 0 {
+				name = other
+			}
+			for shadow := range 2 {
+				if n := c.errors[p][kind][shadow]; n > 0 {
+					ch <- prometheus.MustNewConstMetric(errorsDesc, prometheus.CounterValue, float64(n),
+						name, policy, prio, ratelimit.OutcomeError.String(), shadows[shadow])
+				}
 			}
 		}
 	}

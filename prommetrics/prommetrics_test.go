@@ -64,8 +64,8 @@ func TestSeedTimeline(t *testing.T) {
 	assert.Equal(t, []string{
 		`ratelimit_decision_duration_seconds{ratelimit_backend="local",ratelimit_policy="api",ratelimit_result="allowed"} 2`,
 		`ratelimit_decision_duration_seconds{ratelimit_backend="local",ratelimit_policy="api",ratelimit_result="denied"} 1`,
-		`ratelimit_requests_total{ratelimit_policy="api",ratelimit_result="allowed",ratelimit_shadow="false"} 2`,
-		`ratelimit_requests_total{ratelimit_policy="api",ratelimit_result="denied",ratelimit_shadow="false"} 1`,
+		`ratelimit_requests_total{ratelimit_policy="api",ratelimit_priority="critical",ratelimit_result="allowed",ratelimit_shadow="false"} 2`,
+		`ratelimit_requests_total{ratelimit_policy="api",ratelimit_priority="critical",ratelimit_result="denied",ratelimit_shadow="false"} 1`,
 	}, scrape(t, c))
 }
 
@@ -79,7 +79,7 @@ func TestPolicyOverBackends(t *testing.T) {
 	assert.Equal(t, []string{
 		`ratelimit_decision_duration_seconds{ratelimit_backend="distributed",ratelimit_policy="api",ratelimit_result="allowed"} 2`,
 		`ratelimit_decision_duration_seconds{ratelimit_backend="local",ratelimit_policy="api",ratelimit_result="allowed"} 1`,
-		`ratelimit_requests_total{ratelimit_policy="api",ratelimit_result="allowed",ratelimit_shadow="false"} 3`,
+		`ratelimit_requests_total{ratelimit_policy="api",ratelimit_priority="critical",ratelimit_result="allowed",ratelimit_shadow="false"} 3`,
 	}, scrape(t, c))
 }
 
@@ -90,10 +90,10 @@ func TestMaxSeries(t *testing.T) {
 	}
 	c.ObserveDecision(context.Background(), ratelimit.Decision{Policy: "a", Backend: "local", Outcome: ratelimit.OutcomeError, ErrorKind: 99})
 	got := scrape(t, c)
-	assert.Contains(t, got, `ratelimit_requests_total{ratelimit_policy="a",ratelimit_result="denied",ratelimit_shadow="false"} 2`)
-	assert.Contains(t, got, `ratelimit_requests_total{ratelimit_policy="b",ratelimit_result="denied",ratelimit_shadow="false"} 1`)
-	assert.Contains(t, got, `ratelimit_requests_total{ratelimit_policy="_OTHER",ratelimit_result="denied",ratelimit_shadow="false"} 2`)
-	assert.Contains(t, got, `ratelimit_requests_total{error_type="_OTHER",ratelimit_policy="a",ratelimit_result="error",ratelimit_shadow="false"} 1`)
+	assert.Contains(t, got, `ratelimit_requests_total{ratelimit_policy="a",ratelimit_priority="critical",ratelimit_result="denied",ratelimit_shadow="false"} 2`)
+	assert.Contains(t, got, `ratelimit_requests_total{ratelimit_policy="b",ratelimit_priority="critical",ratelimit_result="denied",ratelimit_shadow="false"} 1`)
+	assert.Contains(t, got, `ratelimit_requests_total{ratelimit_policy="_OTHER",ratelimit_priority="critical",ratelimit_result="denied",ratelimit_shadow="false"} 2`)
+	assert.Contains(t, got, `ratelimit_requests_total{error_type="_OTHER",ratelimit_policy="a",ratelimit_priority="critical",ratelimit_result="error",ratelimit_shadow="false"} 1`)
 	assert.Len(t, got, 8) // 4 series of requests, 4 of durations
 }
 
@@ -116,8 +116,8 @@ func TestNoKeys(t *testing.T) {
 	assert.Equal(t, []string{
 		`ratelimit_decision_duration_seconds{ratelimit_backend="local",ratelimit_policy="api",ratelimit_result="allowed"} 10000`,
 		`ratelimit_decision_duration_seconds{ratelimit_backend="local",ratelimit_policy="api",ratelimit_result="denied"} 10000`,
-		`ratelimit_requests_total{ratelimit_policy="api",ratelimit_result="allowed",ratelimit_shadow="false"} 10000`,
-		`ratelimit_requests_total{ratelimit_policy="api",ratelimit_result="denied",ratelimit_shadow="false"} 10000`,
+		`ratelimit_requests_total{ratelimit_policy="api",ratelimit_priority="critical",ratelimit_result="allowed",ratelimit_shadow="false"} 10000`,
+		`ratelimit_requests_total{ratelimit_policy="api",ratelimit_priority="critical",ratelimit_result="denied",ratelimit_shadow="false"} 10000`,
 	}, got)
 	for _, line := range got {
 		for key := range keys {
@@ -150,7 +150,7 @@ func TestConcurrent(t *testing.T) {
 	got := scrape(t, c)
 	for _, p := range []string{"p0", "p1"} {
 		for _, r := range []string{"allowed", "denied"} {
-			assert.Contains(t, got, `ratelimit_requests_total{ratelimit_policy="`+p+`",ratelimit_result="`+r+`",ratelimit_shadow="false"} 2000`)
+			assert.Contains(t, got, `ratelimit_requests_total{ratelimit_policy="`+p+`",ratelimit_priority="critical",ratelimit_result="`+r+`",ratelimit_shadow="false"} 2000`)
 			assert.Contains(t, got, `ratelimit_decision_duration_seconds{ratelimit_backend="local",ratelimit_policy="`+p+`",ratelimit_result="`+r+`"} 2000`)
 		}
 	}

@@ -11,7 +11,7 @@
 // of denials cannot flood the logs: the records dropped are counted, and the next record
 // written says how many (dropped=N). Counting every decision is the job of a metrics
 // observer (otelmetrics, prommetrics); the records are examples, with the policy, backend,
-// cost, limit and the limiter's error. They never hold the key. Changes of a circuit
+// cost, priority, limit and the limiter's error. They never hold the key. Changes of a circuit
 // breaker's state are always logged: Warn when decisions degrade, Info when they recover.
 //
 // The package is named for what it uses and what it is, like otelmetrics and prommetrics

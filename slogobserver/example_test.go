@@ -27,5 +27,5 @@ func ExampleNew() {
 		limiter.Allow(context.Background(), "client", ratelimit.Limit{Rate: 1, Burst: 2})
 	}
 	// Output:
-	// level=INFO msg="rate limit: request denied" policy=api backend=local shadow=false cost=1 limit="1/s burst 2" remaining=0
+	// level=INFO msg="rate limit: request denied" policy=api backend=local shadow=false cost=1 priority=critical limit="1/s burst 2" remaining=0
 }

@@ -83,12 +83,13 @@ func (o *Observer) ObserveDecision(ctx context.Context, d ratelimit.Decision) {
 	if !ok {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 12)
+	attrs := make([]slog.Attr, 0, 13)
 	attrs = append(attrs,
 		slog.String("policy", d.Policy),
 		slog.String("backend", d.Backend),
 		slog.Bool("shadow", d.Shadow),
 		slog.Int("cost", d.Cost),
+		slog.String("priority", d.Priority.String()),
 		slog.String("limit", d.Limit.String()),
 		slog.Duration("duration", d.Duration),
 	)

@@ -58,8 +58,8 @@ var (
 )
 
 const (
-	deniedLine = `{"level":"INFO","msg":"rate limit: request denied","policy":"api","backend":"local","shadow":false,"cost":1,"limit":"2/s burst 2","duration":150,"remaining":0}`
-	failedLine = `{"level":"WARN","msg":"rate limit: the limiter could not decide","policy":"api","backend":"distributed","shadow":false,"cost":1,"limit":"2/s burst 2","duration":50000000,"error_type":"timeout","err":"ratelimit: redis: context deadline exceeded"}`
+	deniedLine = `{"level":"INFO","msg":"rate limit: request denied","policy":"api","backend":"local","shadow":false,"cost":1,"priority":"critical","limit":"2/s burst 2","duration":150,"remaining":0}`
+	failedLine = `{"level":"WARN","msg":"rate limit: the limiter could not decide","policy":"api","backend":"distributed","shadow":false,"cost":1,"priority":"critical","limit":"2/s burst 2","duration":50000000,"error_type":"timeout","err":"ratelimit: redis: context deadline exceeded"}`
 )
 
 // TestRecordLimit: two records of each kind a minute; the ones dropped are counted in the
@@ -97,7 +97,19 @@ func TestShadowAndCached(t *testing.T) {
 	d.Shadow, d.Cached, d.Backend = true, true, "fallback"
 	o.ObserveDecision(context.Background(), d)
 	assert.Equal(t, []string{
-		`{"level":"INFO","msg":"rate limit: request would be denied (shadow)","policy":"api","backend":"fallback","shadow":true,"cost":1,"limit":"2/s burst 2","duration":150,"remaining":0,"cached":true}`,
+		`{"level":"INFO","msg":"rate limit: request would be denied (shadow)","policy":"api","backend":"fallback","shadow":true,"cost":1,"priority":"critical","limit":"2/s burst 2","duration":150,"remaining":0,"cached":true}`,
+	}, out.lines())
+}
+
+// TestPriority: a record says at which priority the request was decided.
+func TestPriority(t *testing.T) {
+	var out logs
+	o := slogobserver.New(out.logger())
+	d := denied
+	d.Priority = ratelimit.Sheddable
+	o.ObserveDecision(context.Background(), d)
+	assert.Equal(t, []string{
+		`{"level":"INFO","msg":"rate limit: request denied","policy":"api","backend":"local","shadow":false,"cost":1,"priority":"sheddable","limit":"2/s burst 2","duration":150,"remaining":0}`,
 	}, out.lines())
 }
 

@@ -118,9 +118,9 @@ func TestMetrics(t *testing.T) {
 	require.NoError(t, err)
 	text := string(body)
 	for _, series := range []string{
-		`ratelimit_requests_total{ratelimit_policy="login",ratelimit_result="allowed",ratelimit_shadow="false"} 5`,
-		`ratelimit_requests_total{ratelimit_policy="login",ratelimit_result="denied",ratelimit_shadow="false"} 1`,
-		`ratelimit_requests_total{ratelimit_policy="api",ratelimit_result="allowed",ratelimit_shadow="false"} 1`,
+		`ratelimit_requests_total{ratelimit_policy="login",ratelimit_priority="critical",ratelimit_result="allowed",ratelimit_shadow="false"} 5`,
+		`ratelimit_requests_total{ratelimit_policy="login",ratelimit_priority="critical",ratelimit_result="denied",ratelimit_shadow="false"} 1`,
+		`ratelimit_requests_total{ratelimit_policy="api",ratelimit_priority="critical",ratelimit_result="allowed",ratelimit_shadow="false"} 1`,
 		`ratelimit_decision_duration_seconds_count{ratelimit_backend="local",ratelimit_policy="login",ratelimit_result="allowed"} 5`,
 	} {
 		assert.Contains(t, text, series)

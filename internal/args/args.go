@@ -30,3 +30,20 @@ func Check(key string, limit ratelimit.Limit, n int) error {
 	}
 	return nil
 }
+
+// Reserve returns the tokens a request of priority p for n tokens must leave in its bucket
+// under limit, with reserves r (ratelimit.Reserves.Tokens): 0 for ratelimit.Critical. When n
+// is more than the part of the burst left to p, it returns an error wrapping
+// ratelimit.ErrExceedsBurst, with Check's values and the reserve: such a request can never
+// be allowed at its priority. Call it after Check.
+func Reserve(r ratelimit.Reserves, p ratelimit.Priority, limit ratelimit.Limit, n int) (int, error) {
+	if p == ratelimit.Critical {
+		return 0, nil
+	}
+	reserve := r.Tokens(p, limit.Burst)
+	if n > limit.Burst-reserve {
+		return reserve, fmt.Errorf("%w: n = %d, burst %d less the %d tokens kept back from %v requests",
+			ratelimit.ErrExceedsBurst, n, limit.Burst, reserve, p)
+	}
+	return reserve, nil
+}

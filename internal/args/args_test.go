@@ -39,6 +39,35 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+func TestReserve(t *testing.T) {
+	ten := ratelimit.Limit{Rate: 1, Burst: 10}
+	var defaults ratelimit.Reserves // 1 token kept from Normal, 5 from Sheddable
+	cases := []struct {
+		r    ratelimit.Reserves
+		p    ratelimit.Priority
+		n    int
+		want int
+		text string
+	}{
+		{defaults, ratelimit.Critical, 10, 0, ""},
+		{defaults, ratelimit.Normal, 9, 1, ""},
+		{defaults, ratelimit.Normal, 10, 1, "ratelimit: cost exceeds burst: n = 10, burst 10 less the 1 tokens kept back from normal requests"},
+		{defaults, ratelimit.Sheddable, 5, 5, ""},
+		{defaults, ratelimit.Sheddable, 6, 5, "ratelimit: cost exceeds burst: n = 6, burst 10 less the 5 tokens kept back from sheddable requests"},
+		{ratelimit.Reserves{Normal: -1, Sheddable: -1}, ratelimit.Sheddable, 10, 0, ""},
+	}
+	for _, c := range cases {
+		got, err := Reserve(c.r, c.p, ten, c.n)
+		assert.Equal(t, c.want, got, "%v n=%d", c.p, c.n)
+		if c.text == "" {
+			assert.NoError(t, err)
+			continue
+		}
+		require.ErrorIs(t, err, ratelimit.ErrExceedsBurst)
+		assert.EqualError(t, err, c.text)
+	}
+}
+
 func TestWindow(t *testing.T) {
 	cases := []struct {
 		limit ratelimit.Limit

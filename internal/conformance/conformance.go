@@ -32,6 +32,11 @@ type Harness struct {
 	CanWait bool
 	// Algorithm is the algorithm Limiter was built with: it picks the rules that apply.
 	Algorithm ratelimit.Algorithm
+	// Reserves, for RunPriority, returns a limiter built like Limiter (same backend,
+	// algorithm and clock, no buckets yet) but with the given priority reserves, closed by the
+	// function that made the Harness at the test's cleanup. Limiter itself must have the
+	// default reserves (the zero ratelimit.Reserves). The other suites leave it nil.
+	Reserves func(r ratelimit.Reserves) ratelimit.Limiter
 }
 
 // rule is one named check, run on a fresh Harness. A rule makes no subtests of its own, so

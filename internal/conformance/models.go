@@ -13,10 +13,12 @@ import (
 	"github.com/sluice-go/ratelimit/internal/args"
 )
 
-// Op is one request of a timeline: move the clock forward by Advance, then ask for N tokens.
+// Op is one request of a timeline: move the clock forward by Advance, then ask for N tokens
+// at Priority (the harness's limiter has the default reserves).
 type Op struct {
-	Advance time.Duration
-	N       int
+	Advance  time.Duration
+	N        int
+	Priority ratelimit.Priority
 }
 
 // RandomOps returns count Ops drawn from seed: advances of 0 to maxAdvance in whole
@@ -42,15 +44,22 @@ type timeline struct {
 	u     int64
 }
 
-// ask moves the clock by d, asks for n tokens and returns the Result, with its Limit checked.
-func (tl *timeline) ask(d time.Duration, n int) ratelimit.Result {
+// ask moves the clock by d, asks for n tokens at p and returns the Result, with its Limit
+// checked.
+func (tl *timeline) ask(d time.Duration, n int, p ratelimit.Priority) ratelimit.Result {
 	tl.t.Helper()
 	tl.h.Advance(d)
 	tl.u += d.Microseconds()
-	res, err := tl.h.Limiter.AllowN(context.Background(), "model", tl.limit, n)
+	res, err := tl.h.Limiter.AllowN(ratelimit.WithPriority(context.Background(), p), "model", tl.limit, n)
 	require.NoError(tl.t, err)
 	require.Equal(tl.t, tl.limit, res.Limit)
 	return res
+}
+
+// usable is the part of limit's Burst a request of priority p may take, with the default
+// reserves.
+func usable(limit ratelimit.Limit, p ratelimit.Priority) int {
+	return limit.Burst - ratelimit.Reserves{}.Tokens(p, limit.Burst)
 }
 
 // CheckSlidingLog plays ops (whole microseconds, 1 ≤ N ≤ Burst) on a SlidingWindowLog
@@ -58,6 +67,7 @@ func (tl *timeline) ask(d time.Duration, n int) ratelimit.Result {
 // the times of the admitted tokens. After each denial it also checks that RetryAfter is
 // exact: the same request is denied 1 µs before it and allowed at it. At the end it checks
 // the guarantee itself: no interval of length W ever saw more than Burst tokens admitted.
+// An Op of a priority below Critical is decided as under a Burst less its reserve.
 func CheckSlidingLog(t *testing.T, h Harness, limit ratelimit.Limit, ops []Op) {
 	t.Helper()
 	w, err := args.LogWindow(limit)
@@ -65,38 +75,38 @@ func CheckSlidingLog(t *testing.T, h Harness, limit ratelimit.Limit, ops []Op) {
 	tl := &timeline{t: t, h: h, limit: limit}
 	var admitted []int64 // one entry per admitted token, in order
 	first := 0           // admitted[first:] are later than u − W: the window
-	step := func(d time.Duration, n int) ratelimit.Result {
-		res := tl.ask(d, n)
+	step := func(d time.Duration, n int, p ratelimit.Priority) ratelimit.Result {
+		res := tl.ask(d, n, p)
 		for first < len(admitted) && admitted[first] <= tl.u-w {
 			first++
 		}
 		window := admitted[first:] // oldest first
 		us := func(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
-		count := len(window)
-		want := ratelimit.Result{Limit: limit, Allowed: count+n <= limit.Burst}
+		count, top := len(window), usable(limit, p)
+		want := ratelimit.Result{Limit: limit, Allowed: count+n <= top}
 		if want.Allowed {
 			for range n {
 				admitted = append(admitted, tl.u)
 			}
-			want.Remaining = limit.Burst - count - n
+			want.Remaining = top - count - n
 			want.ResetAfter = us(w) // the newest entry is this one
 		} else {
-			k := count + n - limit.Burst // 1 ≤ k ≤ count, since n ≤ Burst
-			want.Remaining = limit.Burst - count
+			k := count + n - top // 1 ≤ k ≤ count, since n ≤ top
+			want.Remaining = max(top-count, 0)
 			want.RetryAfter = us(window[k-1] + w - tl.u)
 			want.ResetAfter = us(window[count-1] + w - tl.u)
 		}
-		require.Equal(t, want, res, "at %d µs, n = %d", tl.u, n)
+		require.Equal(t, want, res, "at %d µs, n = %d, %v", tl.u, n, p)
 		return res
 	}
 	for _, op := range ops {
-		res := step(op.Advance, op.N)
+		res := step(op.Advance, op.N, op.Priority)
 		if res.Allowed {
 			continue
 		}
-		again := step(res.RetryAfter-time.Microsecond, op.N)
+		again := step(res.RetryAfter-time.Microsecond, op.N, op.Priority)
 		require.False(t, again.Allowed, "allowed 1 µs before RetryAfter %v", res.RetryAfter)
-		require.True(t, step(time.Microsecond, op.N).Allowed, "denied at RetryAfter %v", res.RetryAfter)
+		require.True(t, step(time.Microsecond, op.N, op.Priority).Allowed, "denied at RetryAfter %v", res.RetryAfter)
 	}
 	// The interval (a − W, a] holding the most tokens ends at an admission a.
 	first = 0
@@ -121,7 +131,9 @@ func CheckSlidingLog(t *testing.T, h Harness, limit ratelimit.Limit, ops []Op) {
 // within the noise of the line may go either way. Beyond the model they check the
 // guarantees: departures (u + Delay) never closer than N·T to the one before, but for the
 // two roundings; never more than Burst tokens queued; and RetryAfter exact for the backend
-// (denied 1 µs before it, allowed at it).
+// (denied 1 µs before it, allowed at it). An Op of a priority below Critical is decided as
+// in a queue of Burst less its reserve, τ' = (Burst − R)·T; the queue it joins is the real
+// one.
 func CheckLeakyBucket(t *testing.T, h Harness, limit ratelimit.Limit, ops []Op) {
 	t.Helper()
 	tl := &timeline{t: t, h: h, limit: limit}
@@ -135,12 +147,13 @@ func CheckLeakyBucket(t *testing.T, h Harness, limit ratelimit.Limit, ops []Op) 
 		t.Helper()
 		require.InDelta(t, want, us(got), 0.5+noise, "%s at %d µs", what, tl.u)
 	}
-	step := func(d time.Duration, n int) ratelimit.Result {
+	step := func(d time.Duration, n int, p ratelimit.Priority) ratelimit.Result {
 		t.Helper()
-		res := tl.ask(d, n)
+		res := tl.ask(d, n, p)
 		u := float64(tl.u)
 		start := max(end, u)
-		margin := start + float64(n)*period - u - tau // how long until the request fits
+		fill := float64(usable(limit, p)) * period     // τ' = (Burst − R)·T
+		margin := start + float64(n)*period - u - fill // how long until the request fits
 		if math.Abs(margin) > noise {
 			require.Equal(t, margin <= 0, res.Allowed, "at %d µs, n = %d: margin %v µs", tl.u, n, margin)
 		}
@@ -156,7 +169,7 @@ func CheckLeakyBucket(t *testing.T, h Harness, limit ratelimit.Limit, ops []Op) 
 		rounded(res.Delay, start-u, "Delay")
 		end = start + float64(n)*period
 		rounded(res.ResetAfter, end-u, "ResetAfter")
-		room := (tau - (end - u)) / period
+		room := (fill - (end - u)) / period
 		require.True(t, res.Remaining >= int(math.Floor(room-noise/period)) && res.Remaining <= int(math.Floor(room+noise/period)),
 			"Remaining %d, want ⌊%v⌋ at %d µs", res.Remaining, room, tl.u)
 
@@ -168,12 +181,12 @@ func CheckLeakyBucket(t *testing.T, h Harness, limit ratelimit.Limit, ops []Op) 
 		return res
 	}
 	for _, op := range ops {
-		res := step(op.Advance, op.N)
+		res := step(op.Advance, op.N, op.Priority)
 		if res.Allowed {
 			continue
 		}
-		require.False(t, step(res.RetryAfter-time.Microsecond, op.N).Allowed,
+		require.False(t, step(res.RetryAfter-time.Microsecond, op.N, op.Priority).Allowed,
 			"allowed 1 µs before RetryAfter %v", res.RetryAfter)
-		require.True(t, step(time.Microsecond, op.N).Allowed, "denied at RetryAfter %v", res.RetryAfter)
+		require.True(t, step(time.Microsecond, op.N, op.Priority).Allowed, "denied at RetryAfter %v", res.RetryAfter)
 	}
 }

@@ -14,10 +14,11 @@ import (
 )
 
 // WindowArrival is one request of a timeline: the clock moves by Advance, then the request
-// asks for N tokens.
+// asks for N tokens at Priority (the harness's limiter has the default reserves).
 type WindowArrival struct {
-	Advance time.Duration
-	N       int
+	Advance  time.Duration
+	N        int
+	Priority ratelimit.Priority
 }
 
 // RandomWindowArrivals returns count arrivals for limit, the same for the same seed: bursts
@@ -91,6 +92,8 @@ func checkModelRule(t *testing.T, h Harness) {
 // admissions, the bound each algorithm guarantees: never more than Burst in one fixed window
 // (both), less than 2·Burst in any interval of length W (counter). After every third
 // denial it comes back 1 µs before RetryAfter (still denied), then at RetryAfter (allowed).
+// An arrival of a priority below Critical is decided by the model as under a Burst less its
+// reserve (the default ratelimit.Reserves); the bounds above are checked on the real Burst.
 //
 // now is the harness clock's reading, which must not move but by h.Advance; no other request
 // may use the bucket meanwhile. It returns how many arrivals were admitted and denied at
@@ -105,13 +108,14 @@ func CheckWindowModel(t *testing.T, h Harness, now time.Time, key string, limit 
 		counts: map[int64]int64{}}
 	u := now.UnixMicro()
 	ctx := context.Background()
-	ask := func(i int, n int) ratelimit.Result {
+	ask := func(i int, a WindowArrival) ratelimit.Result {
 		t.Helper()
-		got, err := h.Limiter.AllowN(ctx, key, limit, n)
+		n := a.N
+		got, err := h.Limiter.AllowN(ratelimit.WithPriority(ctx, a.Priority), key, limit, n)
 		require.NoError(t, err, "arrival %d", i)
-		want := m.decide(u, int64(n))
+		want := m.decide(u, int64(n), int64(limit.Burst-ratelimit.Reserves{}.Tokens(a.Priority, limit.Burst)))
 		want.Limit = limit
-		require.Equal(t, want, got, "arrival %d: n=%d at %d µs", i, n, u)
+		require.Equal(t, want, got, "arrival %d: n=%d at %d µs, %v", i, n, u, a.Priority)
 		require.Equal(t, got.Allowed, got.RetryAfter == 0, "arrival %d", i)
 		require.True(t, 0 <= got.Remaining && got.Remaining <= limit.Burst, "arrival %d", i)
 		if got.Allowed {
@@ -125,7 +129,7 @@ func CheckWindowModel(t *testing.T, h Harness, now time.Time, key string, limit 
 	}
 	for i, a := range arrivals {
 		advance(a.Advance)
-		res := ask(i, a.N)
+		res := ask(i, a)
 		if res.Allowed {
 			admitted++
 			continue
@@ -135,12 +139,12 @@ func CheckWindowModel(t *testing.T, h Harness, now time.Time, key string, limit 
 		}
 		if res.RetryAfter > time.Microsecond {
 			advance(res.RetryAfter - time.Microsecond)
-			require.False(t, ask(i, a.N).Allowed, "arrival %d: allowed 1 µs before RetryAfter", i)
+			require.False(t, ask(i, a).Allowed, "arrival %d: allowed 1 µs before RetryAfter", i)
 			advance(time.Microsecond)
 		} else {
 			advance(res.RetryAfter)
 		}
-		require.True(t, ask(i, a.N).Allowed, "arrival %d: denied at RetryAfter", i)
+		require.True(t, ask(i, a).Allowed, "arrival %d: denied at RetryAfter", i)
 	}
 	return admitted, denied
 }
@@ -177,16 +181,18 @@ func (m *windowModel) estimate(u int64) float64 {
 	return float64(float64(m.counts[i-1])*float64(m.w-x)/float64(m.w)) + float64(m.counts[i])
 }
 
-// admits reports whether a request for n at u fits: est + n ≤ Burst, tested as
-// est ≤ Burst − n, whose right side is exact.
-func (m *windowModel) admits(u, n int64) bool {
-	return m.estimate(u) <= float64(m.burst-n)
+// admits reports whether a request for n at u, allowed to fill the windows up to usable
+// (Burst less its reserve), fits: est + n ≤ usable, tested as est ≤ usable − n, whose right
+// side is exact.
+func (m *windowModel) admits(u, n, usable int64) bool {
+	return m.estimate(u) <= float64(usable-n)
 }
 
-// decide answers a request for n at u without recording it.
-func (m *windowModel) decide(u, n int64) ratelimit.Result {
+// decide answers a request for n at u, allowed to fill the windows up to usable, without
+// recording it.
+func (m *windowModel) decide(u, n, usable int64) ratelimit.Result {
 	est := m.estimate(u)
-	res := ratelimit.Result{Allowed: m.admits(u, n)}
+	res := ratelimit.Result{Allowed: m.admits(u, n, usable)}
 	last := int64(-1) // the last window that admitted anything, this request included
 	if len(m.log) > 0 {
 		last = m.index(m.log[len(m.log)-1].at)
@@ -195,7 +201,7 @@ func (m *windowModel) decide(u, n int64) ratelimit.Result {
 		est += float64(n)
 		last = m.index(u)
 	}
-	res.Remaining = int(max(0, min(m.burst, int64(math.Floor(float64(m.burst)-est)))))
+	res.Remaining = int(max(0, min(usable, int64(math.Floor(float64(usable)-est)))))
 	if last >= 0 {
 		if calm := (last + m.span()) * m.w; calm > u {
 			res.ResetAfter = time.Duration(calm-u) * time.Microsecond
@@ -207,7 +213,7 @@ func (m *windowModel) decide(u, n int64) ratelimit.Result {
 		lo, hi := int64(1), (m.index(u)+m.span())*m.w-u
 		for lo < hi {
 			mid := lo + (hi-lo)/2
-			if m.admits(u+mid, n) {
+			if m.admits(u+mid, n, usable) {
 				hi = mid
 			} else {
 				lo = mid + 1

@@ -15,7 +15,8 @@ import (
 )
 
 // Stub is a ratelimit.Limiter that answers every call with Result (its Limit set to the
-// call's) and Err, and records the keys and costs it was asked. Each call is told on Entered
+// call's) and Err, and records the keys, costs and priorities (of the call's context) it
+// was asked. Each call is told on Entered
 // when it is not nil. With Block set, AllowN and Wait then block until the caller's context
 // ends, and return its error. It is safe for concurrent use.
 type Stub struct {
@@ -24,9 +25,10 @@ type Stub struct {
 	Block   bool
 	Entered chan<- struct{}
 
-	mu    sync.Mutex
-	keys  []string
-	costs []int
+	mu         sync.Mutex
+	keys       []string
+	costs      []int
+	priorities []ratelimit.Priority
 }
 
 var _ ratelimit.Limiter = (*Stub)(nil)
@@ -36,12 +38,9 @@ func (s *Stub) Allow(ctx context.Context, key string, limit ratelimit.Limit) (ra
 	return s.AllowN(ctx, key, limit, 1)
 }
 
-// AllowN records key and n and answers as Stub says.
+// AllowN records key, n and the priority and answers as Stub says.
 func (s *Stub) AllowN(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
-	s.mu.Lock()
-	s.keys = append(s.keys, key)
-	s.costs = append(s.costs, n)
-	s.mu.Unlock()
+	s.record(ctx, key, n)
 	if err := s.block(ctx); err != nil {
 		return ratelimit.Result{Limit: limit}, err
 	}
@@ -50,16 +49,21 @@ func (s *Stub) AllowN(ctx context.Context, key string, limit ratelimit.Limit, n 
 	return res, s.Err
 }
 
-// Wait records key and answers Err.
+// Wait records key and the priority and answers Err.
 func (s *Stub) Wait(ctx context.Context, key string, _ ratelimit.Limit) error {
-	s.mu.Lock()
-	s.keys = append(s.keys, key)
-	s.costs = append(s.costs, 1)
-	s.mu.Unlock()
+	s.record(ctx, key, 1)
 	if err := s.block(ctx); err != nil {
 		return err
 	}
 	return s.Err
+}
+
+func (s *Stub) record(ctx context.Context, key string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keys = append(s.keys, key)
+	s.costs = append(s.costs, n)
+	s.priorities = append(s.priorities, ratelimit.PriorityFrom(ctx))
 }
 
 func (s *Stub) block(ctx context.Context) error {
@@ -81,6 +85,13 @@ func (s *Stub) Keys() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.keys...)
+}
+
+// Priorities returns the priorities asked at so far, one per key.
+func (s *Stub) Priorities() []ratelimit.Priority {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]ratelimit.Priority(nil), s.priorities...)
 }
 
 // Costs returns the costs asked so far.
@@ -117,12 +128,9 @@ var (
 
 // AllowAll answers MultiResult, and Err.
 func (m *Multi) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratelimit.MultiResult, error) {
-	m.mu.Lock()
 	for _, q := range reqs {
-		m.keys = append(m.keys, q.Key)
-		m.costs = append(m.costs, max(q.N, 1))
+		m.record(ctx, q.Key, max(q.N, 1))
 	}
-	m.mu.Unlock()
 	if err := m.block(ctx); err != nil {
 		return ratelimit.MultiResult{}, err
 	}

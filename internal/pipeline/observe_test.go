@@ -15,10 +15,10 @@ import (
 
 // The series of ratelimit.requests, as metrictest.Attrs encodes them.
 const (
-	allowed       = "ratelimit.policy=login,ratelimit.result=allowed,ratelimit.shadow=false"
-	denied        = "ratelimit.policy=login,ratelimit.result=denied,ratelimit.shadow=false"
-	deniedShadow  = "ratelimit.policy=login,ratelimit.result=denied,ratelimit.shadow=true"
-	allowedShadow = "ratelimit.policy=login,ratelimit.result=allowed,ratelimit.shadow=true"
+	allowed       = "ratelimit.policy=login,ratelimit.priority=critical,ratelimit.result=allowed,ratelimit.shadow=false"
+	denied        = "ratelimit.policy=login,ratelimit.priority=critical,ratelimit.result=denied,ratelimit.shadow=false"
+	deniedShadow  = "ratelimit.policy=login,ratelimit.priority=critical,ratelimit.result=denied,ratelimit.shadow=true"
+	allowedShadow = "ratelimit.policy=login,ratelimit.priority=critical,ratelimit.result=allowed,ratelimit.shadow=true"
 )
 
 // The seed timeline through every middleware, observed with the real OpenTelemetry SDK:
@@ -89,8 +89,8 @@ func TestObservedErrors(t *testing.T) {
 				policy: ratelimit.FailClosed, shadow: true})
 			assert.Equal(t, "ok", shadow(context.Background()).kind)
 			assert.Equal(t, map[string]int64{
-				"error.type=unavailable,ratelimit.policy=login,ratelimit.result=error,ratelimit.shadow=false": 1,
-				"error.type=unavailable,ratelimit.policy=login,ratelimit.result=error,ratelimit.shadow=true":  1,
+				"error.type=unavailable,ratelimit.policy=login,ratelimit.priority=critical,ratelimit.result=error,ratelimit.shadow=false": 1,
+				"error.type=unavailable,ratelimit.policy=login,ratelimit.priority=critical,ratelimit.result=error,ratelimit.shadow=true":  1,
 			}, metrictest.Collect(t, reader).Counts(t, "ratelimit.requests"))
 		})
 	}
@@ -137,7 +137,7 @@ func TestObservedOutageWithoutSecondary(t *testing.T) {
 			}
 			got := metrictest.Collect(t, reader)
 			assert.Equal(t, map[string]int64{
-				"error.type=unavailable,ratelimit.policy=login,ratelimit.result=error,ratelimit.shadow=false": 8,
+				"error.type=unavailable,ratelimit.policy=login,ratelimit.priority=critical,ratelimit.result=error,ratelimit.shadow=false": 8,
 			}, got.Counts(t, "ratelimit.requests"))
 			assert.Equal(t, map[string]int64{"ratelimit.fallback.from=closed,ratelimit.fallback.to=open": 1},
 				got.Counts(t, "ratelimit.fallback.transitions"))

@@ -20,9 +20,12 @@ type Options[R any] struct {
 	Limits func(R) []ratelimit.Request
 	// Refund, when set, runs after the handler (by the middleware) and says whether to give
 	// the request's tokens back.
-	Refund     func(R) bool
-	Cost       func(R) int  // nil: every request costs 1
-	Skip       func(R) bool // nil: nothing is skipped
+	Refund func(R) bool
+	Cost   func(R) int  // nil: every request costs 1
+	Skip   func(R) bool // nil: nothing is skipped
+	// Priority gives each request its priority, put in the context the limiter is asked
+	// with (ratelimit.WithPriority); nil: the priority the request's context carries.
+	Priority   func(R) ratelimit.Priority
 	Policy     ratelimit.ErrorPolicy
 	Style      headers.Style
 	PolicyName string

@@ -1,5 +1,5 @@
 // Package pipeline is the one request pipeline of the middlewares (ginmw, httpmw, grpcmw):
-// skip, limit, key, cost, decide, error policy, hold for a shaper's delay. It knows no
+// skip, limit, key, cost, priority, decide, error policy, hold for a shaper's delay. It knows no
 // framework: each middleware supplies how to read its request (the functions of Options,
 // over its request type R) and turns the Decision into its framework's answer.
 package pipeline
@@ -139,6 +139,7 @@ func (p *Pipeline[R]) Decide(ctx context.Context, r R) Decision {
 		n = p.opts.Cost(r)
 	}
 	d.Cost = n
+	ctx = p.withPriority(ctx, r)
 	res, err := p.decide(ctx, d.Key, d.Limit, n)
 	if p.opts.Shadow {
 		return p.shadow(ctx, d, res, err)
@@ -148,6 +149,16 @@ func (p *Pipeline[R]) Decide(ctx context.Context, r R) Decision {
 	}
 	d.Decided, d.Result, d.Charged = true, res, res.Allowed
 	return p.verdict(ctx, d)
+}
+
+// withPriority returns ctx carrying r's priority, when the middleware gives requests one
+// (WithPriorityFunc); ctx as it is otherwise, and when it carries that priority already
+// (Critical, for a context that carries none), which costs no allocation.
+func (p *Pipeline[R]) withPriority(ctx context.Context, r R) context.Context {
+	if p.opts.Priority == nil {
+		return ctx
+	}
+	return ratelimit.WithPriority(ctx, p.opts.Priority(r))
 }
 
 // verdict is the verdict of a decision the limiter made: deny, or hold for a shaper's delay
@@ -182,6 +193,7 @@ func (p *Pipeline[R]) decideAll(ctx context.Context, r R) Decision {
 		reqs = shadow
 	}
 	d.Reqs = reqs
+	ctx = p.withPriority(ctx, r)
 	var start time.Time
 	if p.observer != nil {
 		start = time.Now()
@@ -219,7 +231,7 @@ func (p *Pipeline[R]) observeAll(ctx context.Context, reqs []ratelimit.Request, 
 			continue
 		}
 		od := ratelimit.Decision{Policy: q.Name, Backend: p.backend, Shadow: p.opts.Shadow,
-			Cost: max(q.N, 1), Limit: q.Limit, Duration: took}
+			Cost: max(q.N, 1), Priority: ratelimit.PriorityFrom(ctx), Limit: q.Limit, Duration: took}
 		if od.Policy == "" {
 			od.Policy = p.opts.PolicyName
 		}
@@ -274,7 +286,8 @@ func (p *Pipeline[R]) decide(ctx context.Context, key string, limit ratelimit.Li
 	}
 	od := ratelimit.Decision{
 		Policy: p.opts.PolicyName, Backend: p.backend, Shadow: p.opts.Shadow,
-		Cost: n, Limit: limit, Duration: time.Since(start), Cached: origin.Cached,
+		Cost: n, Priority: ratelimit.PriorityFrom(ctx), Limit: limit, Duration: time.Since(start),
+		Cached: origin.Cached,
 	}
 	if origin.Backend != "" {
 		od.Backend = origin.Backend
@@ -306,7 +319,7 @@ func (p *Pipeline[R]) Wait(ctx context.Context, r R) Decision {
 	if !ok {
 		return d
 	}
-	err := p.limiter.Wait(ctx, d.Key, d.Limit)
+	err := p.limiter.Wait(p.withPriority(ctx, r), d.Key, d.Limit)
 	switch {
 	case err == nil:
 		return d

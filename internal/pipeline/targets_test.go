@@ -36,9 +36,10 @@ type setup struct {
 	policy   ratelimit.ErrorPolicy
 	observer ratelimit.Observer // nil: none
 	shadow   bool
-	name     string              // policy name; "": the default
-	limits   []ratelimit.Request // with WithLimits, instead of limit
-	refundOK bool                // WithRefundIf: refund the requests that succeeded
+	name     string                    // policy name; "": the default
+	limits   []ratelimit.Request       // with WithLimits, instead of limit
+	refundOK bool                      // WithRefundIf: refund the requests that succeeded
+	priority func() ratelimit.Priority // WithPriorityFunc; nil: none
 }
 
 // answer is what a request got, in terms every framework shares.
@@ -191,6 +192,9 @@ func serveGin(t *testing.T, s setup) func(context.Context) answer {
 	if s.skip {
 		opts = append(opts, ginmw.WithSkipFunc(func(*gin.Context) bool { return true }))
 	}
+	if s.priority != nil {
+		opts = append(opts, ginmw.WithPriorityFunc(func(*gin.Context) ratelimit.Priority { return s.priority() }))
+	}
 	rec := newRecord()
 	r := gin.New()
 	r.GET("/x", ginmw.New(s.limiter, opts...), func(c *gin.Context) {
@@ -231,6 +235,9 @@ func serveHTTP(t *testing.T, s setup) func(context.Context) answer {
 	}
 	if s.skip {
 		opts = append(opts, httpmw.WithSkipFunc(func(*http.Request) bool { return true }))
+	}
+	if s.priority != nil {
+		opts = append(opts, httpmw.WithPriorityFunc(func(*http.Request) ratelimit.Priority { return s.priority() }))
 	}
 	rec := newRecord()
 	mux := http.NewServeMux()
@@ -309,6 +316,9 @@ func serveGRPC(t *testing.T, s setup, stream bool) func(context.Context) answer 
 	}
 	if s.skip {
 		opts = append(opts, grpcmw.WithSkipFunc(func(context.Context, string) bool { return true }))
+	}
+	if s.priority != nil {
+		opts = append(opts, grpcmw.WithPriorityFunc(func(context.Context, string) ratelimit.Priority { return s.priority() }))
 	}
 	rec := newRecord()
 	done := func(err error) {
