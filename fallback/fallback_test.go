@@ -23,14 +23,19 @@ func TestConformanceHealthy(t *testing.T) {
 		t.Run(alg.String(), func(t *testing.T) {
 			newHarness := func(t *testing.T) conformance.Harness {
 				clock := conformance.NewClock()
-				primary := local.New(local.WithClock(clock.Now), local.WithCleanupInterval(-1), local.WithAlgorithm(alg))
-				t.Cleanup(func() { _ = primary.Close() })
-				l := fallback.New(primary, nil, fallback.WithClock(clock.Now))
-				return conformance.Harness{Limiter: l, Advance: clock.Advance, CanWait: true, Algorithm: alg}
+				open := func(r ratelimit.Reserves) ratelimit.Limiter {
+					primary := local.New(local.WithClock(clock.Now), local.WithCleanupInterval(-1), local.WithAlgorithm(alg),
+						local.WithReserves(r))
+					t.Cleanup(func() { _ = primary.Close() })
+					return fallback.New(primary, nil, fallback.WithClock(clock.Now))
+				}
+				return conformance.Harness{Limiter: open(ratelimit.Reserves{}), Advance: clock.Advance, CanWait: true,
+					Algorithm: alg, Reserves: open}
 			}
 			conformance.Run(t, alg, newHarness)
 			conformance.RunMulti(t, alg, newHarness)
 			conformance.RunInspector(t, alg, newHarness)
+			t.Run("Priority", func(t *testing.T) { conformance.RunPriority(t, alg, newHarness) })
 		})
 	}
 }
@@ -44,21 +49,27 @@ func TestConformanceDegraded(t *testing.T) {
 		t.Run(alg.String(), func(t *testing.T) {
 			newHarness := func(t *testing.T) conformance.Harness {
 				clock := conformance.NewClock()
-				secondary := local.New(local.WithClock(clock.Now), local.WithCleanupInterval(-1), local.WithAlgorithm(alg))
-				t.Cleanup(func() { _ = secondary.Close() })
-				l := fallback.New(deadRedis(t, addr, alg), secondary, fallback.WithClock(clock.Now))
-				// Open the breaker first, so that Wait goes to the secondary from the start
-				// (the Redis backend may answer ErrNotSupported, rightly passed through).
-				for range fallback.DefaultFailureThreshold {
-					_, err := l.Allow(context.Background(), "warm-up", roomy)
-					require.NoError(t, err)
+				open := func(r ratelimit.Reserves) ratelimit.Limiter {
+					secondary := local.New(local.WithClock(clock.Now), local.WithCleanupInterval(-1), local.WithAlgorithm(alg),
+						local.WithReserves(r))
+					t.Cleanup(func() { _ = secondary.Close() })
+					l := fallback.New(deadRedis(t, addr, alg), secondary, fallback.WithClock(clock.Now))
+					// Open the breaker first, so that Wait goes to the secondary from the start
+					// (the Redis backend may answer ErrNotSupported, rightly passed through).
+					for range fallback.DefaultFailureThreshold {
+						_, err := l.Allow(context.Background(), "warm-up", roomy)
+						require.NoError(t, err)
+					}
+					require.Equal(t, fallback.Open, l.State())
+					return l
 				}
-				require.Equal(t, fallback.Open, l.State())
-				return conformance.Harness{Limiter: l, Advance: clock.Advance, CanWait: true, Algorithm: alg}
+				return conformance.Harness{Limiter: open(ratelimit.Reserves{}), Advance: clock.Advance, CanWait: true,
+					Algorithm: alg, Reserves: open}
 			}
 			conformance.Run(t, alg, newHarness)
 			conformance.RunMulti(t, alg, newHarness)
 			conformance.RunInspector(t, alg, newHarness)
+			t.Run("Priority", func(t *testing.T) { conformance.RunPriority(t, alg, newHarness) })
 		})
 	}
 }

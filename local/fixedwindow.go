@@ -97,10 +97,10 @@ func fixedWindowPacks(limit ratelimit.Limit, w int64) bool {
 	return maxMicros/uint64(w) < 1<<(64-k)-1
 }
 
-// fixedWordDecide is fixedDecide on a packed word: it returns the verdict and the word to
-// store if the request is allowed.
-func fixedWordDecide(old uint64, limit ratelimit.Limit, u, w int64, n int) (verdict, uint64) {
-	k := bits.Len64(uint64(limit.Burst))
+// fixedWordDecide is fixedDecide on the packed word of a bucket of burst tokens: it returns
+// the verdict and the word to store if the request is allowed.
+func fixedWordDecide(old uint64, burst int, limit ratelimit.Limit, u, w int64, n int) (verdict, uint64) {
+	k := bits.Len64(uint64(burst))
 	index, count, v := fixedDecide(int64(old>>k), int64(old&(1<<k-1)), limit, u, w, n)
 	if !v.allowed {
 		return v, old

@@ -150,13 +150,17 @@ func microseconds(us int64) time.Duration { return time.Duration(us) * time.Micr
 
 // waitInQueue is Wait for ratelimit.LeakyBucket: see Wait.
 func (l *Limiter) waitInQueue(ctx context.Context, key string, limit ratelimit.Limit) error {
-	return wait.Queue(ctx, func(_ context.Context, maxDelay time.Duration, bounded bool) (ratelimit.Result, error) {
+	return wait.Queue(ctx, func(ctx context.Context, maxDelay time.Duration, bounded bool) (ratelimit.Result, error) {
 		if err := l.check(key, limit, 1); err != nil {
+			return ratelimit.Result{Limit: limit}, err
+		}
+		reserve, err := l.reserve(ctx, limit, 1)
+		if err != nil {
 			return ratelimit.Result{Limit: limit}, err
 		}
 		if !bounded {
 			maxDelay = unbounded
 		}
-		return l.store.decide(key, limit.Rate, limit.Burst, l.now(), 1, maxDelay), nil
+		return l.store.decide(key, limit, l.now(), 1, reserve, maxDelay), nil
 	}, l.stop)
 }

@@ -26,6 +26,7 @@ type Limiter struct {
 	epoch       time.Time        // when New ran, with its monotonic reading
 	epochNS     int64            // epoch in Unix nanoseconds
 	idle        int64            // WithIdleTimeout, µs
+	reserves    ratelimit.Reserves
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -34,13 +35,17 @@ type Limiter struct {
 }
 
 // New returns a Limiter configured by opts and starts its cleanup goroutine (unless
-// WithCleanupInterval turned it off). Call Close to stop it.
+// WithCleanupInterval turned it off). Call Close to stop it. It panics on reserves that
+// cannot be enforced (WithReserves).
 func New(opts ...Option) *Limiter {
 	o := defaultOptions()
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
 		}
+	}
+	if err := o.reserves.Validate(); err != nil {
+		panic("local: New: WithReserves: " + err.Error())
 	}
 	epoch := time.Now()
 	l := &Limiter{
@@ -52,6 +57,7 @@ func New(opts ...Option) *Limiter {
 		epoch:       epoch,
 		epochNS:     epoch.UnixNano(),
 		idle:        o.idleTimeout.Microseconds(),
+		reserves:    o.reserves,
 		stop:        make(chan struct{}),
 		done:        make(chan struct{}),
 	}
@@ -69,9 +75,11 @@ func (l *Limiter) Allow(ctx context.Context, key string, limit ratelimit.Limit) 
 }
 
 // AllowN takes n tokens from the bucket of (key, limit) if it holds at least n, and denies
-// the request otherwise; see ratelimit.Limiter. It does not look at ctx, and it blocks on a
-// lock only to create a bucket, or for the algorithms that keep more than 64 bits of state.
-func (l *Limiter) AllowN(_ context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
+// the request otherwise; see ratelimit.Limiter. A request whose ctx carries a priority below
+// ratelimit.Critical must leave its reserve in the bucket (WithReserves). It reads nothing
+// else from ctx, and it blocks on a lock only to create a bucket, or for the algorithms that
+// keep more than 64 bits of state.
+func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
 	var w int64 // the window of a window algorithm, µs
 	if !l.tokenBucket || !args.Valid(key, limit, n) || !args.RefillOK(limit) || l.closed.Load() {
 		var err error
@@ -79,13 +87,17 @@ func (l *Limiter) AllowN(_ context.Context, key string, limit ratelimit.Limit, n
 			return ratelimit.Result{Limit: limit}, err
 		}
 	}
+	reserve, err := l.reserve(ctx, limit, n)
+	if err != nil {
+		return ratelimit.Result{Limit: limit}, err
+	}
 	var u int64
 	if l.clock == nil {
 		u = (l.epochNS + int64(time.Since(l.epoch))) / 1e3 // micros, without the call
 	} else {
 		u = l.clockMicros()
 	}
-	v, delay := l.store.decideAt(key, limit, u, w, n, unbounded)
+	v, delay := l.store.decideAt(key, limit, u, w, n, reserve, unbounded)
 	// Built here, field by field, rather than by v.result: a Result made in a callee and
 	// returned from here would be copied once more.
 	return ratelimit.Result{
@@ -172,6 +184,15 @@ func (l *Limiter) validate(key string, limit ratelimit.Limit, n int) (int64, err
 		return args.LogWindow(limit)
 	}
 	return 0, args.CheckAlgorithm(l.algorithm, limit)
+}
+
+// reserve returns the tokens a request for n under limit must leave in its bucket at the
+// priority ctx carries (see args.Reserve).
+func (l *Limiter) reserve(ctx context.Context, limit ratelimit.Limit, n int) (int, error) {
+	if p := ratelimit.PriorityFrom(ctx); p != ratelimit.Critical {
+		return args.Reserve(l.reserves, p, limit, n)
+	}
+	return 0, nil
 }
 
 // invalid returns what is wrong with a call, in the order the errors are documented, or nil.

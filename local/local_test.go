@@ -20,13 +20,18 @@ func TestConformance(t *testing.T) {
 		t.Run(alg.String(), func(t *testing.T) {
 			newHarness := func(t *testing.T) conformance.Harness {
 				clock := conformance.NewClock()
-				l := New(WithClock(clock.Now), WithAlgorithm(alg))
-				t.Cleanup(func() { l.Close() })
-				return conformance.Harness{Limiter: l, Advance: clock.Advance, CanWait: true, Algorithm: alg}
+				open := func(r ratelimit.Reserves) ratelimit.Limiter {
+					l := New(WithClock(clock.Now), WithAlgorithm(alg), WithReserves(r))
+					t.Cleanup(func() { l.Close() })
+					return l
+				}
+				return conformance.Harness{Limiter: open(ratelimit.Reserves{}), Advance: clock.Advance, CanWait: true,
+					Algorithm: alg, Reserves: open}
 			}
 			conformance.Run(t, alg, newHarness)
 			conformance.RunMulti(t, alg, newHarness)
 			conformance.RunInspector(t, alg, newHarness)
+			t.Run("Priority", func(t *testing.T) { conformance.RunPriority(t, alg, newHarness) })
 		})
 	}
 }
@@ -396,4 +401,11 @@ func TestInterleavings(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInvalidReserves: New refuses reserves that cannot be enforced, saying which.
+func TestInvalidReserves(t *testing.T) {
+	require.PanicsWithValue(t,
+		"local: New: WithReserves: ratelimit: invalid limit: reserve Sheddable = 0.05 is less than reserve Normal = 0.1: a lower priority must keep back at least as much",
+		func() { New(WithReserves(ratelimit.Reserves{Sheddable: 0.05})) })
 }

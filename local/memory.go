@@ -48,7 +48,7 @@ func (s *store) evictFull(sh *shard, u int64) bool {
 
 // decideOverflow decides for a key that found no room: all such keys with one limit share
 // one bucket, so a flood of new keys is limited as a whole instead of let through.
-func (s *store) decideOverflow(limit ratelimit.Limit, u, w int64, n int, maxDelay time.Duration) (verdict, time.Duration) {
+func (s *store) decideOverflow(limit ratelimit.Limit, u, w int64, n, reserve int, maxDelay time.Duration) (verdict, time.Duration) {
 	s.overflowMu.Lock()
 	defer s.overflowMu.Unlock()
 	b := s.overflowBucket(limit, u, w)
@@ -56,7 +56,7 @@ func (s *store) decideOverflow(limit ratelimit.Limit, u, w int64, n int, maxDela
 		return overflowRefusal(limit), 0
 	}
 	// Overflow buckets are dropped under overflowMu, so b is alive.
-	v, delay, _ := s.take(b, limit, u, w, n, maxDelay)
+	v, delay, _ := s.take(b, usable(limit, reserve), u, w, n, maxDelay)
 	return v, delay
 }
 

@@ -31,7 +31,7 @@ func (l *Limiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratel
 // AllowAllInto is AllowAll, writing the Results into results when it has room for them
 // (cap(results) ≥ len(reqs)): a caller that reuses one slice from call to call decides up to
 // 4 limits without allocating.
-func (l *Limiter) AllowAllInto(_ context.Context, reqs []ratelimit.Request, results []ratelimit.Result) (ratelimit.MultiResult, error) {
+func (l *Limiter) AllowAllInto(ctx context.Context, reqs []ratelimit.Request, results []ratelimit.Result) (ratelimit.MultiResult, error) {
 	if cap(results) < len(reqs) {
 		results = make([]ratelimit.Result, len(reqs))
 	}
@@ -52,14 +52,19 @@ func (l *Limiter) AllowAllInto(_ context.Context, reqs []ratelimit.Request, resu
 	} else {
 		window, at, hs, order = make([]int64, n), make([]int, n), make([]held, n), make([]int, n)
 	}
+	p := ratelimit.PriorityFrom(ctx)
 	i, err := args.CheckAll("local: AllowAll", reqs, func(i int) error {
 		r := &reqs[i]
-		if n := max(r.N, 1); l.tokenBucket && args.Valid(r.Key, r.Limit, n) && args.RefillOK(r.Limit) {
+		n := max(r.N, 1)
+		if l.tokenBucket && args.Valid(r.Key, r.Limit, n) && args.RefillOK(r.Limit) {
 			window[i] = 0 // as AllowN: a token bucket needs no more checks (Close is below)
-			return nil
+		} else {
+			var err error
+			if window[i], err = l.validate(r.Key, r.Limit, n); err != nil {
+				return err
+			}
 		}
-		var err error
-		window[i], err = l.validate(r.Key, r.Limit, max(r.N, 1))
+		_, err := args.Reserve(l.reserves, p, r.Limit, n)
 		return err
 	})
 	if err == nil && l.closed.Load() {
@@ -75,7 +80,7 @@ func (l *Limiter) AllowAllInto(_ context.Context, reqs []ratelimit.Request, resu
 	u := l.micros()
 	var nh int
 	for {
-		nh = l.store.findAll(reqs, window, at, hs, order, u)
+		nh = l.store.findAll(reqs, window, at, hs, order, u, l.reserves, p)
 		if holdAll(hs, order[:nh]) {
 			break
 		}
@@ -106,8 +111,8 @@ const (
 // held is one bucket of an AllowAll.
 type held struct {
 	b     *bucket
-	hash  uint64 // of its key, to order buckets by
-	limit ratelimit.Limit
+	hash  uint64          // of its key, to order buckets by
+	limit ratelimit.Limit // what the bucket is decided under: its own, or less a reserve
 	w     int64
 	n     int    // the tokens of the entries on this bucket
 	old   uint64 // the word's state, set aside while the word is lockedWord
@@ -117,10 +122,11 @@ type held struct {
 }
 
 // findAll finds or makes the bucket of each entry of reqs, whose windows are window, at u;
-// fills hs with them, one per bucket, and order with their indexes in the order they are
-// to be held; sets each entry's index in hs in at (or skipped, or refused); and returns how
-// many buckets there are.
-func (s *store) findAll(reqs []ratelimit.Request, window []int64, at []int, hs []held, order []int, u int64) int {
+// fills hs with them, one per bucket, each with the limit it is decided under at priority p
+// (see decideAt), and order with their indexes in the order they are to be held; sets each
+// entry's index in hs in at (or skipped, or refused); and returns how many buckets there
+// are.
+func (s *store) findAll(reqs []ratelimit.Request, window []int64, at []int, hs []held, order []int, u int64, rs ratelimit.Reserves, p ratelimit.Priority) int {
 	nh := 0
 	for i := range reqs {
 		r := &reqs[i]
@@ -139,7 +145,8 @@ func (s *store) findAll(reqs []ratelimit.Request, window []int64, at []int, hs [
 		}
 		if j == nh { // field by field: a held built whole is copied once more
 			hj := &hs[j]
-			hj.b, hj.hash, hj.limit, hj.w, hj.n = b, h, r.Limit, window[i], 0
+			reserve, _ := args.Reserve(rs, p, r.Limit, max(r.N, 1)) // checked by CheckAll
+			hj.b, hj.hash, hj.limit, hj.w, hj.n = b, h, usable(r.Limit, reserve), window[i], 0
 			nh++
 		}
 		hs[j].n += max(r.N, 1)
@@ -196,7 +203,7 @@ func (s *store) decideHeld(hs []held, u int64) bool {
 		if h.b.lk != nil {
 			h.v, h.delay = h.b.lk.st.peek(h.limit, u, n)
 		} else {
-			h.v, h.next = s.decideWord(h.old, h.limit, u, h.w, n)
+			h.v, h.next = s.decideWord(h.old, h.b.burst, h.limit, u, h.w, n)
 		}
 		if h.n > n {
 			// Entries summed on one overflow bucket that cannot all pass: asked for the whole

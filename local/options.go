@@ -27,6 +27,7 @@ type options struct {
 	maxBuckets      int
 	clock           func() time.Time
 	algorithm       ratelimit.Algorithm
+	reserves        ratelimit.Reserves
 }
 
 func defaultOptions() options {
@@ -107,4 +108,16 @@ func WithAlgorithm(a ratelimit.Algorithm) Option {
 // as real (or synctest) time passes. A nil now means the default.
 func WithClock(now func() time.Time) Option {
 	return func(o *options) { o.clock = now }
+}
+
+// WithReserves sets how much of each bucket requests of a lower priority leave for the
+// higher ones (ratelimit.Priority, read from each call's context), as
+// distributed.WithReserves does, with the same answers. Default: the zero
+// ratelimit.Reserves, which are the defaults: a tenth of the burst kept back from
+// ratelimit.Normal requests, half from ratelimit.Sheddable ones; a negative fraction turns a
+// reserve off. Requests whose context carries no priority are ratelimit.Critical and keep
+// nothing back. New panics on reserves that ratelimit.Reserves.Validate refuses. See
+// "Priority reserves" in docs/algorithms.md.
+func WithReserves(r ratelimit.Reserves) Option {
+	return func(o *options) { o.reserves = r }
 }

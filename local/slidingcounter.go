@@ -122,10 +122,10 @@ func slidingCounterPacks(limit ratelimit.Limit, w int64) bool {
 	return 2*k < 64 && maxMicros/uint64(w) < 1<<(64-2*k)-1
 }
 
-// counterWordDecide is counterDecide on a packed word: it returns the verdict and the word
-// to store if the request is allowed.
-func counterWordDecide(old uint64, limit ratelimit.Limit, u, w int64, n int) (verdict, uint64) {
-	k := bits.Len64(uint64(limit.Burst))
+// counterWordDecide is counterDecide on the packed word of a bucket of burst tokens: it
+// returns the verdict and the word to store if the request is allowed.
+func counterWordDecide(old uint64, burst int, limit ratelimit.Limit, u, w int64, n int) (verdict, uint64) {
+	k := bits.Len64(uint64(burst))
 	mask := uint64(1)<<k - 1
 	index, cur, prev, v := counterDecide(int64(old>>(2*k)), int64(old&mask), int64(old>>k&mask), limit, u, w, n)
 	if !v.allowed {

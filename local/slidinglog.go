@@ -76,7 +76,7 @@ func (sl *slidingLog) decide(limit ratelimit.Limit, u int64, n int) (int64, int,
 	// Denied: k = count + n − Burst entries must leave first, the k-th oldest last.
 	k := count + n - limit.Burst
 	return u, gone, verdict{
-		remaining: limit.Burst - count,
+		remaining: max(limit.Burst-count, 0), // below a reserve, nothing
 		retry:     micros(sl.at(gone+k-1) + sl.window - u),
 		reset:     micros(sl.newest() + sl.window - u),
 	}

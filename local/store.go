@@ -57,43 +57,52 @@ func newStore(alg ratelimit.Algorithm, maxBuckets int) *store {
 }
 
 // decide is decideAt at now, for the leaky bucket's Wait.
-func (s *store) decide(key string, r float64, burst int, now time.Time, n int, maxDelay time.Duration) ratelimit.Result {
-	limit := ratelimit.Limit{Rate: r, Burst: burst}
-	v, delay := s.decideAt(key, limit, now.UnixMicro(), windowFor(s.alg, r, burst), n, maxDelay)
+func (s *store) decide(key string, limit ratelimit.Limit, now time.Time, n, reserve int, maxDelay time.Duration) ratelimit.Result {
+	v, delay := s.decideAt(key, limit, now.UnixMicro(), windowFor(s.alg, limit.Rate, limit.Burst), n, reserve, maxDelay)
 	return v.result(limit, delay)
 }
 
 // decideAt takes n tokens at u (Unix µs) from the bucket of (key, limit), creating it if
 // needed, and returns the verdict with a shaper's Delay. w is the window of the window
-// algorithms, in µs (see args.Window), 0 for the others; maxDelay is unbounded except for a
-// shaper's reservation made by Wait.
-func (s *store) decideAt(key string, limit ratelimit.Limit, u, w int64, n int, maxDelay time.Duration) (verdict, time.Duration) {
+// algorithms, in µs (see args.Window), 0 for the others; reserve is the tokens the request
+// must leave (see args.Reserve); maxDelay is unbounded except for a shaper's reservation
+// made by Wait.
+//
+// A request with a reserve is decided as on the same bucket with Burst less the reserve,
+// its usable part (see usable); the bucket, its state and its identity keep limit.
+func (s *store) decideAt(key string, limit ratelimit.Limit, u, w int64, n, reserve int, maxDelay time.Duration) (verdict, time.Duration) {
 	h := maphash.String(s.seed, key)
 	sh := &s.shards[h&(numShards-1)]
 	if b := sh.tab.Load().find(h, key, limit.Rate, limit.Burst); b != nil {
 		if b.lk == nil && s.alg == ratelimit.TokenBucket && limit.Rate <= scriptMaxRate {
 			// take, without a call, for the commonest buckets.
-			if v, ok := takeGCRA(&b.word, limit, u, n); ok {
+			if v, ok := takeGCRA(&b.word, usable(limit, reserve), u, n); ok {
 				return v, 0
 			}
-		} else if v, delay, ok := s.take(b, limit, u, w, n, maxDelay); ok {
+		} else if v, delay, ok := s.take(b, usable(limit, reserve), u, w, n, maxDelay); ok {
 			return v, delay
 		}
 	}
-	return s.decideLocked(sh, h, key, limit, u, w, n, maxDelay)
+	return s.decideLocked(sh, h, key, limit, u, w, n, reserve, maxDelay)
+}
+
+// usable is limit as a request that must leave reserve tokens sees it: Burst less reserve.
+func usable(limit ratelimit.Limit, reserve int) ratelimit.Limit {
+	limit.Burst -= reserve
+	return limit
 }
 
 // decideLocked is decideAt under the shard's mutex, for a bucket that the lookup did not
 // find, or found dead.
-func (s *store) decideLocked(sh *shard, h uint64, key string, limit ratelimit.Limit, u, w int64, n int, maxDelay time.Duration) (verdict, time.Duration) {
+func (s *store) decideLocked(sh *shard, h uint64, key string, limit ratelimit.Limit, u, w int64, n, reserve int, maxDelay time.Duration) (verdict, time.Duration) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	b := s.findOrMake(sh, h, key, limit, u, w)
 	if b == nil {
-		return s.decideOverflow(limit, u, w, n, maxDelay)
+		return s.decideOverflow(limit, u, w, n, reserve, maxDelay)
 	}
 	// Buckets are dropped under this mutex, so b is alive until it is released.
-	v, delay, _ := s.take(b, limit, u, w, n, maxDelay)
+	v, delay, _ := s.take(b, usable(limit, reserve), u, w, n, maxDelay)
 	return v, delay
 }
 
@@ -136,12 +145,13 @@ func (s *store) lookup(key string, limit ratelimit.Limit) *bucket {
 	return s.shards[h&(numShards-1)].tab.Load().find(h, key, limit.Rate, limit.Burst)
 }
 
-// take decides on b; it reports false, having decided nothing, if b is dead.
+// take decides on b, under limit: b's own, or less a reserve (see decideAt). It reports
+// false, having decided nothing, if b is dead.
 func (s *store) take(b *bucket, limit ratelimit.Limit, u, w int64, n int, maxDelay time.Duration) (verdict, time.Duration, bool) {
 	if b.lk != nil {
 		return b.lk.take(limit, u, n, maxDelay)
 	}
-	v, ok := s.takeWord(&b.word, limit, u, w, n)
+	v, ok := s.takeWord(b, limit, u, w, n)
 	return v, 0, ok
 }
 

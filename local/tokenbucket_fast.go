@@ -83,23 +83,26 @@ func wholeRetry(us int64, rate float64, now, free int64) int64 {
 }
 
 // fastTokens is the state of a token bucket faster than casMaxRate: the tokens it held at
-// its last decision, and when that was. It decides under its bucket's mutex.
+// its last decision, and when that was. It decides under its bucket's mutex. The limit its
+// methods are given may have a smaller Burst than the bucket's, burst: that of a request
+// that must leave a reserve (see decideAt).
 type fastTokens struct {
 	tokens float64 // at last
 	last   int64   // Unix µs
+	burst  int
 }
 
 func newFastTokens(limit ratelimit.Limit, u int64) *fastTokens {
-	return &fastTokens{tokens: float64(limit.Burst), last: u}
+	return &fastTokens{tokens: float64(limit.Burst), last: u, burst: limit.Burst}
 }
 
-// at returns the tokens held at u. A time before the last decision (only an injected clock
-// goes back) reads as that decision's.
-func (ft *fastTokens) at(limit ratelimit.Limit, u int64) float64 {
+// at returns the tokens held at u, refilled at rate. A time before the last decision (only
+// an injected clock goes back) reads as that decision's.
+func (ft *fastTokens) at(rate float64, u int64) float64 {
 	if u <= ft.last {
 		return ft.tokens
 	}
-	return min(float64(limit.Burst), ft.tokens+float64(u-ft.last)*limit.Rate/1e6)
+	return min(float64(ft.burst), ft.tokens+float64(u-ft.last)*rate/1e6)
 }
 
 func (ft *fastTokens) take(limit ratelimit.Limit, u int64, n int, _ time.Duration) (verdict, time.Duration) {
@@ -116,36 +119,37 @@ func (ft *fastTokens) peek(limit ratelimit.Limit, u int64, n int) (verdict, time
 }
 
 func (ft *fastTokens) refund(limit ratelimit.Limit, u int64, n int) {
-	ft.tokens, ft.last = min(float64(limit.Burst), ft.at(limit, u)+float64(n)), max(u, ft.last)
+	ft.tokens, ft.last = min(float64(ft.burst), ft.at(limit.Rate, u)+float64(n)), max(u, ft.last)
 }
 
-// decide decides n tokens at u, and returns the verdict and the tokens left if it is
-// allowed.
+// decide decides n tokens at u under limit, and returns the verdict and the tokens left if
+// it is allowed. A limit whose Burst is smaller than the bucket's keeps the difference back.
 func (ft *fastTokens) decide(limit ratelimit.Limit, u int64, n int) (verdict, float64) {
-	tokens, need := ft.at(limit, u), float64(n)
+	keep := float64(ft.burst - limit.Burst)
+	tokens, need := ft.at(limit.Rate, u), float64(n)+keep
 	if tokens >= need {
-		tokens -= need
+		tokens -= float64(n)
 		return verdict{
 			allowed:   true,
-			remaining: fastRemaining(tokens, limit.Burst),
-			reset:     micros(gcraMicros(float64(limit.Burst)-tokens, limit.Rate)),
+			remaining: fastRemaining(tokens-keep, limit.Burst),
+			reset:     micros(gcraMicros(float64(ft.burst)-tokens, limit.Rate)),
 		}, tokens
 	}
-	// Denied, and nothing changes. The nearest microsecond at which n tokens are there,
-	// stepped forward while at says they are not.
+	// Denied, and nothing changes. The nearest microsecond at which the tokens needed are
+	// there, stepped forward while at says they are not.
 	retry := max(gcraMicros(need-tokens, limit.Rate), 1)
-	for i := 0; i < 3 && retry < maxUS && ft.at(limit, max(u, ft.last)+retry) < need; i++ {
+	for i := 0; i < 3 && retry < maxUS && ft.at(limit.Rate, max(u, ft.last)+retry) < need; i++ {
 		retry++
 	}
 	return verdict{
-		remaining: fastRemaining(tokens, limit.Burst),
+		remaining: fastRemaining(tokens-keep, limit.Burst),
 		retry:     micros(retry),
-		reset:     micros(gcraMicros(float64(limit.Burst)-tokens, limit.Rate)),
+		reset:     micros(gcraMicros(float64(ft.burst)-tokens, limit.Rate)),
 	}, tokens
 }
 
 func (ft *fastTokens) full(limit ratelimit.Limit, u int64) bool {
-	return u >= ft.last && ft.at(limit, u) >= float64(limit.Burst)
+	return u >= ft.last && ft.at(limit.Rate, u) >= float64(ft.burst)
 }
 
 // fastRemaining rounds tokens down to whole tokens, within [0, burst].

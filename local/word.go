@@ -9,17 +9,17 @@ import (
 
 // The buckets whose whole state is their word (see bucket): what each algorithm does to it.
 
-// takeWord decides n tokens at u (Unix µs) on word with one compare-and-swap. It reports
-// false, having decided nothing, if the bucket is dead. takeGCRA is the same loop for the
-// commonest buckets, without the algorithm's switch.
-func (s *store) takeWord(word *atomic.Uint64, limit ratelimit.Limit, u, w int64, n int) (verdict, bool) {
+// takeWord decides n tokens at u (Unix µs) on b's word, under limit (see decideWord), with
+// one compare-and-swap. It reports false, having decided nothing, if the bucket is dead.
+// takeGCRA is the same loop for the commonest buckets, without the algorithm's switch.
+func (s *store) takeWord(b *bucket, limit ratelimit.Limit, u, w int64, n int) (verdict, bool) {
 	for {
-		old, ok := loadWord(word)
+		old, ok := loadWord(&b.word)
 		if !ok {
 			return verdict{}, false
 		}
-		v, next := s.decideWord(old, limit, u, w, n)
-		if !v.allowed || word.CompareAndSwap(old, next) {
+		v, next := s.decideWord(old, b.burst, limit, u, w, n)
+		if !v.allowed || b.word.CompareAndSwap(old, next) {
 			return v, true
 		}
 	}
@@ -40,14 +40,15 @@ func loadWord(word *atomic.Uint64) (uint64, bool) {
 	}
 }
 
-// decideWord decides n tokens at u on the state old, and returns the verdict and the state
-// to store if the request is allowed. w is the window of the window algorithms, in µs.
-func (s *store) decideWord(old uint64, limit ratelimit.Limit, u, w int64, n int) (verdict, uint64) {
+// decideWord decides n tokens at u on the state old of a bucket of burst tokens, under limit
+// (its own, or with Burst less a reserve), and returns the verdict and the state to store if
+// the request is allowed. w is the window of the window algorithms, in µs.
+func (s *store) decideWord(old uint64, burst int, limit ratelimit.Limit, u, w int64, n int) (verdict, uint64) {
 	switch {
 	case s.alg == ratelimit.FixedWindow:
-		return fixedWordDecide(old, limit, u, w, n)
+		return fixedWordDecide(old, burst, limit, u, w, n)
 	case s.alg == ratelimit.SlidingWindowCounter:
-		return counterWordDecide(old, limit, u, w, n)
+		return counterWordDecide(old, burst, limit, u, w, n)
 	case limit.Rate <= scriptMaxRate:
 		return gcraDecide(old, limit, u, n)
 	}
