@@ -8,7 +8,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 )
 
-// bucket is one (key, rate, burst) bucket. Buckets are found without a lock (see table), so
+// bucket is one (key, limit) bucket. Buckets are found without a lock (see table), so
 // a bucket may be dropped while a decision holds it: every kind of bucket can be marked
 // dead, atomically with the check that it is full, and a decision that meets a dead bucket
 // starts over from the lookup.
@@ -30,7 +30,21 @@ type bucket struct {
 // a window index past the year 2255.
 const deadWord = ^uint64(0)
 
-func (b *bucket) limit() ratelimit.Limit { return ratelimit.Limit{Rate: b.rate, Burst: b.burst} }
+func (b *bucket) limit() ratelimit.Limit {
+	return ratelimit.Limit{Rate: b.rate, Burst: b.burst, Warmup: b.warmup()}
+}
+
+// warmup returns the Warmup of the bucket's limit: that of its warm state, or none. Kept
+// there rather than in a field of bucket, which would take bucket out of its 48-byte size
+// class for the sake of the few buckets that warm up.
+func (b *bucket) warmup() time.Duration {
+	if b.lk != nil {
+		if wb, ok := b.lk.st.(*warmBucket); ok {
+			return wb.period
+		}
+	}
+	return 0
+}
 
 // verdict is a decision as the algorithms make it: a ratelimit.Result without its Limit and
 // Delay. It has four fields, so that the compiler keeps it in registers from call to call; a

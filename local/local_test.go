@@ -377,3 +377,16 @@ func TestAllowAllocatesNothing(t *testing.T) {
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = l.Allow(ctx, "hot", limit) }))
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = l.Allow(ctx, "cold", slow) }))
 }
+
+func TestWarmup(t *testing.T) {
+	for _, alg := range conformance.Algorithms() {
+		t.Run(alg.String(), func(t *testing.T) {
+			conformance.RunWarmup(t, alg, func(t *testing.T) conformance.Harness {
+				clock := conformance.NewClock()
+				l := New(WithClock(clock.Now), WithAlgorithm(alg))
+				t.Cleanup(func() { l.Close() })
+				return conformance.Harness{Limiter: l, Advance: clock.Advance, CanWait: true, Algorithm: alg}
+			})
+		})
+	}
+}

@@ -19,8 +19,9 @@ const maxOverflowLimits = 1024
 
 // limitKey names an overflow bucket: the limit without the key.
 type limitKey struct {
-	rate  float64
-	burst int
+	rate   float64
+	burst  int
+	warmup time.Duration
 }
 
 // evictFull drops the first full bucket among a few sampled from a random place in sh's
@@ -49,7 +50,7 @@ func (s *store) evictFull(sh *shard, u int64) bool {
 // decideOverflow decides for a key that found no room: all such keys with one limit share
 // one bucket, so a flood of new keys is limited as a whole instead of let through.
 func (s *store) decideOverflow(limit ratelimit.Limit, u, w int64, n int, maxDelay time.Duration) (verdict, time.Duration) {
-	lk := limitKey{rate: limit.Rate, burst: limit.Burst}
+	lk := limitKey{rate: limit.Rate, burst: limit.Burst, warmup: limit.Warmup}
 	s.overflowMu.Lock()
 	defer s.overflowMu.Unlock()
 	b := s.overflow[lk]

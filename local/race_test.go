@@ -142,5 +142,5 @@ func hotBucket(l *Limiter, key string, limit ratelimit.Limit) *bucket {
 	sh := &l.store.shards[h&(numShards-1)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	return sh.tab.Load().find(h, key, limit.Rate, limit.Burst)
+	return sh.tab.Load().find(h, key, limit)
 }

@@ -3,6 +3,8 @@ package local
 import (
 	"math/bits"
 	"sync/atomic"
+
+	"github.com/sluice-go/ratelimit"
 )
 
 // table is one shard's bucket index: open addressing with linear probing over a power of two
@@ -52,16 +54,17 @@ func slotsFor(n int) int {
 // so the slot comes from the bits above them.
 func (t *table) start(h uint64) uint64 { return (h >> shardBits) & t.mask }
 
-// find returns the bucket of (key, r, burst), or nil. It takes no lock; under the shard's
-// mutex its answer is exact.
-func (t *table) find(h uint64, key string, r float64, burst int) *bucket {
+// find returns the bucket of (key, limit), or nil. It takes no lock; under the shard's mutex
+// its answer is exact.
+func (t *table) find(h uint64, key string, limit ratelimit.Limit) *bucket {
 	for i := t.start(h); ; i = (i + 1) & t.mask {
 		s := &t.slots[i]
 		b := s.b.Load()
 		if b == nil {
 			return nil
 		}
-		if s.hash.Load() == h && b.key == key && b.rate == r && b.burst == burst {
+		if s.hash.Load() == h && b.key == key && b.rate == limit.Rate && b.burst == limit.Burst &&
+			b.warmup() == limit.Warmup {
 			return b
 		}
 	}
