@@ -29,6 +29,11 @@ var _ ratelimit.MultiLimiter = (*Limiter)(nil)
 // If Redis fails while slots are decided in turn, the error is returned and the slots
 // already charged are refunded; a slot whose answer was lost stays charged, if it was, which
 // can only deny more. A refund that fails leaves its tokens taken until they refill.
+//
+// A limit with a warm-up (ratelimit.Limit.Warmup) is refused, as bad input naming its
+// entry, with an error wrapping ratelimit.ErrNotSupported: a cold bucket must record that
+// its warm-up began even when it denies, which an all-or-nothing decision that denies
+// cannot write, and its buckets are another script's. Peek, Refund and Reset take one.
 func (l *Limiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratelimit.MultiResult, error) {
 	mr := ratelimit.MultiResult{Results: make([]ratelimit.Result, len(reqs))}
 	if l.closed.Load() {
@@ -110,6 +115,9 @@ func (l *Limiter) checkAll(reqs []ratelimit.Request) (int, error) {
 		if err == nil {
 			err = l.ValidateLimit(r.Limit)
 		}
+		if err == nil && r.Limit.Warmup != 0 {
+			err = fmt.Errorf("%w: AllowAll of a limit with a warm-up", ratelimit.ErrNotSupported)
+		}
 		if err == nil && slices.ContainsFunc(reqs[:i], func(o ratelimit.Request) bool {
 			return o.Key == r.Key && o.Limit == r.Limit
 		}) {
@@ -172,10 +180,12 @@ type group struct {
 	limits  []ratelimit.Limit
 	perKey  []any // rate, burst, cost and the algorithm's own argument, for each key
 	at      int64 // the instant the group was charged (µs since 2020), for its refund
+	warm    bool  // the group's one bucket has a warm-up (Peek, Refund, Reset): warmupMulti
 }
 
 // add appends request i, whose bucket is key.
 func (g *group) add(i int, key string, limit ratelimit.Limit, n int, alg algorithm) {
+	g.warm = limit.Warmup != 0
 	g.indexes = append(g.indexes, i)
 	g.keys = append(g.keys, key)
 	g.limits = append(g.limits, limit)
@@ -190,7 +200,11 @@ func (g *group) add(i int, key string, limit ratelimit.Limit, n int, alg algorit
 // key's values.
 func (g *group) run(ctx context.Context, l *Limiter, mode, at string) ([]int64, error) {
 	argv := append([]any{mode, l.testNow(), at}, g.perKey...)
-	vals, err := l.runKeys(ctx, multiScripts[l.algorithm], g.keys, argv)
+	script := multiScripts[l.algorithm]
+	if g.warm {
+		script = warmupMulti
+	}
+	vals, err := l.runKeys(ctx, script, g.keys, argv)
 	if err != nil {
 		return nil, invalidState(err)
 	}
