@@ -20,14 +20,16 @@ import (
 // passes every rule of the backends, for every algorithm: the cache changes no answer.
 func TestConformanceHealthy(t *testing.T) {
 	for _, alg := range conformance.Algorithms() {
+		harness := func(t *testing.T) conformance.Harness {
+			clock := conformance.NewClock()
+			primary := local.New(local.WithClock(clock.Now), local.WithCleanupInterval(-1), local.WithAlgorithm(alg))
+			t.Cleanup(func() { _ = primary.Close() })
+			l := fallback.New(primary, nil, fallback.WithClock(clock.Now))
+			return conformance.Harness{Limiter: l, Advance: clock.Advance, CanWait: true, Algorithm: alg}
+		}
 		t.Run(alg.String(), func(t *testing.T) {
-			conformance.Run(t, alg, func(t *testing.T) conformance.Harness {
-				clock := conformance.NewClock()
-				primary := local.New(local.WithClock(clock.Now), local.WithCleanupInterval(-1), local.WithAlgorithm(alg))
-				t.Cleanup(func() { _ = primary.Close() })
-				l := fallback.New(primary, nil, fallback.WithClock(clock.Now))
-				return conformance.Harness{Limiter: l, Advance: clock.Advance, CanWait: true, Algorithm: alg}
-			})
+			conformance.Run(t, alg, harness)
+			t.Run("Warmup", func(t *testing.T) { conformance.RunWarmup(t, alg, harness) })
 		})
 	}
 }
@@ -106,6 +108,11 @@ func TestInstances(t *testing.T) {
 	res, err := r.l.Allow(ctx, "k", ratelimit.Limit{Rate: 1, Burst: 3})
 	require.NoError(t, err)
 	require.Equal(t, ratelimit.Result{Allowed: true, Limit: ratelimit.Limit{Rate: 0.25, Burst: 1}, ResetAfter: 4 * time.Second}, res)
+	// A warm-up is kept: the share warms up as the whole would.
+	res, err = r.l.Allow(ctx, "w", ratelimit.Limit{Rate: 10, Burst: 12, Warmup: time.Second})
+	require.NoError(t, err)
+	require.True(t, res.Allowed)
+	require.Equal(t, ratelimit.Limit{Rate: 2.5, Burst: 3, Warmup: time.Second}, res.Limit)
 	// Costs above the real burst are still refused as every backend refuses them.
 	_, err = r.l.AllowN(ctx, "k", limit, 11)
 	require.ErrorIs(t, err, ratelimit.ErrExceedsBurst)
