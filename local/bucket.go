@@ -36,7 +36,8 @@ func (b *bucket) limit() ratelimit.Limit {
 
 // warmup returns the Warmup of the bucket's limit: that of its warm state, or none. Kept
 // there rather than in a field of bucket, which would take bucket out of its 48-byte size
-// class for the sake of the few buckets that warm up.
+// class for the sake of the few buckets that warm up; lookups tell buckets of different
+// warm-ups apart by their hash (see store.hash).
 func (b *bucket) warmup() time.Duration {
 	if b.lk != nil {
 		if wb, ok := b.lk.st.(*warmBucket); ok {

@@ -68,9 +68,9 @@ func (s *store) decide(key string, r float64, burst int, now time.Time, n int, m
 // algorithms, in µs (see args.Window), 0 for the others; maxDelay is unbounded except for a
 // shaper's reservation made by Wait.
 func (s *store) decideAt(key string, limit ratelimit.Limit, u, w int64, n int, maxDelay time.Duration) (verdict, time.Duration) {
-	h := maphash.String(s.seed, key)
+	h := s.hash(key, limit)
 	sh := &s.shards[h&(numShards-1)]
-	if b := sh.tab.Load().find(h, key, limit); b != nil {
+	if b := sh.tab.Load().find(h, key, limit.Rate, limit.Burst); b != nil {
 		if b.lk == nil && s.alg == ratelimit.TokenBucket {
 			// take, without a call, for the commonest buckets.
 			var v verdict
@@ -96,7 +96,7 @@ func (s *store) decideLocked(sh *shard, h uint64, key string, limit ratelimit.Li
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	t := sh.tab.Load()
-	b := t.find(h, key, limit)
+	b := t.find(h, key, limit.Rate, limit.Burst)
 	if b == nil {
 		if sh.live >= s.perShard && !s.evictFull(sh, u) {
 			return s.decideOverflow(limit, u, w, n, maxDelay)

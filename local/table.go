@@ -3,8 +3,6 @@ package local
 import (
 	"math/bits"
 	"sync/atomic"
-
-	"github.com/sluice-go/ratelimit"
 )
 
 // table is one shard's bucket index: open addressing with linear probing over a power of two
@@ -23,8 +21,8 @@ type table struct {
 	slots []slot
 }
 
-// slot is one entry of a table. hash is a filter only, read before b; a lookup compares the
-// bucket itself. The writer stores hash before b, so that a reader that loads a new b also
+// slot is one entry of a table. hash is a filter, read before b; a lookup compares the
+// bucket itself, and the hash for its warm-up (see store.hash). The writer stores hash before b, so that a reader that loads a new b also
 // sees its hash.
 type slot struct {
 	hash atomic.Uint64
@@ -54,17 +52,16 @@ func slotsFor(n int) int {
 // so the slot comes from the bits above them.
 func (t *table) start(h uint64) uint64 { return (h >> shardBits) & t.mask }
 
-// find returns the bucket of (key, limit), or nil. It takes no lock; under the shard's mutex
-// its answer is exact.
-func (t *table) find(h uint64, key string, limit ratelimit.Limit) *bucket {
+// find returns the bucket of (key, r, burst), or nil. It takes no lock; under the shard's
+// mutex its answer is exact.
+func (t *table) find(h uint64, key string, r float64, burst int) *bucket {
 	for i := t.start(h); ; i = (i + 1) & t.mask {
 		s := &t.slots[i]
 		b := s.b.Load()
 		if b == nil {
 			return nil
 		}
-		if s.hash.Load() == h && b.key == key && b.rate == limit.Rate && b.burst == limit.Burst &&
-			b.warmup() == limit.Warmup {
+		if s.hash.Load() == h && b.key == key && b.rate == r && b.burst == burst {
 			return b
 		}
 	}

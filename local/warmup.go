@@ -1,6 +1,7 @@
 package local
 
 import (
+	"hash/maphash"
 	"math"
 	"time"
 
@@ -38,6 +39,19 @@ import (
 // hold, found by searching the integers with the very tests the decision makes. The state
 // is more than one word, so a warm bucket decides under its mutex; plain token buckets keep
 // their compare-and-swap.
+
+// hash returns the hash of the bucket of (key, limit): key's, and for a limit with a warm-up,
+// key's mixed with the warm-up by a bijection that leaves 0 alone. A table's lookup compares
+// the hash, then the key, rate and burst (table.find): two buckets of one key, rate and
+// burst differ in warm-up, so in hash, so the lookup tells them apart without comparing the
+// warm-up itself, which would make it too costly to inline into the hot path.
+func (s *store) hash(key string, limit ratelimit.Limit) uint64 {
+	h := maphash.String(s.seed, key)
+	if limit.Warmup != 0 {
+		h ^= uint64(limit.Warmup) * 0x9E3779B97F4A7C15 // an odd multiplier: a bijection mod 2⁶⁴
+	}
+	return h
+}
 
 // warmBucket is the state of a token bucket with a warm-up.
 type warmBucket struct {
