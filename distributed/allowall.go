@@ -31,9 +31,8 @@ var _ ratelimit.MultiLimiter = (*Limiter)(nil)
 // can only deny more. A refund that fails leaves its tokens taken until they refill.
 //
 // A limit with a warm-up (ratelimit.Limit.Warmup) is refused, as bad input naming its
-// entry, with an error wrapping ratelimit.ErrNotSupported: a cold bucket must record that
-// its warm-up began even when it denies, which an all-or-nothing decision that denies
-// cannot write, and its buckets are another script's. Peek, Refund and Reset take one.
+// entry, with an error wrapping ratelimit.ErrNotSupported (see args.CheckAll). Peek, Refund
+// and Reset take one.
 func (l *Limiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratelimit.MultiResult, error) {
 	mr := ratelimit.MultiResult{Results: make([]ratelimit.Result, len(reqs))}
 	if l.closed.Load() {
@@ -94,40 +93,19 @@ func (l *Limiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratel
 		}
 		break
 	}
-	bind(&mr, reqs)
+	args.Bind(&mr, reqs)
 	return mr, nil
 }
 
-// checkAll checks reqs before any round trip, and returns the index of the bad entry with
-// an error naming it by index and Name, never by key; or -1 and nil.
+// checkAll checks reqs before any round trip (see args.CheckAll).
 func (l *Limiter) checkAll(reqs []ratelimit.Request) (int, error) {
-	if len(reqs) == 0 {
-		return -1, fmt.Errorf("distributed: AllowAll: %w: no requests", ratelimit.ErrInvalidRequest)
-	}
-	for i, r := range reqs {
-		if r.Limit == (ratelimit.Limit{}) {
-			continue
+	return args.CheckAll("distributed: AllowAll", reqs, func(i int) error {
+		r := &reqs[i]
+		if err := args.Check(r.Key, r.Limit, max(r.N, 1)); err != nil {
+			return err
 		}
-		err := args.Check(r.Key, r.Limit, max(r.N, 1))
-		if err == nil && r.N < 0 {
-			err = fmt.Errorf("%w: n = %d", ratelimit.ErrInvalidCost, r.N)
-		}
-		if err == nil {
-			err = l.ValidateLimit(r.Limit)
-		}
-		if err == nil && r.Limit.Warmup != 0 {
-			err = fmt.Errorf("%w: AllowAll of a limit with a warm-up", ratelimit.ErrNotSupported)
-		}
-		if err == nil && slices.ContainsFunc(reqs[:i], func(o ratelimit.Request) bool {
-			return o.Key == r.Key && o.Limit == r.Limit
-		}) {
-			err = fmt.Errorf("%w: the same key and limit twice", ratelimit.ErrInvalidRequest)
-		}
-		if err != nil {
-			return i, fmt.Errorf("distributed: AllowAll: request %d (%q): %w", i, r.Name, err)
-		}
-	}
-	return -1, nil
+		return l.ValidateLimit(r.Limit)
+	})
 }
 
 // rollback gives back what groups took, each at the instant it was charged. It runs even
@@ -148,28 +126,6 @@ func failed(mr ratelimit.MultiResult, reqs []ratelimit.Request) ratelimit.MultiR
 	}
 	mr.Allowed = false
 	return mr
-}
-
-// bind sets Binding and RetryAfter, as ratelimit.MultiResult says: denied, the entry with the
-// longest RetryAfter; allowed, the one with the fewest Remaining; ties, the first; an entry
-// with the zero Limit never, unless every entry has it.
-func bind(mr *ratelimit.MultiResult, reqs []ratelimit.Request) {
-	mr.Binding, mr.RetryAfter = -1, 0
-	for i, res := range mr.Results {
-		if reqs[i].Limit == (ratelimit.Limit{}) {
-			continue
-		}
-		switch {
-		case mr.Binding < 0,
-			!mr.Allowed && res.RetryAfter > mr.RetryAfter,
-			mr.Allowed && res.Remaining < mr.Results[mr.Binding].Remaining:
-			mr.Binding = i
-			if !mr.Allowed {
-				mr.RetryAfter = res.RetryAfter
-			}
-		}
-	}
-	mr.Binding = max(mr.Binding, 0)
 }
 
 // group is the requests of one hash slot, decided by one script.

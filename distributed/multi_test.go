@@ -25,8 +25,8 @@ func runMulti(t *testing.T, client redis.Scripter, opts func() []distributed.Opt
 			}
 		}
 		t.Run(alg.String(), func(t *testing.T) {
-			t.Run("Multi", func(t *testing.T) { conformance.RunMulti(t, alg, harness) })
-			t.Run("Inspector", func(t *testing.T) { conformance.RunInspector(t, alg, harness) })
+			conformance.RunMulti(t, alg, harness)
+			conformance.RunInspector(t, alg, harness)
 		})
 	}
 }
@@ -51,4 +51,26 @@ func TestMultiConformanceClusterSameSlot(t *testing.T) {
 func TestMultiConformanceClusterCrossSlot(t *testing.T) {
 	client := newClusterClientOf(t, redistest.NewCluster(t))
 	runMulti(t, client, func() []distributed.Option { return nil })
+}
+
+// TestInterleavings plays random mixes of AllowN, AllowAll, Peek, Refund and Reset against
+// the reference models (see conformance.CheckInterleavings), for every algorithm, on one
+// Redis server.
+func TestInterleavings(t *testing.T) {
+	client := newClient(t, redistest.NewServer(t).Addr())
+	for _, alg := range conformance.Algorithms() {
+		t.Run(alg.String(), func(t *testing.T) {
+			for seed := range uint64(3) {
+				conformance.CheckInterleavings(t, func(t *testing.T) conformance.Harness {
+					clock := conformance.NewClock()
+					return conformance.Harness{
+						Limiter:   newLimiter(t, client, clock, distributed.WithAlgorithm(alg)),
+						Advance:   clock.Advance,
+						CanWait:   alg == ratelimit.LeakyBucket,
+						Algorithm: alg,
+					}
+				}, seed, 300)
+			}
+		})
+	}
 }

@@ -34,9 +34,6 @@ func TestWarmup(t *testing.T) {
 	}
 }
 
-// warmRamp is the conformance suite's limit of the warm-up rules.
-var warmRamp = ratelimit.Limit{Rate: 100, Burst: 50, Warmup: time.Second}
-
 // TestWarmupKeyLayout pins what a bucket with a warm-up looks like in Redis: its key, tagged
 // "tbw" and ending in the warm-up in µs, and its value, "s:T": when the warm-up began, in µs
 // since 2020, and the TAT on the warm clock.
@@ -159,74 +156,4 @@ func TestWarmupForeignValues(t *testing.T) {
 			require.Equal(t, int64(-1), ttl, "the key was given an expiry")
 		})
 	}
-}
-
-// TestWarmupInspector: Peek, Refund and Reset work on a bucket with a warm-up, each as
-// AllowN would see the bucket (figures from the conformance suite's warm-up rules).
-func TestWarmupInspector(t *testing.T) {
-	server := redistest.NewServer(t)
-	prefix := uniquePrefix()
-	l := newLimiter(t, newClient(t, server.Addr()), conformance.NewClock(), distributed.WithPrefix(prefix))
-	ctx := context.Background()
-	key := prefix + "k:tbw:100:50:1000000"
-	us := time.Microsecond
-	result := func(allowed bool, remaining int, retry, reset time.Duration) ratelimit.Result {
-		return ratelimit.Result{Allowed: allowed, Limit: warmRamp, Remaining: remaining, RetryAfter: retry, ResetAfter: reset}
-	}
-	missing := func() {
-		t.Helper()
-		n, err := server.Do("EXISTS", key)
-		require.NoError(t, err)
-		require.Equal(t, int64(0), n)
-	}
-
-	// Cold: Peek answers as AllowN would, a denied 17 (whose AllowN would begin the
-	// warm-up) or an admitted 1, and writes nothing.
-	res, err := l.Peek(ctx, "k", warmRamp, 17)
-	require.NoError(t, err)
-	require.Equal(t, result(false, 16, 10*time.Millisecond, 0), res)
-	res, err = l.Peek(ctx, "k", warmRamp, 1)
-	require.NoError(t, err)
-	require.Equal(t, result(true, 15, 0, 631371*us), res)
-	missing()
-	res, err = l.Refund(ctx, "k", warmRamp, 5)
-	require.NoError(t, err)
-	require.Equal(t, result(true, 15, 0, 631371*us), res)
-	missing()
-
-	// 16 taken, 10 given back: T from 49.33 to 39.33, and a token leaves 9.
-	res, err = l.AllowN(ctx, "k", warmRamp, 16)
-	require.NoError(t, err)
-	require.Equal(t, result(true, 0, 0, 815295*us), res)
-	res, err = l.Refund(ctx, "k", warmRamp, 10)
-	require.NoError(t, err)
-	require.Equal(t, result(true, 9, 0, 708305*us), res)
-	// Giving back more than was taken fills the bucket to τ(0), and no further.
-	res, err = l.Refund(ctx, "k", warmRamp, 50)
-	require.NoError(t, err)
-	require.Equal(t, result(true, 15, 0, 631371*us), res)
-
-	// Reset deletes the bucket: it is cold again, as a new one.
-	require.NoError(t, l.Reset(ctx, "k", warmRamp))
-	missing()
-}
-
-// TestWarmupAllowAll: AllowAll refuses a limit with a warm-up, naming the entry, and takes
-// nothing from the others.
-func TestWarmupAllowAll(t *testing.T) {
-	server := redistest.NewServer(t)
-	l := newLimiter(t, newClient(t, server.Addr()), conformance.NewClock())
-	ctx := context.Background()
-	plain := ratelimit.Limit{Rate: 1, Burst: 1}
-	mr, err := l.AllowAll(ctx, []ratelimit.Request{
-		{Key: "k", Limit: plain, Name: "plain"},
-		{Key: "k", Limit: warmRamp, Name: "warm"},
-	})
-	require.ErrorIs(t, err, ratelimit.ErrNotSupported)
-	require.EqualError(t, err, `distributed: AllowAll: request 1 ("warm"): ratelimit: not supported: AllowAll of a limit with a warm-up`)
-	require.False(t, mr.Allowed)
-	require.Equal(t, 1, mr.Binding)
-	res, err := l.Allow(ctx, "k", plain)
-	require.NoError(t, err)
-	require.True(t, res.Allowed)
 }

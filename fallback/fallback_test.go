@@ -20,16 +20,18 @@ import (
 // passes every rule of the backends, for every algorithm: the cache changes no answer.
 func TestConformanceHealthy(t *testing.T) {
 	for _, alg := range conformance.Algorithms() {
-		harness := func(t *testing.T) conformance.Harness {
-			clock := conformance.NewClock()
-			primary := local.New(local.WithClock(clock.Now), local.WithCleanupInterval(-1), local.WithAlgorithm(alg))
-			t.Cleanup(func() { _ = primary.Close() })
-			l := fallback.New(primary, nil, fallback.WithClock(clock.Now))
-			return conformance.Harness{Limiter: l, Advance: clock.Advance, CanWait: true, Algorithm: alg}
-		}
 		t.Run(alg.String(), func(t *testing.T) {
-			conformance.Run(t, alg, harness)
-			t.Run("Warmup", func(t *testing.T) { conformance.RunWarmup(t, alg, harness) })
+			newHarness := func(t *testing.T) conformance.Harness {
+				clock := conformance.NewClock()
+				primary := local.New(local.WithClock(clock.Now), local.WithCleanupInterval(-1), local.WithAlgorithm(alg))
+				t.Cleanup(func() { _ = primary.Close() })
+				l := fallback.New(primary, nil, fallback.WithClock(clock.Now))
+				return conformance.Harness{Limiter: l, Advance: clock.Advance, CanWait: true, Algorithm: alg}
+			}
+			conformance.Run(t, alg, newHarness)
+			conformance.RunMulti(t, alg, newHarness)
+			conformance.RunInspector(t, alg, newHarness)
+			t.Run("Warmup", func(t *testing.T) { conformance.RunWarmup(t, alg, newHarness) })
 		})
 	}
 }
@@ -41,7 +43,7 @@ func TestConformanceDegraded(t *testing.T) {
 	addr := deadAddr(t)
 	for _, alg := range conformance.Algorithms() {
 		t.Run(alg.String(), func(t *testing.T) {
-			conformance.Run(t, alg, func(t *testing.T) conformance.Harness {
+			newHarness := func(t *testing.T) conformance.Harness {
 				clock := conformance.NewClock()
 				secondary := local.New(local.WithClock(clock.Now), local.WithCleanupInterval(-1), local.WithAlgorithm(alg))
 				t.Cleanup(func() { _ = secondary.Close() })
@@ -54,7 +56,10 @@ func TestConformanceDegraded(t *testing.T) {
 				}
 				require.Equal(t, fallback.Open, l.State())
 				return conformance.Harness{Limiter: l, Advance: clock.Advance, CanWait: true, Algorithm: alg}
-			})
+			}
+			conformance.Run(t, alg, newHarness)
+			conformance.RunMulti(t, alg, newHarness)
+			conformance.RunInspector(t, alg, newHarness)
 		})
 	}
 }

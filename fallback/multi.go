@@ -40,9 +40,13 @@ func (l *Limiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratel
 	}
 	shares := make([]ratelimit.Request, len(reqs))
 	for i, q := range reqs {
-		if !q.Limit.IsZero() {
-			q.Limit = l.share(q.Limit)
-			q.N = min(max(q.N, 1), q.Limit.Burst)
+		if share := l.share(q.Limit); !q.Limit.IsZero() && share != q.Limit {
+			// As AllowN degraded: a cost within the limit's burst but above the share's takes
+			// all of the share; a cost the limit itself refuses is refused.
+			if q.N > share.Burst && q.N <= q.Limit.Burst {
+				q.N = share.Burst
+			}
+			q.Limit = share
 		}
 		shares[i] = q
 	}

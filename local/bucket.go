@@ -8,7 +8,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 )
 
-// bucket is one (key, limit) bucket. Buckets are found without a lock (see table), so
+// bucket is one (key, rate, burst) bucket. Buckets are found without a lock (see table), so
 // a bucket may be dropped while a decision holds it: every kind of bucket can be marked
 // dead, atomically with the check that it is full, and a decision that meets a dead bucket
 // starts over from the lookup.
@@ -30,22 +30,14 @@ type bucket struct {
 // a window index past the year 2255.
 const deadWord = ^uint64(0)
 
-func (b *bucket) limit() ratelimit.Limit {
-	return ratelimit.Limit{Rate: b.rate, Burst: b.burst, Warmup: b.warmup()}
-}
+// lockedWord is the word of a bucket that an AllowAll holds (see multi.go): its state is
+// set aside until the AllowAll stores the next one, and a decision that meets it waits.
+// No state produces it either, for the reasons deadWord's says; it is the only word
+// between the states and deadWord, so that one comparison, old >= lockedWord, keeps both
+// out of the hot path.
+const lockedWord = deadWord - 1
 
-// warmup returns the Warmup of the bucket's limit: that of its warm state, or none. Kept
-// there rather than in a field of bucket, which would take bucket out of its 48-byte size
-// class for the sake of the few buckets that warm up; lookups tell buckets of different
-// warm-ups apart by their hash (see store.hash).
-func (b *bucket) warmup() time.Duration {
-	if b.lk != nil {
-		if wb, ok := b.lk.st.(*warmBucket); ok {
-			return wb.period
-		}
-	}
-	return 0
-}
+func (b *bucket) limit() ratelimit.Limit { return ratelimit.Limit{Rate: b.rate, Burst: b.burst} }
 
 // verdict is a decision as the algorithms make it: a ratelimit.Result without its Limit and
 // Delay. It has four fields, so that the compiler keeps it in registers from call to call; a
@@ -86,6 +78,11 @@ type lockedState interface {
 	// reservation (see reserver); unbounded leaves it free, and every other algorithm ignores
 	// it and returns no Delay.
 	take(limit ratelimit.Limit, u int64, n int, maxDelay time.Duration) (verdict, time.Duration)
+	// peek returns what take would answer at u, with no bound on a shaper's Delay, and
+	// changes nothing.
+	peek(limit ratelimit.Limit, u int64, n int) (verdict, time.Duration)
+	// refund gives n tokens back at u, never beyond a full bucket (see Limiter.Refund).
+	refund(limit ratelimit.Limit, u int64, n int)
 	// full reports whether the bucket, asked at u, is as it would be had it never been used,
 	// so that dropping it changes no decision. Asked about a time before its last update it
 	// must not claim more than it knew then.
@@ -119,6 +116,9 @@ func (lk *locked) kill(limit ratelimit.Limit, u int64) bool {
 type state interface {
 	// take decides a request for n tokens at now, as lockedState's take.
 	take(limit ratelimit.Limit, now time.Time, n int) ratelimit.Result
+	// peek and refund are lockedState's, on a time.Time.
+	peek(limit ratelimit.Limit, now time.Time, n int) ratelimit.Result
+	refund(limit ratelimit.Limit, now time.Time, n int)
 	// full reports whether the bucket is as new at t, as lockedState's full.
 	full(limit ratelimit.Limit, t time.Time) bool
 }
@@ -144,9 +144,22 @@ func (ts timeState) take(limit ratelimit.Limit, u int64, n int, maxDelay time.Du
 	} else {
 		res = ts.st.take(limit, time.UnixMicro(u), n)
 	}
-	return verdict{allowed: res.Allowed, remaining: res.Remaining, retry: res.RetryAfter, reset: res.ResetAfter}, res.Delay
+	return verdictOf(res)
+}
+
+func (ts timeState) peek(limit ratelimit.Limit, u int64, n int) (verdict, time.Duration) {
+	return verdictOf(ts.st.peek(limit, time.UnixMicro(u), n))
+}
+
+func (ts timeState) refund(limit ratelimit.Limit, u int64, n int) {
+	ts.st.refund(limit, time.UnixMicro(u), n)
 }
 
 func (ts timeState) full(limit ratelimit.Limit, u int64) bool {
 	return ts.st.full(limit, time.UnixMicro(u))
+}
+
+// verdictOf splits res into a verdict and its Delay.
+func verdictOf(res ratelimit.Result) (verdict, time.Duration) {
+	return verdict{allowed: res.Allowed, remaining: res.Remaining, retry: res.RetryAfter, reset: res.ResetAfter}, res.Delay
 }

@@ -26,6 +26,13 @@
 // compare-and-swap; the other buckets, token buckets with a warm-up among them, decide under
 // a mutex of their own.
 //
+// # Several limits at once
+//
+// Limiter is a ratelimit.MultiLimiter and a ratelimit.Inspector: AllowAll decides a list of
+// limits all or nothing, holding their buckets in a fixed order while it decides (no global
+// lock), and Peek, Refund and Reset read and adjust one bucket, with the Redis backend's
+// answers (see docs/limits.md).
+//
 // # Memory
 //
 // A goroutine started by New drops buckets that have been full for a while

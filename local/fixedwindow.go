@@ -2,7 +2,6 @@ package local
 
 import (
 	"math/bits"
-	"sync/atomic"
 	"time"
 
 	"github.com/sluice-go/ratelimit"
@@ -64,6 +63,25 @@ func (fw *fixedWindow) take(limit ratelimit.Limit, u int64, n int, _ time.Durati
 	return v, 0
 }
 
+func (fw *fixedWindow) peek(limit ratelimit.Limit, u int64, n int) (verdict, time.Duration) {
+	_, _, v := fixedDecide(fw.index, fw.count, limit, u, fw.window, n)
+	return v, 0
+}
+
+func (fw *fixedWindow) refund(_ ratelimit.Limit, u int64, n int) {
+	fw.count = fixedRefund(fw.index, fw.count, u, fw.window, n)
+}
+
+// fixedRefund returns the count of a bucket that last admitted count tokens in window index,
+// with n tokens given back at u: the current window's count less n, not below zero. A count
+// of an ended window is left as it is: what it charged is gone with it.
+func fixedRefund(index, count, u, w int64, n int) int64 {
+	if now, _ := split(u, w); now == index {
+		return max(count-int64(n), 0)
+	}
+	return count
+}
+
 func (fw *fixedWindow) full(_ ratelimit.Limit, u int64) bool {
 	return fixedFull(fw.index, fw.count, u, fw.window)
 }
@@ -79,20 +97,22 @@ func fixedWindowPacks(limit ratelimit.Limit, w int64) bool {
 	return maxMicros/uint64(w) < 1<<(64-k)-1
 }
 
-// takeFixedWindow decides on a packed fixed window with one compare-and-swap. It reports
-// false, having decided nothing, if the bucket is dead.
-func takeFixedWindow(word *atomic.Uint64, limit ratelimit.Limit, u, w int64, n int) (verdict, bool) {
+// fixedWordDecide is fixedDecide on a packed word: it returns the verdict and the word to
+// store if the request is allowed.
+func fixedWordDecide(old uint64, limit ratelimit.Limit, u, w int64, n int) (verdict, uint64) {
 	k := bits.Len64(uint64(limit.Burst))
-	for {
-		old := word.Load()
-		if old == deadWord {
-			return verdict{}, false
-		}
-		index, count, v := fixedDecide(int64(old>>k), int64(old&(1<<k-1)), limit, u, w, n)
-		if !v.allowed || word.CompareAndSwap(old, uint64(index)<<k|uint64(count)) {
-			return v, true
-		}
+	index, count, v := fixedDecide(int64(old>>k), int64(old&(1<<k-1)), limit, u, w, n)
+	if !v.allowed {
+		return v, old
 	}
+	return v, uint64(index)<<k | uint64(count)
+}
+
+// fixedWordRefund is fixedRefund on a packed word.
+func fixedWordRefund(old uint64, limit ratelimit.Limit, u, w int64, n int) uint64 {
+	k := bits.Len64(uint64(limit.Burst))
+	index := old >> k
+	return index<<k | uint64(fixedRefund(int64(index), int64(old&(1<<k-1)), u, w, n))
 }
 
 // fixedWindowFull is fixedFull on a packed word.

@@ -56,11 +56,36 @@ func (lb *leakyBucket) take(limit ratelimit.Limit, now time.Time, n int) ratelim
 // In tokens the test is start − now ≤ Burst − n, as in the script: Burst − n is exact, where
 // the sum start + n would round near Burst = 2^52 and admit a request right after a drain.
 func (lb *leakyBucket) reserve(limit ratelimit.Limit, now time.Time, n int, maxDelay time.Duration) ratelimit.Result {
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	res, next := lb.decide(limit, now, n, maxDelay)
+	if res.Allowed {
+		lb.tat = next
+	}
+	return res
+}
+
+func (lb *leakyBucket) peek(limit ratelimit.Limit, now time.Time, n int) ratelimit.Result {
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	res, _ := lb.decide(limit, now, n, unbounded)
+	return res
+}
+
+// refund frees n places: the schedule moves back by n tokens. A schedule that ends before
+// now is an empty queue, as new.
+func (lb *leakyBucket) refund(_ ratelimit.Limit, _ time.Time, n int) {
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	lb.tat -= float64(n)
+}
+
+// decide is reserve's decision, and the schedule to keep if it is allowed; it changes
+// nothing. The caller holds lb.mu.
+func (lb *leakyBucket) decide(limit ratelimit.Limit, now time.Time, n int, maxDelay time.Duration) (ratelimit.Result, float64) {
 	us, clock := tokenClock(now, limit.Rate)
 	burst := float64(limit.Burst)
 	room := float64(limit.Burst - n)
-	lb.mu.Lock()
-	defer lb.mu.Unlock()
 	start := max(lb.tat, clock)
 	if start-clock > room {
 		// Denied: a place for n tokens frees up when the clock has caught up start − room.
@@ -68,7 +93,7 @@ func (lb *leakyBucket) reserve(limit ratelimit.Limit, now time.Time, n int, maxD
 			Remaining:  queueRoom(burst, start-clock),
 			RetryAfter: microseconds(max(untilUS(us, limit.Rate, clock, start, room), 1)),
 			ResetAfter: microseconds(tokensToUS(start-clock, limit.Rate)),
-		}
+		}, lb.tat
 	}
 	next := start + float64(n)
 	// The nearest microsecond, as ResetAfter: the next request's Delay is this one's
@@ -80,15 +105,14 @@ func (lb *leakyBucket) reserve(limit ratelimit.Limit, now time.Time, n int, maxD
 			Remaining:  queueRoom(burst, start-clock),
 			ResetAfter: microseconds(tokensToUS(start-clock, limit.Rate)),
 			Delay:      microseconds(delay),
-		}
+		}, lb.tat
 	}
-	lb.tat = next
 	return ratelimit.Result{
 		Allowed:    true,
 		Remaining:  queueRoom(burst, next-clock),
 		ResetAfter: microseconds(tokensToUS(next-clock, limit.Rate)),
 		Delay:      microseconds(delay),
-	}
+	}, next
 }
 
 // tokenClock reads t as whole microseconds since tokenEpochUS, and in tokens.

@@ -18,12 +18,15 @@ import (
 func TestConformance(t *testing.T) {
 	for _, alg := range conformance.Algorithms() {
 		t.Run(alg.String(), func(t *testing.T) {
-			conformance.Run(t, alg, func(t *testing.T) conformance.Harness {
+			newHarness := func(t *testing.T) conformance.Harness {
 				clock := conformance.NewClock()
 				l := New(WithClock(clock.Now), WithAlgorithm(alg))
 				t.Cleanup(func() { l.Close() })
 				return conformance.Harness{Limiter: l, Advance: clock.Advance, CanWait: true, Algorithm: alg}
-			})
+			}
+			conformance.Run(t, alg, newHarness)
+			conformance.RunMulti(t, alg, newHarness)
+			conformance.RunInspector(t, alg, newHarness)
 		})
 	}
 }
@@ -376,6 +379,23 @@ func TestAllowAllocatesNothing(t *testing.T) {
 	_, _ = l.Allow(ctx, "cold", slow)
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = l.Allow(ctx, "hot", limit) }))
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = l.Allow(ctx, "cold", slow) }))
+}
+
+// TestInterleavings plays random mixes of AllowN, AllowAll, Peek, Refund and Reset against
+// the reference models (see conformance.CheckInterleavings), for every algorithm.
+func TestInterleavings(t *testing.T) {
+	for _, alg := range conformance.Algorithms() {
+		t.Run(alg.String(), func(t *testing.T) {
+			for seed := range uint64(8) {
+				conformance.CheckInterleavings(t, func(t *testing.T) conformance.Harness {
+					clock := conformance.NewClock()
+					l := New(WithClock(clock.Now), WithAlgorithm(alg))
+					t.Cleanup(func() { l.Close() })
+					return conformance.Harness{Limiter: l, Advance: clock.Advance, CanWait: true, Algorithm: alg}
+				}, seed, 500)
+			}
+		})
+	}
 }
 
 func TestWarmup(t *testing.T) {

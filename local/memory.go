@@ -50,21 +50,36 @@ func (s *store) evictFull(sh *shard, u int64) bool {
 // decideOverflow decides for a key that found no room: all such keys with one limit share
 // one bucket, so a flood of new keys is limited as a whole instead of let through.
 func (s *store) decideOverflow(limit ratelimit.Limit, u, w int64, n int, maxDelay time.Duration) (verdict, time.Duration) {
-	lk := limitKey{rate: limit.Rate, burst: limit.Burst, warmup: limit.Warmup}
 	s.overflowMu.Lock()
 	defer s.overflowMu.Unlock()
-	b := s.overflow[lk]
+	b := s.overflowBucket(limit, u, w)
 	if b == nil {
-		if len(s.overflow) >= maxOverflowLimits {
-			// Thousands of distinct limits under a key flood: refuse rather than grow.
-			return verdict{retry: durationOf(1 / limit.Rate), reset: durationOf(float64(limit.Burst) / limit.Rate)}, 0
-		}
-		b = s.newBucket("", limit, u, w)
-		s.overflow[lk] = b
+		return overflowRefusal(limit), 0
 	}
 	// Overflow buckets are dropped under overflowMu, so b is alive.
 	v, delay, _ := s.take(b, limit, u, w, n, maxDelay)
 	return v, delay
+}
+
+// overflowBucket returns the overflow bucket of limit, made if needed, or nil when there are
+// too many already. The caller holds overflowMu.
+func (s *store) overflowBucket(limit ratelimit.Limit, u, w int64) *bucket {
+	lk := limitKey{rate: limit.Rate, burst: limit.Burst, warmup: limit.Warmup}
+	b := s.overflow[lk]
+	if b == nil {
+		if len(s.overflow) >= maxOverflowLimits {
+			return nil
+		}
+		b = s.newBucket("", limit, u, w)
+		s.overflow[lk] = b
+	}
+	return b
+}
+
+// overflowRefusal is the answer to a key that found no room when thousands of distinct
+// limits have overflow buckets already, under a key flood: refuse rather than grow.
+func overflowRefusal(limit ratelimit.Limit) verdict {
+	return verdict{retry: durationOf(1 / limit.Rate), reset: durationOf(float64(limit.Burst) / limit.Rate)}
 }
 
 // sweep drops every bucket that has been full since cutoff (Unix µs): no request has used it

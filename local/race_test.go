@@ -15,7 +15,8 @@ import (
 	"github.com/sluice-go/ratelimit/internal/conformance"
 )
 
-// TestDecisionsRaceDrops: goroutines decide on a few hot keys, without a lock, while another
+// TestDecisionsRaceDrops: goroutines decide on a few hot keys, without a lock (AllowN, and
+// AllowAll on two of them, which holds both buckets), while another
 // sweeps (dropping every bucket it finds full) as fast as it can and a third creates buckets
 // for fresh keys, which rehashes the tables under the readers. The clock moves in steps,
 // between which the workers pause; at each step some buckets have refilled and are dropped,
@@ -23,8 +24,9 @@ import (
 //
 // A decision that landed on a bucket as it was dropped would lose its token, and the key's
 // next bucket would start full: the key would get more than its limit allows. So the
-// requests admitted at each step, played in order on a fresh limiter that never drops
-// anything, must all be admitted there too.
+// tokens admitted at each step, played in order on a fresh limiter that never drops
+// anything, must all be admitted there too. (All of a step's decisions come at one instant,
+// where the order of admissions changes nothing.)
 func TestDecisionsRaceDrops(t *testing.T) {
 	s, ms := time.Second, time.Millisecond
 	cases := []struct {
@@ -88,6 +90,19 @@ func TestDecisionsRaceDrops(t *testing.T) {
 						var mine [keys]int
 						for i := range tries * keys {
 							k := (i + w) % keys
+							if i%2 == 1 { // a token from two buckets at once
+								k2 := (k + 1) % keys
+								mr, err := l.AllowAll(ctx, []ratelimit.Request{
+									{Key: "hot-" + strconv.Itoa(k), Limit: c.limit},
+									{Key: "hot-" + strconv.Itoa(k2), Limit: c.limit},
+								})
+								require.NoError(t, err)
+								if mr.Allowed {
+									mine[k]++
+									mine[k2]++
+								}
+								continue
+							}
 							res, err := l.Allow(ctx, "hot-"+strconv.Itoa(k), c.limit)
 							require.NoError(t, err)
 							if res.Allowed {

@@ -3,7 +3,6 @@ package local
 import (
 	"math"
 	"math/bits"
-	"sync/atomic"
 	"time"
 
 	"github.com/sluice-go/ratelimit"
@@ -89,6 +88,25 @@ func (sc *slidingCounter) take(limit ratelimit.Limit, u int64, n int, _ time.Dur
 	return v, 0
 }
 
+func (sc *slidingCounter) peek(limit ratelimit.Limit, u int64, n int) (verdict, time.Duration) {
+	_, _, _, v := counterDecide(sc.index, sc.cur, sc.prev, limit, u, sc.window, n)
+	return v, 0
+}
+
+func (sc *slidingCounter) refund(_ ratelimit.Limit, u int64, n int) {
+	sc.cur = counterRefund(sc.index, sc.cur, u, sc.window, n)
+}
+
+// counterRefund returns the current count of a bucket that counts cur in window index, with
+// n tokens given back at u: less n, not below zero, if index is the current window. A count
+// of an ended window is left as it is: its weight falls with time anyway.
+func counterRefund(index, cur, u, w int64, n int) int64 {
+	if now, _ := split(u, w); now == index {
+		return max(cur-int64(n), 0)
+	}
+	return cur
+}
+
 func (sc *slidingCounter) full(_ ratelimit.Limit, u int64) bool {
 	return counterFull(sc.index, sc.cur, sc.prev, u, sc.window)
 }
@@ -104,21 +122,24 @@ func slidingCounterPacks(limit ratelimit.Limit, w int64) bool {
 	return 2*k < 64 && maxMicros/uint64(w) < 1<<(64-2*k)-1
 }
 
-// takeSlidingCounter decides on a packed sliding counter with one compare-and-swap. It
-// reports false, having decided nothing, if the bucket is dead.
-func takeSlidingCounter(word *atomic.Uint64, limit ratelimit.Limit, u, w int64, n int) (verdict, bool) {
+// counterWordDecide is counterDecide on a packed word: it returns the verdict and the word
+// to store if the request is allowed.
+func counterWordDecide(old uint64, limit ratelimit.Limit, u, w int64, n int) (verdict, uint64) {
 	k := bits.Len64(uint64(limit.Burst))
 	mask := uint64(1)<<k - 1
-	for {
-		old := word.Load()
-		if old == deadWord {
-			return verdict{}, false
-		}
-		index, cur, prev, v := counterDecide(int64(old>>(2*k)), int64(old&mask), int64(old>>k&mask), limit, u, w, n)
-		if !v.allowed || word.CompareAndSwap(old, uint64(index)<<(2*k)|uint64(prev)<<k|uint64(cur)) {
-			return v, true
-		}
+	index, cur, prev, v := counterDecide(int64(old>>(2*k)), int64(old&mask), int64(old>>k&mask), limit, u, w, n)
+	if !v.allowed {
+		return v, old
 	}
+	return v, uint64(index)<<(2*k) | uint64(prev)<<k | uint64(cur)
+}
+
+// counterWordRefund is counterRefund on a packed word.
+func counterWordRefund(old uint64, limit ratelimit.Limit, u, w int64, n int) uint64 {
+	k := bits.Len64(uint64(limit.Burst))
+	mask := uint64(1)<<k - 1
+	cur := counterRefund(int64(old>>(2*k)), int64(old&mask), u, w, n)
+	return old&^mask | uint64(cur)
 }
 
 // slidingCounterFull is counterFull on a packed word.

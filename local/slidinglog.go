@@ -33,30 +33,53 @@ func (sl *slidingLog) full(_ ratelimit.Limit, u int64) bool {
 // (only an injected one can) is taken to stand still at that entry, which keeps the log in
 // order.
 func (sl *slidingLog) take(limit ratelimit.Limit, u int64, n int, _ time.Duration) (verdict, time.Duration) {
+	u, gone, v := sl.decide(limit, u, n)
+	sl.head = (sl.head + gone) % max(len(sl.times), 1)
+	sl.n -= gone
+	if v.allowed {
+		sl.add(u, n, limit.Burst)
+	}
+	return v, 0
+}
+
+func (sl *slidingLog) peek(limit ratelimit.Limit, u int64, n int) (verdict, time.Duration) {
+	_, _, v := sl.decide(limit, u, n)
+	return v, 0
+}
+
+// refund drops the n newest entries still in the window at u.
+func (sl *slidingLog) refund(_ ratelimit.Limit, u int64, n int) {
+	for ; n > 0 && sl.n > 0 && sl.newest() > u-sl.window; n-- {
+		sl.n--
+	}
+}
+
+// decide decides n tokens at u and changes nothing: it returns the time to record entries
+// at, how many of the oldest entries have left the window, and the verdict.
+func (sl *slidingLog) decide(limit ratelimit.Limit, u int64, n int) (int64, int, verdict) {
 	if sl.n > 0 {
 		u = max(u, sl.newest())
 	}
-	for sl.n > 0 && sl.times[sl.head] <= u-sl.window {
-		sl.head = (sl.head + 1) % len(sl.times)
-		sl.n--
+	gone := 0
+	for gone < sl.n && sl.at(gone) <= u-sl.window {
+		gone++
 	}
-	count := sl.n
+	count := sl.n - gone
 	if count+n <= limit.Burst {
-		sl.add(u, n, limit.Burst)
 		// The newest entry is now u: the window is empty again W from now.
-		return verdict{
+		return u, gone, verdict{
 			allowed:   true,
 			remaining: limit.Burst - count - n,
 			reset:     micros(sl.window),
-		}, 0
+		}
 	}
 	// Denied: k = count + n − Burst entries must leave first, the k-th oldest last.
 	k := count + n - limit.Burst
-	return verdict{
+	return u, gone, verdict{
 		remaining: limit.Burst - count,
-		retry:     micros(sl.at(k-1) + sl.window - u),
+		retry:     micros(sl.at(gone+k-1) + sl.window - u),
 		reset:     micros(sl.newest() + sl.window - u),
-	}, 0
+	}
 }
 
 // at returns the i-th oldest entry, 0 ≤ i < sl.n.

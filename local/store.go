@@ -71,16 +71,9 @@ func (s *store) decideAt(key string, limit ratelimit.Limit, u, w int64, n int, m
 	h := s.hash(key, limit)
 	sh := &s.shards[h&(numShards-1)]
 	if b := sh.tab.Load().find(h, key, limit.Rate, limit.Burst); b != nil {
-		if b.lk == nil && s.alg == ratelimit.TokenBucket {
+		if b.lk == nil && s.alg == ratelimit.TokenBucket && limit.Rate <= scriptMaxRate {
 			// take, without a call, for the commonest buckets.
-			var v verdict
-			var ok bool
-			if limit.Rate <= scriptMaxRate {
-				v, ok = takeGCRA(&b.word, limit, u, n)
-			} else {
-				v, ok = takeWholeGCRA(&b.word, limit, u, n)
-			}
-			if ok {
+			if v, ok := takeGCRA(&b.word, limit, u, n); ok {
 				return v, 0
 			}
 		} else if v, delay, ok := s.take(b, limit, u, w, n, maxDelay); ok {
@@ -95,18 +88,52 @@ func (s *store) decideAt(key string, limit ratelimit.Limit, u, w int64, n int, m
 func (s *store) decideLocked(sh *shard, h uint64, key string, limit ratelimit.Limit, u, w int64, n int, maxDelay time.Duration) (verdict, time.Duration) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	t := sh.tab.Load()
-	b := t.find(h, key, limit.Rate, limit.Burst)
+	b := s.findOrMake(sh, h, key, limit, u, w)
 	if b == nil {
-		if sh.live >= s.perShard && !s.evictFull(sh, u) {
-			return s.decideOverflow(limit, u, w, n, maxDelay)
-		}
-		b = s.newBucket(key, limit, u, w)
-		s.insert(sh, h, b)
+		return s.decideOverflow(limit, u, w, n, maxDelay)
 	}
 	// Buckets are dropped under this mutex, so b is alive until it is released.
 	v, delay, _ := s.take(b, limit, u, w, n, maxDelay)
 	return v, delay
+}
+
+// findOrMake returns the bucket of (key, limit) in sh, whose hash is h, making it at u if
+// there is room; nil if there is none. The caller holds sh.mu.
+func (s *store) findOrMake(sh *shard, h uint64, key string, limit ratelimit.Limit, u, w int64) *bucket {
+	if b := sh.tab.Load().find(h, key, limit.Rate, limit.Burst); b != nil {
+		return b
+	}
+	if sh.live >= s.perShard && !s.evictFull(sh, u) {
+		return nil
+	}
+	b := s.newBucket(key, limit, u, w)
+	s.insert(sh, h, b)
+	return b
+}
+
+// bucketFor returns the bucket of (key, limit), making it at u if needed, and the hash of
+// key; at the cap, the overflow bucket of limit, or nil if there is none. The bucket may have
+// been dropped by the time the caller holds it.
+func (s *store) bucketFor(key string, limit ratelimit.Limit, u, w int64) (*bucket, uint64) {
+	h := s.hash(key, limit)
+	sh := &s.shards[h&(numShards-1)]
+	if b := sh.tab.Load().find(h, key, limit.Rate, limit.Burst); b != nil {
+		return b, h
+	}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if b := s.findOrMake(sh, h, key, limit, u, w); b != nil {
+		return b, h
+	}
+	s.overflowMu.Lock()
+	defer s.overflowMu.Unlock()
+	return s.overflowBucket(limit, u, w), 0 // an overflow bucket's key is ""
+}
+
+// lookup returns the live bucket of (key, limit), or nil: it creates nothing.
+func (s *store) lookup(key string, limit ratelimit.Limit) *bucket {
+	h := s.hash(key, limit)
+	return s.shards[h&(numShards-1)].tab.Load().find(h, key, limit.Rate, limit.Burst)
 }
 
 // take decides on b; it reports false, having decided nothing, if b is dead.
@@ -114,54 +141,46 @@ func (s *store) take(b *bucket, limit ratelimit.Limit, u, w int64, n int, maxDel
 	if b.lk != nil {
 		return b.lk.take(limit, u, n, maxDelay)
 	}
-	var v verdict
-	var ok bool
-	switch s.alg {
-	case ratelimit.FixedWindow:
-		v, ok = takeFixedWindow(&b.word, limit, u, w, n)
-	case ratelimit.SlidingWindowCounter:
-		v, ok = takeSlidingCounter(&b.word, limit, u, w, n)
-	default:
-		if limit.Rate <= scriptMaxRate {
-			v, ok = takeGCRA(&b.word, limit, u, n)
-		} else {
-			v, ok = takeWholeGCRA(&b.word, limit, u, n)
-		}
-	}
+	v, ok := s.takeWord(&b.word, limit, u, w, n)
 	return v, 0, ok
 }
 
 // newBucket makes a fresh bucket for (key, limit), whose first decision comes at u.
 func (s *store) newBucket(key string, limit ratelimit.Limit, u, w int64) *bucket {
 	b := &bucket{key: key, rate: limit.Rate, burst: limit.Burst}
-	var st lockedState
+	if st := s.newState(limit, u, w); st != nil {
+		b.lk = &locked{st: st}
+	} else {
+		b.word.Store(s.newWord(limit))
+	}
+	return b
+}
+
+// newState returns the state of a new bucket of limit that decides under a mutex, or nil
+// for one whose state is its word.
+func (s *store) newState(limit ratelimit.Limit, u, w int64) lockedState {
 	switch s.alg {
 	case ratelimit.TokenBucket:
-		switch {
-		case limit.Warmup != 0:
-			st = &warmBucket{period: limit.Warmup}
-		case limit.Rate <= scriptMaxRate:
-			b.word.Store(newGCRAWord)
-		case limit.Rate > casMaxRate:
-			st = newFastTokens(limit, u)
-		} // else a whole-token bucket, whose new word is 0
+		if limit.Warmup != 0 {
+			return &warmBucket{period: limit.Warmup}
+		}
+		if limit.Rate > casMaxRate {
+			return newFastTokens(limit, u)
+		}
 	case ratelimit.FixedWindow:
 		if !fixedWindowPacks(limit, w) {
-			st = &fixedWindow{window: w}
+			return &fixedWindow{window: w}
 		}
 	case ratelimit.SlidingWindowCounter:
 		if !slidingCounterPacks(limit, w) {
-			st = &slidingCounter{window: w}
+			return &slidingCounter{window: w}
 		}
 	case ratelimit.SlidingWindowLog:
-		st = &slidingLog{window: w}
+		return &slidingLog{window: w}
 	case ratelimit.LeakyBucket:
-		st = timeState{newLeakyBucket(limit)}
+		return timeState{newLeakyBucket(limit)}
 	}
-	if st != nil {
-		b.lk = &locked{st: st}
-	}
-	return b
+	return nil
 }
 
 // kill marks b dead if it is full at u (Unix µs), and reports whether it did. The caller
@@ -174,8 +193,11 @@ func (s *store) kill(b *bucket, u int64) bool {
 	w := windowFor(s.alg, b.rate, b.burst)
 	for {
 		old := b.word.Load()
-		if old == deadWord {
+		switch old {
+		case deadWord:
 			return true
+		case lockedWord:
+			return false // an AllowAll is deciding on it
 		}
 		var full bool
 		switch s.alg {

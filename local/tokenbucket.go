@@ -2,6 +2,7 @@ package local
 
 import (
 	"math"
+	"runtime"
 	"sync/atomic"
 
 	"github.com/sluice-go/ratelimit"
@@ -29,41 +30,63 @@ const newGCRAWord = 0xFFF0_0000_0000_0000
 // takeGCRA decides n tokens at u (Unix µs) on the TAT in word. It reports false, having
 // decided nothing, if the bucket is dead.
 func takeGCRA(word *atomic.Uint64, limit ratelimit.Limit, u int64, n int) (verdict, bool) {
+	for {
+		old := word.Load()
+		if old >= lockedWord {
+			if old == deadWord {
+				return verdict{}, false
+			}
+			runtime.Gosched() // an AllowAll holds the bucket for a moment
+			continue
+		}
+		v, next := gcraDecide(old, limit, u, n)
+		if !v.allowed || word.CompareAndSwap(old, next) {
+			return v, true
+		}
+	}
+}
+
+// gcraDecide decides n tokens at u (Unix µs) on the TAT word old, and returns the verdict and
+// the word to store if it is allowed.
+func gcraDecide(old uint64, limit ratelimit.Limit, u int64, n int) (verdict, uint64) {
 	us := u - tokenEpochUS
 	rate, burst := limit.Rate, float64(limit.Burst)
 	now := float64(us) * rate / 1e6
-	for {
-		old := word.Load()
-		if old == deadWord {
-			return verdict{}, false
-		}
-		tat := math.Float64frombits(old)
-		if tat < now {
-			tat = now // a TAT in the past is a full bucket
-		}
-		// Taking n tokens moves the TAT by n intervals; the request conforms when the new
-		// TAT is at most τ = Burst ahead of now: tat + n − now ≤ Burst, tested as the
-		// script does, ahead ≤ room, room being whole and exact. Summing first would round
-		// once more, and near Burst = 2⁵² admit a request right after a drain.
-		ahead := tat - now // what the bucket is missing
-		room := burst - float64(n)
-		if ahead > room {
-			return verdict{
-				remaining: gcraRemaining(burst, ahead),
-				retry:     micros(gcraRetry(us, rate, tat, ahead, room)),
-				reset:     micros(gcraMicros(ahead, rate)),
-			}, true
-		}
-		next := tat + float64(n)
-		if word.CompareAndSwap(old, math.Float64bits(next)) {
-			ahead := next - now
-			return verdict{
-				allowed:   true,
-				remaining: gcraRemaining(burst, ahead),
-				reset:     micros(gcraMicros(ahead, rate)),
-			}, true
-		}
+	tat := math.Float64frombits(old)
+	if tat < now {
+		tat = now // a TAT in the past is a full bucket
 	}
+	// Taking n tokens moves the TAT by n intervals; the request conforms when the new TAT is
+	// at most τ = Burst ahead of now: tat + n − now ≤ Burst, tested as the script does,
+	// ahead ≤ room, room being whole and exact. Summing first would round once more, and
+	// near Burst = 2⁵² admit a request right after a drain.
+	ahead := tat - now // what the bucket is missing
+	room := burst - float64(n)
+	if ahead > room {
+		return verdict{
+			remaining: gcraRemaining(burst, ahead),
+			retry:     micros(gcraRetry(us, rate, tat, ahead, room)),
+			reset:     micros(gcraMicros(ahead, rate)),
+		}, old
+	}
+	next := tat + float64(n)
+	ahead = next - now
+	return verdict{
+		allowed:   true,
+		remaining: gcraRemaining(burst, ahead),
+		reset:     micros(gcraMicros(ahead, rate)),
+	}, math.Float64bits(next)
+}
+
+// gcraRefund returns the TAT word old with n tokens given back at u: the TAT moves back by
+// n, and a TAT that reaches now is a full bucket, a new one's word (refund_gcra.lua deletes
+// the key).
+func gcraRefund(old uint64, limit ratelimit.Limit, u int64, n int) uint64 {
+	tat := math.Float64frombits(old) - float64(n)
+	if tat <= float64(u-tokenEpochUS)*limit.Rate/1e6 {
+		return newGCRAWord
+	}
+	return math.Float64bits(tat)
 }
 
 // gcraFull reports whether the TAT in word has passed at u: the bucket is full, and has been

@@ -1,7 +1,6 @@
 package local
 
 import (
-	"sync/atomic"
 	"time"
 
 	"github.com/sluice-go/ratelimit"
@@ -37,36 +36,35 @@ func wholeClock(us int64, rate float64) int64 {
 	return int64(float64(us) * (rate * 1e-6))
 }
 
-// takeWholeGCRA decides n tokens at u (Unix µs) on the whole-token TAT in word. It reports
-// false, having decided nothing, if the bucket is dead.
-func takeWholeGCRA(word *atomic.Uint64, limit ratelimit.Limit, u int64, n int) (verdict, bool) {
+// wholeDecide decides n tokens at u (Unix µs) on the whole-token TAT word old, and returns
+// the verdict and the word to store if it is allowed.
+func wholeDecide(old uint64, limit ratelimit.Limit, u int64, n int) (verdict, uint64) {
 	us := u - tokenEpochUS
 	burst := int64(limit.Burst)
 	now := wholeClock(us, limit.Rate)
-	for {
-		old := word.Load()
-		if old == deadWord {
-			return verdict{}, false
-		}
-		tat := max(int64(old-wholeOffset), now)
-		next := tat + int64(n)
-		if next-now > burst {
-			ahead := tat - now
-			return verdict{
-				remaining: int(burst - ahead),
-				retry:     micros(wholeRetry(us, limit.Rate, now, next-burst)),
-				reset:     micros(gcraMicros(float64(ahead), limit.Rate)),
-			}, true
-		}
-		if word.CompareAndSwap(old, uint64(next)+wholeOffset) {
-			ahead := next - now
-			return verdict{
-				allowed:   true,
-				remaining: int(burst - ahead),
-				reset:     micros(gcraMicros(float64(ahead), limit.Rate)),
-			}, true
-		}
+	tat := max(int64(old-wholeOffset), now)
+	next := tat + int64(n)
+	if next-now > burst {
+		ahead := tat - now
+		return verdict{
+			remaining: int(burst - ahead),
+			retry:     micros(wholeRetry(us, limit.Rate, now, next-burst)),
+			reset:     micros(gcraMicros(float64(ahead), limit.Rate)),
+		}, old
 	}
+	ahead := next - now
+	return verdict{
+		allowed:   true,
+		remaining: int(burst - ahead),
+		reset:     micros(gcraMicros(float64(ahead), limit.Rate)),
+	}, uint64(next) + wholeOffset
+}
+
+// wholeRefund returns the whole-token TAT word old with n tokens given back at u, not
+// before now.
+func wholeRefund(old uint64, limit ratelimit.Limit, u int64, n int) uint64 {
+	now := wholeClock(u-tokenEpochUS, limit.Rate)
+	return uint64(max(int64(old-wholeOffset)-int64(n), now)) + wholeOffset
 }
 
 // wholeFull reports whether the whole-token TAT in word has passed at u.
@@ -105,15 +103,33 @@ func (ft *fastTokens) at(limit ratelimit.Limit, u int64) float64 {
 }
 
 func (ft *fastTokens) take(limit ratelimit.Limit, u int64, n int, _ time.Duration) (verdict, time.Duration) {
+	v, tokens := ft.decide(limit, u, n)
+	if v.allowed {
+		ft.tokens, ft.last = tokens, max(u, ft.last)
+	}
+	return v, 0
+}
+
+func (ft *fastTokens) peek(limit ratelimit.Limit, u int64, n int) (verdict, time.Duration) {
+	v, _ := ft.decide(limit, u, n)
+	return v, 0
+}
+
+func (ft *fastTokens) refund(limit ratelimit.Limit, u int64, n int) {
+	ft.tokens, ft.last = min(float64(limit.Burst), ft.at(limit, u)+float64(n)), max(u, ft.last)
+}
+
+// decide decides n tokens at u, and returns the verdict and the tokens left if it is
+// allowed.
+func (ft *fastTokens) decide(limit ratelimit.Limit, u int64, n int) (verdict, float64) {
 	tokens, need := ft.at(limit, u), float64(n)
 	if tokens >= need {
 		tokens -= need
-		ft.tokens, ft.last = tokens, max(u, ft.last)
 		return verdict{
 			allowed:   true,
 			remaining: fastRemaining(tokens, limit.Burst),
 			reset:     micros(gcraMicros(float64(limit.Burst)-tokens, limit.Rate)),
-		}, 0
+		}, tokens
 	}
 	// Denied, and nothing changes. The nearest microsecond at which n tokens are there,
 	// stepped forward while at says they are not.
@@ -125,7 +141,7 @@ func (ft *fastTokens) take(limit ratelimit.Limit, u int64, n int, _ time.Duratio
 		remaining: fastRemaining(tokens, limit.Burst),
 		retry:     micros(retry),
 		reset:     micros(gcraMicros(float64(limit.Burst)-tokens, limit.Rate)),
-	}, 0
+	}, tokens
 }
 
 func (ft *fastTokens) full(limit ratelimit.Limit, u int64) bool {

@@ -53,13 +53,14 @@ func (s *store) hash(key string, limit ratelimit.Limit) uint64 {
 	return h
 }
 
-// warmBucket is the state of a token bucket with a warm-up.
+// warmBucket is the state of a token bucket with a warm-up. Its methods read the warm-up
+// from period rather than from the limit they are given, which a sweep makes from the
+// bucket's rate and burst alone.
 type warmBucket struct {
-	// period is the limit's Warmup, part of the bucket's identity (see bucket.warmup).
-	period time.Duration
-	start  int64   // s: when the warm-up began, µs since tokenEpochUS
-	tat    float64 // on the warm clock, in tokens since start
-	used   bool    // false for a bucket never used: it is cold
+	period time.Duration // the limit's Warmup
+	start  int64         // s: when the warm-up began, µs since tokenEpochUS
+	tat    float64       // on the warm clock, in tokens since start
+	used   bool          // false for a bucket never used: it is cold
 }
 
 // warmClock returns W(d) for a warm-up of p µs at rate r: d(d + p)/(3p) warm microseconds
@@ -151,7 +152,7 @@ func leastUS(lo, guess int64, ok func(y int64) bool) int64 {
 
 func (wb *warmBucket) take(limit ratelimit.Limit, u int64, n int, _ time.Duration) (verdict, time.Duration) {
 	us := u - tokenEpochUS
-	p, r, b, cost := float64(limit.Warmup.Microseconds()), limit.Rate, float64(limit.Burst), float64(n)
+	p, r, b, cost := float64(wb.period.Microseconds()), limit.Rate, float64(limit.Burst), float64(n)
 	// A clock that went back (only an injected one does) reads as the start of the warm-up.
 	d := max(us-wb.start, 0)
 	if !wb.used || wb.cold(float64(d), p, r, b) {
@@ -196,10 +197,29 @@ func warmRetryGuess(tat, x, p, r, b, n float64) int64 {
 	return guessUS(at-x, 1)
 }
 
+// peek is take on a copy: what take would answer, changing nothing, not even the warm-up a
+// cold bucket would begin.
+func (wb *warmBucket) peek(limit ratelimit.Limit, u int64, n int) (verdict, time.Duration) {
+	c := *wb
+	return c.take(limit, u, n, unbounded)
+}
+
+// refund gives n tokens back at u: the TAT moves back by n on the warm clock, never below
+// W + (b − τ), where the bucket holds all it can; the warm-up stays as it is. A bucket that
+// is cold (or new) is as good as new: nothing to give back. As refund_warmup.lua does.
+func (wb *warmBucket) refund(limit ratelimit.Limit, u int64, n int) {
+	p, r, b := float64(wb.period.Microseconds()), limit.Rate, float64(limit.Burst)
+	d := float64(max(u-tokenEpochUS-wb.start, 0))
+	if !wb.used || wb.cold(d, p, r, b) {
+		return
+	}
+	wb.tat = max(wb.tat-float64(n), warmClock(d, p, r)+(b-warmTolerance(d, p, b)))
+}
+
 // full reports whether the bucket is cold at u, and so as good as new. Asked about a time
 // before its warm-up began, or before its last admission, it is not.
 func (wb *warmBucket) full(limit ratelimit.Limit, u int64) bool {
 	d := u - tokenEpochUS - wb.start
 	return !wb.used || (d >= 0 &&
-		wb.cold(float64(d), float64(limit.Warmup.Microseconds()), limit.Rate, float64(limit.Burst)))
+		wb.cold(float64(d), float64(wb.period.Microseconds()), limit.Rate, float64(limit.Burst)))
 }

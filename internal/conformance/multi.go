@@ -37,18 +37,22 @@ var inspectorRules = []rule{
 
 // RunMulti runs the rules of AllowAll on harnesses whose Limiter is a MultiLimiter.
 func RunMulti(t *testing.T, algorithm ratelimit.Algorithm, newHarness func(t *testing.T) Harness) {
-	runRules(t, algorithm, newHarness, multiRules, func(l ratelimit.Limiter) bool {
-		_, ok := l.(ratelimit.MultiLimiter)
-		return ok
+	t.Run("Multi", func(t *testing.T) {
+		runRules(t, algorithm, newHarness, multiRules, func(l ratelimit.Limiter) bool {
+			_, ok := l.(ratelimit.MultiLimiter)
+			return ok
+		})
 	})
 }
 
 // RunInspector runs the rules of Peek, Refund and Reset on harnesses whose Limiter is an
 // Inspector.
 func RunInspector(t *testing.T, algorithm ratelimit.Algorithm, newHarness func(t *testing.T) Harness) {
-	runRules(t, algorithm, newHarness, inspectorRules, func(l ratelimit.Limiter) bool {
-		_, ok := l.(ratelimit.Inspector)
-		return ok
+	t.Run("Inspector", func(t *testing.T) {
+		runRules(t, algorithm, newHarness, inspectorRules, func(l ratelimit.Limiter) bool {
+			_, ok := l.(ratelimit.Inspector)
+			return ok
+		})
 	})
 }
 

@@ -33,6 +33,8 @@ var warmupRules = []rule{
 	{"BucketIdentity", warmBucketIdentity},
 	{"InvalidWarmup", warmInvalid},
 	{"Invariants", warmInvariants},
+	{"Inspector", warmInspector},
+	{"AllowAllRefuses", warmAllowAllRefuses},
 }
 
 // RunWarmup runs the warm-up rules that apply to algorithm, each on a Harness of its own
@@ -276,4 +278,60 @@ func warmInvariants(t *testing.T, h Harness) {
 	require.Positive(t, admitted)
 	require.Positive(t, refused)
 	checkBound(t, limit, at, costs)
+}
+
+// warmInspector: Peek, Refund and Reset on a bucket with a warm-up, for a limiter that is
+// an Inspector. Peek answers as AllowN would and writes nothing, not even the warm-up that
+// AllowN would begin: 5 ms after a Peek of 17, the bucket is still new. Then 16 taken leave
+// T = 50 − 16.67 + 16 = 49.33; 10 given back, 39.33, and a token would leave 9, the bucket
+// holding all it can when W reaches 40.33, at 708,305 µs; 50 given back stop at
+// W + b − τ = 33.33, a new bucket's. Reset makes a new bucket, cold again.
+func warmInspector(t *testing.T, h Harness) {
+	in, ok := h.Limiter.(ratelimit.Inspector)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	us := time.Microsecond
+	check := func(want ratelimit.Result, res ratelimit.Result, err error) {
+		t.Helper()
+		require.NoError(t, err)
+		want.Limit = warmRamp
+		require.Equal(t, want, res)
+	}
+	res, err := in.Peek(ctx, "in", warmRamp, 17)
+	check(denied(16, 10*ms, 0), res, err)
+	res, err = in.Peek(ctx, "in", warmRamp, 1)
+	check(allowed(15, 631371*us), res, err)
+	res, err = in.Refund(ctx, "in", warmRamp, 5) // a missing bucket: nothing to give back
+	check(allowed(15, 631371*us), res, err)
+	h.Advance(5 * ms)
+	play(t, h, "in", warmRamp, []step{{n: 16, want: allowed(0, 815295*us)}})
+	res, err = in.Refund(ctx, "in", warmRamp, 10)
+	check(allowed(9, 708305*us), res, err)
+	res, err = in.Refund(ctx, "in", warmRamp, 50)
+	check(allowed(15, 631371*us), res, err)
+	require.NoError(t, in.Reset(ctx, "in", warmRamp))
+	play(t, h, "in", warmRamp, []step{{n: 17, want: denied(16, 10*ms, 0)}})
+}
+
+// warmAllowAllRefuses: AllowAll refuses a limit with a warm-up, as bad input naming its
+// entry, with ratelimit.ErrNotSupported, and takes nothing from the other entries. A cold
+// bucket must record that its warm-up began even when it denies, and an all-or-nothing
+// decision that denies writes nothing.
+func warmAllowAllRefuses(t *testing.T, h Harness) {
+	ml, ok := h.Limiter.(ratelimit.MultiLimiter)
+	if !ok {
+		return
+	}
+	plain := ratelimit.Limit{Rate: 1, Burst: 1}
+	mr, err := ml.AllowAll(context.Background(), []ratelimit.Request{
+		{Key: "all", Limit: plain, Name: "plain"},
+		{Key: "all", Limit: warmRamp, Name: "warm"},
+	})
+	require.ErrorIs(t, err, ratelimit.ErrNotSupported)
+	require.ErrorContains(t, err, `AllowAll: request 1 ("warm"): ratelimit: not supported: AllowAll of a limit with a warm-up`)
+	require.False(t, mr.Allowed)
+	require.Equal(t, 1, mr.Binding)
+	play(t, h, "all", plain, []step{{want: allowed(0, time.Second)}})
 }

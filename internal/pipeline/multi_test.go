@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/internal/limitertest"
 	"github.com/sluice-go/ratelimit/internal/redistest"
+	"github.com/sluice-go/ratelimit/local"
 )
 
 // 2 a second and 5 a minute on one key.
@@ -80,32 +81,49 @@ func TestRefundIf(t *testing.T) {
 	}
 }
 
-// Counting only what fails, through a real Redis: PerMinute(1) per client, and every request
+// Counting only what fails, on both backends: PerMinute(1) per client, and every request
 // that succeeded refunded. Five requests in a row all pass; without the refund the second
-// would be denied. Then several limits at once on the same Redis: 2 an hour and 5 a day, all
-// or nothing, the third request denied by the hourly one (slow limits, so that no token
+// would be denied. Then several limits at once on the same limiter: 2 an hour and 5 a day,
+// all or nothing, the third request denied by the hourly one (slow limits, so that no token
 // comes back during the test, whatever the machine's load).
-func TestRedisRefundAndLimits(t *testing.T) {
+func TestRefundAndLimits(t *testing.T) {
 	server := redistest.NewServer(t)
 	client := redis.NewClient(&redis.Options{Addr: server.Addr(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = client.Close() })
-	for i, tg := range targets {
-		t.Run(tg.name, func(t *testing.T) {
+	backends := []struct {
+		name string
+		open func(t *testing.T, i int) ratelimit.Limiter
+	}{
+		{"Redis", func(t *testing.T, i int) ratelimit.Limiter {
 			l, err := distributed.New(client, distributed.WithPrefix(fmt.Sprintf("refund%d:", i)))
 			require.NoError(t, err)
-			do := tg.serve(t, setup{limiter: l, limit: ratelimit.PerMinute(1), refundOK: true})
-			for range 5 {
-				require.Equal(t, "ok", do(context.Background()).kind)
-			}
-			do = tg.serve(t, setup{limiter: l, limits: []ratelimit.Request{
-				{Key: "ip:192.0.2.1", Limit: ratelimit.PerHour(2), Name: "hour"},
-				{Key: "ip:192.0.2.1", Limit: ratelimit.Limit{Rate: 5.0 / 86400, Burst: 5}, Name: "day"},
-			}})
-			var kinds []string
-			for range 3 {
-				kinds = append(kinds, do(context.Background()).kind)
-			}
-			assert.Equal(t, []string{"ok", "ok", "denied"}, kinds)
-		})
+			t.Cleanup(func() { _ = l.Close() })
+			return l
+		}},
+		{"Local", func(t *testing.T, _ int) ratelimit.Limiter {
+			l := local.New()
+			t.Cleanup(func() { _ = l.Close() })
+			return l
+		}},
+	}
+	for _, backend := range backends {
+		for i, tg := range targets {
+			t.Run(backend.name+"/"+tg.name, func(t *testing.T) {
+				l := backend.open(t, i)
+				do := tg.serve(t, setup{limiter: l, limit: ratelimit.PerMinute(1), refundOK: true})
+				for range 5 {
+					require.Equal(t, "ok", do(context.Background()).kind)
+				}
+				do = tg.serve(t, setup{limiter: l, limits: []ratelimit.Request{
+					{Key: "ip:192.0.2.1", Limit: ratelimit.PerHour(2), Name: "hour"},
+					{Key: "ip:192.0.2.1", Limit: ratelimit.Limit{Rate: 5.0 / 86400, Burst: 5}, Name: "day"},
+				}})
+				var kinds []string
+				for range 3 {
+					kinds = append(kinds, do(context.Background()).kind)
+				}
+				assert.Equal(t, []string{"ok", "ok", "denied"}, kinds)
+			})
+		}
 	}
 }

@@ -1,0 +1,75 @@
+package args
+
+import (
+	"fmt"
+
+	"github.com/sluice-go/ratelimit"
+)
+
+// CheckAll checks the requests of an AllowAll before any work, as ratelimit.MultiLimiter
+// says: the list must not be empty, and each entry without the zero Limit must pass check
+// (the backend's own check of an AllowN of max(N, 1) tokens), have no warm-up
+// (ratelimit.ErrNotSupported), have N ≥ 0 and not repeat the
+// key and limit of an entry before it. It returns the index of the first bad entry and an
+// error naming it by index and Name, never by key, prefixed by pkg ("local: AllowAll"); or
+// -1 and nil. check(i) checks reqs[i].
+func CheckAll(pkg string, reqs []ratelimit.Request, check func(i int) error) (int, error) {
+	if len(reqs) == 0 {
+		return -1, fmt.Errorf("%s: %w: no requests", pkg, ratelimit.ErrInvalidRequest)
+	}
+	for i := range reqs {
+		r := &reqs[i]
+		if r.Limit == (ratelimit.Limit{}) {
+			continue
+		}
+		err := check(i)
+		if err == nil && r.Limit.Warmup != 0 {
+			// A cold bucket must record that its warm-up began even when it denies, or a
+			// request for more than it holds cold would never pass; an all-or-nothing
+			// decision that denies writes nothing.
+			err = fmt.Errorf("%w: AllowAll of a limit with a warm-up", ratelimit.ErrNotSupported)
+		}
+		if err == nil && r.N < 0 {
+			err = fmt.Errorf("%w: n = %d", ratelimit.ErrInvalidCost, r.N)
+		}
+		if err == nil && repeats(reqs[:i], r) {
+			err = fmt.Errorf("%w: the same key and limit twice", ratelimit.ErrInvalidRequest)
+		}
+		if err != nil {
+			return i, fmt.Errorf("%s: request %d (%q): %w", pkg, i, r.Name, err)
+		}
+	}
+	return -1, nil
+}
+
+// repeats reports whether r's key and limit are those of one of reqs.
+func repeats(reqs []ratelimit.Request, r *ratelimit.Request) bool {
+	for i := range reqs {
+		if reqs[i].Key == r.Key && reqs[i].Limit == r.Limit {
+			return true
+		}
+	}
+	return false
+}
+
+// Bind sets mr's Binding and RetryAfter from its Results, as ratelimit.MultiResult says:
+// denied, the entry with the longest RetryAfter; allowed, the one with the fewest Remaining;
+// ties, the first; an entry with the zero Limit never, unless every entry has it.
+func Bind(mr *ratelimit.MultiResult, reqs []ratelimit.Request) {
+	mr.Binding, mr.RetryAfter = -1, 0
+	for i, res := range mr.Results {
+		if reqs[i].Limit == (ratelimit.Limit{}) {
+			continue
+		}
+		switch {
+		case mr.Binding < 0,
+			!mr.Allowed && res.RetryAfter > mr.RetryAfter,
+			mr.Allowed && res.Remaining < mr.Results[mr.Binding].Remaining:
+			mr.Binding = i
+			if !mr.Allowed {
+				mr.RetryAfter = res.RetryAfter
+			}
+		}
+	}
+	mr.Binding = max(mr.Binding, 0)
+}

@@ -1,0 +1,122 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sluice-go/ratelimit"
+)
+
+var _ ratelimit.Inspector = (*Limiter)(nil)
+
+// Peek returns what AllowN(ctx, key, limit, n) would answer now, and writes nothing: a
+// bucket that does not exist is not created, and is answered for as a new one. Arguments
+// are checked as AllowN checks them.
+func (l *Limiter) Peek(_ context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
+	w, err := l.validate(key, limit, n)
+	if err != nil {
+		return ratelimit.Result{Limit: limit}, err
+	}
+	v, delay := l.store.peek(key, limit, l.micros(), w, n)
+	return v.result(limit, delay), nil
+}
+
+// Refund gives n tokens back to the bucket of (key, limit), never beyond a full bucket, and
+// returns its state afterwards as Peek would for one token. A missing bucket is a no-op. Per
+// algorithm, as on the Redis backend: the token bucket moves its TAT back by n, not before
+// now (with a warm-up, on its warm clock, never past where the bucket holds all it can, and
+// its warm-up goes on); the leaky bucket frees n places in its queue (requests admitted
+// meanwhile keep the Delay they were given); the fixed window and the sliding window counter
+// take n from the current window's count, not below zero (a count of an ended window is gone
+// already); the sliding log drops its n newest entries still in the window. n above Burst
+// gives back Burst. docs/limits.md says what a refund can and cannot undo.
+func (l *Limiter) Refund(_ context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
+	if n < 1 {
+		return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: n = %d", ratelimit.ErrInvalidCost, n)
+	}
+	w, err := l.validate(key, limit, 1)
+	if err != nil {
+		return ratelimit.Result{Limit: limit}, err
+	}
+	u := l.micros()
+	l.store.refund(key, limit, u, w, min(n, limit.Burst))
+	v, delay := l.store.peek(key, limit, u, w, 1)
+	return v.result(limit, delay), nil
+}
+
+// Reset makes the bucket of (key, limit) full again.
+func (l *Limiter) Reset(_ context.Context, key string, limit ratelimit.Limit) error {
+	w, err := l.validate(key, limit, 1)
+	if err != nil {
+		return err
+	}
+	l.store.reset(key, limit, l.micros(), w)
+	return nil
+}
+
+// peek is the verdict decideAt would give at u, with its Delay, without changing anything.
+func (s *store) peek(key string, limit ratelimit.Limit, u, w int64, n int) (verdict, time.Duration) {
+	if b := s.lookup(key, limit); b != nil {
+		if lk := b.lk; lk != nil {
+			lk.mu.Lock()
+			defer lk.mu.Unlock()
+			if !lk.dead {
+				return lk.st.peek(limit, u, n)
+			}
+		} else if old, ok := loadWord(&b.word); ok {
+			v, _ := s.decideWord(old, limit, u, w, n)
+			return v, 0
+		}
+	}
+	// No bucket, or one dropped (so full): a new bucket's answer.
+	if st := s.newState(limit, u, w); st != nil {
+		return st.peek(limit, u, n)
+	}
+	v, _ := s.decideWord(s.newWord(limit), limit, u, w, n)
+	return v, 0
+}
+
+// refund gives n tokens back at u to the bucket of (key, limit), if there is one.
+func (s *store) refund(key string, limit ratelimit.Limit, u, w int64, n int) {
+	b := s.lookup(key, limit)
+	if b == nil {
+		return
+	}
+	if lk := b.lk; lk != nil {
+		lk.mu.Lock()
+		defer lk.mu.Unlock()
+		if !lk.dead {
+			lk.st.refund(limit, u, n)
+		}
+		return
+	}
+	for {
+		old, ok := loadWord(&b.word)
+		if !ok || b.word.CompareAndSwap(old, s.refundWord(old, limit, u, w, n)) {
+			return // a dropped bucket is full: nothing to give back
+		}
+	}
+}
+
+// reset makes the bucket of (key, limit), if there is one, as new at u.
+func (s *store) reset(key string, limit ratelimit.Limit, u, w int64) {
+	b := s.lookup(key, limit)
+	if b == nil {
+		return
+	}
+	if lk := b.lk; lk != nil {
+		lk.mu.Lock()
+		defer lk.mu.Unlock()
+		if !lk.dead {
+			lk.st = s.newState(limit, u, w)
+		}
+		return
+	}
+	for {
+		old, ok := loadWord(&b.word)
+		if !ok || b.word.CompareAndSwap(old, s.newWord(limit)) {
+			return
+		}
+	}
+}
