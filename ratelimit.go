@@ -13,11 +13,23 @@ import (
 // the bucket. A full bucket admits Burst requests at once; after that, one request per 1/Rate
 // seconds. The zero Limit is not a valid limit; middleware reads it as "do not limit this
 // request".
+//
+// Limit is comparable, and every field is part of a bucket's identity: the same key under a
+// Limit that differs in any field is another bucket.
 type Limit struct {
 	// Rate is the refill rate in tokens per second. It must be finite and greater than zero.
 	Rate float64
 	// Burst is the capacity of the bucket in tokens. It must be at least 1.
 	Burst int
+	// Warmup, when not zero, is the warm-up period of a token bucket: a bucket that is new,
+	// or has rested long enough to be full again and then some, starts cold, refilling at a
+	// third of Rate with a third of Burst available, and ramps linearly up to Rate and Burst
+	// over Warmup. It only ever admits less than the same bucket without a warm-up would.
+	// Zero, the default, means no warm-up. It must be a whole number of microseconds, at
+	// most MaxWarmup. Only ratelimit.TokenBucket implements it: the other algorithms refuse a
+	// limit with a warm-up with an error wrapping ErrNotSupported. docs/algorithms.md has
+	// the formulas.
+	Warmup time.Duration
 }
 
 // PerSecond returns a limit of n requests per second with a burst of n.
@@ -41,8 +53,17 @@ func (l Limit) Validate() error {
 	if l.Burst > MaxBurst {
 		return fmt.Errorf("%w: burst %d is more than MaxBurst (2^52)", ErrInvalidLimit, l.Burst)
 	}
+	if l.Warmup < 0 || l.Warmup > MaxWarmup || l.Warmup%time.Microsecond != 0 {
+		return fmt.Errorf("%w: warm-up %v is not a whole number of microseconds between 0 and MaxWarmup (2^53 µs)",
+			ErrInvalidLimit, l.Warmup)
+	}
 	return nil
 }
+
+// MaxWarmup is the longest Warmup a Limit may have: 2^53 µs, about 285 years, the longest
+// span of microseconds a Redis script (whose numbers are float64) counts exactly, and the
+// longest window of every algorithm.
+const MaxWarmup = (1 << 53) * time.Microsecond
 
 // MaxBurst is the largest Burst a Limit may have, on every backend: 2^52, so that a count of
 // tokens plus a cost stays an exact integer in a Redis script, whose numbers are float64.
@@ -57,8 +78,9 @@ const MaxKeyLen = 512
 func (l Limit) IsZero() bool { return l == Limit{} }
 
 // String formats l for people, in the first unit (second, minute, hour) in which the rate is
-// a whole number, or else in the largest unit that shows at least one request:
-// "10/s burst 10", "100/min burst 100", "0.0416667/h burst 1".
+// a whole number, or else in the largest unit that shows at least one request, followed by
+// the warm-up if there is one: "10/s burst 10", "100/min burst 100", "0.0416667/h burst 1",
+// "10/s burst 10 warm-up 30s".
 func (l Limit) String() string {
 	rate, unit := l.Rate, "s"
 	switch {
@@ -70,7 +92,11 @@ func (l Limit) String() string {
 	case l.Rate < 1:
 		rate, unit = l.Rate*60, "min"
 	}
-	return strconv.FormatFloat(rate, 'g', 6, 64) + "/" + unit + " burst " + strconv.Itoa(l.Burst)
+	s := strconv.FormatFloat(rate, 'g', 6, 64) + "/" + unit + " burst " + strconv.Itoa(l.Burst)
+	if l.Warmup != 0 {
+		s += " warm-up " + l.Warmup.String()
+	}
+	return s
 }
 
 // isWhole reports whether v is a whole number, give or take float64 rounding.
@@ -98,8 +124,8 @@ type Result struct {
 }
 
 // Limiter decides whether requests identified by a key may proceed under a limit. Each
-// (key, limit.Rate, limit.Burst) triple names one bucket: calling with a new limit for the
-// same key starts a fresh, full bucket.
+// (key, limit) pair names one bucket: calling with a new limit for the same key starts a
+// fresh, full bucket.
 //
 // Being limited is not an error: a denial is a Result with Allowed false and a nil error. A
 // non-nil error means the limiter could not decide (bad input, backend down, closed); the
@@ -131,8 +157,8 @@ var (
 	ErrKeyEmpty = errors.New("ratelimit: empty key")
 	// ErrKeyTooLong is returned for a key longer than MaxKeyLen bytes.
 	ErrKeyTooLong = errors.New("ratelimit: key too long")
-	// ErrInvalidLimit is returned for a limit whose Rate is not finite and greater than zero
-	// or whose Burst is less than 1.
+	// ErrInvalidLimit is returned for a limit whose Rate is not finite and greater than zero,
+	// whose Burst is less than 1, or that Limit.Validate or a backend refuses otherwise.
 	ErrInvalidLimit = errors.New("ratelimit: invalid limit")
 	// ErrInvalidCost is returned when n, the number of tokens asked for, is less than 1.
 	ErrInvalidCost = errors.New("ratelimit: invalid cost")
@@ -141,7 +167,8 @@ var (
 	// request can never be allowed.
 	ErrExceedsBurst = errors.New("ratelimit: cost exceeds burst")
 	// ErrNotSupported is returned by an operation or algorithm a backend does not implement,
-	// such as Wait on the Redis backend.
+	// such as Wait on the Redis backend, or a Limit's Warmup on an algorithm other than the
+	// token bucket.
 	ErrNotSupported = errors.New("ratelimit: not supported")
 	// ErrClosed is returned by every call made after Close.
 	ErrClosed = errors.New("ratelimit: limiter closed")
@@ -162,8 +189,9 @@ var (
 // it on the limits they are given, so that a limit that could never be enforced is a
 // mistake found at start-up rather than an error on every request.
 type LimitValidator interface {
-	// ValidateLimit returns nil if the limiter accepts limit, or an error wrapping
-	// ErrInvalidLimit that says why not.
+	// ValidateLimit returns nil if the limiter accepts limit, or an error that says why
+	// not, wrapping ErrInvalidLimit, or ErrNotSupported for a feature of the limit that the
+	// limiter's algorithm lacks (a Warmup on any algorithm but the token bucket).
 	ValidateLimit(limit Limit) error
 }
 

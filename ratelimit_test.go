@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,6 +21,7 @@ func TestConstructors(t *testing.T) {
 func TestValidate(t *testing.T) {
 	valid := []ratelimit.Limit{
 		ratelimit.PerSecond(1), ratelimit.PerHour(1), {Rate: 1e-9, Burst: 1}, {Rate: 1e6, Burst: 1e9},
+		{Rate: 1, Burst: 1, Warmup: time.Microsecond}, {Rate: 1, Burst: 1, Warmup: ratelimit.MaxWarmup},
 	}
 	for _, l := range valid {
 		assert.NoError(t, l.Validate(), l)
@@ -29,6 +31,8 @@ func TestValidate(t *testing.T) {
 		{Rate: math.NaN(), Burst: 1}, {Rate: math.Inf(1), Burst: 1}, {Rate: math.Inf(-1), Burst: 1},
 		{Rate: -1, Burst: 1}, {Rate: 1, Burst: 0}, {Rate: 1, Burst: -5},
 		{Rate: 1, Burst: ratelimit.MaxBurst + 1},
+		{Rate: 1, Burst: 1, Warmup: -time.Microsecond}, {Rate: 1, Burst: 1, Warmup: 1500 * time.Nanosecond},
+		{Rate: 1, Burst: 1, Warmup: ratelimit.MaxWarmup + time.Microsecond},
 	}
 	for _, l := range invalid {
 		err := l.Validate()
@@ -40,6 +44,9 @@ func TestValidate(t *testing.T) {
 	require.NoError(t, ratelimit.Limit{Rate: 1, Burst: ratelimit.MaxBurst}.Validate())
 	assert.EqualError(t, ratelimit.Limit{Rate: -2, Burst: 1}.Validate(),
 		"ratelimit: invalid limit: rate -2 is not a finite number greater than zero")
+	assert.EqualError(t, ratelimit.Limit{Rate: 1, Burst: 1, Warmup: time.Nanosecond}.Validate(),
+		"ratelimit: invalid limit: warm-up 1ns is not a whole number of microseconds between 0 and MaxWarmup (2^53 µs)")
+	assert.Equal(t, time.Duration(1<<53)*time.Microsecond, ratelimit.MaxWarmup)
 }
 
 func TestLimitString(t *testing.T) {
@@ -62,6 +69,7 @@ func TestLimitString(t *testing.T) {
 		{ratelimit.Limit{Rate: -2, Burst: 1}, "-2/s burst 1"},
 		{ratelimit.Limit{Rate: math.Inf(1), Burst: 1}, "+Inf/s burst 1"},
 		{ratelimit.Limit{Rate: math.NaN(), Burst: 1}, "NaN/s burst 1"},
+		{ratelimit.Limit{Rate: 10, Burst: 10, Warmup: 30 * time.Second}, "10/s burst 10 warm-up 30s"},
 	}
 	for _, c := range cases {
 		assert.Equal(t, c.want, c.limit.String())
@@ -72,6 +80,7 @@ func TestIsZero(t *testing.T) {
 	assert.True(t, ratelimit.Limit{}.IsZero())
 	assert.False(t, ratelimit.Limit{Burst: 1}.IsZero())
 	assert.False(t, ratelimit.PerSecond(1).IsZero())
+	assert.False(t, ratelimit.Limit{Warmup: time.Second}.IsZero())
 }
 
 func TestSentinelsAreDistinct(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -88,7 +89,9 @@ var gcraVariants = []gcraVariant{
 // BenchmarkRedisScript measures what the token bucket's script costs Redis, and where:
 // gcra.lua as shipped; without its test-clock branch (ARGV[4] empty means Redis TIME); also
 // without parsing its three numeric arguments; and the floor script "calls+reply" (TIME,
-// GET, SET and a four-integer reply, deciding nothing; see BenchmarkRedisFloor). Each is one
+// GET, SET and a four-integer reply, deciding nothing; see BenchmarkRedisFloor); and
+// warmup.lua, the token bucket with a warm-up (an hour long, so the bucket is warming
+// throughout). Each is one
 // EVALSHA per decision, on the hot key, from 8 goroutines, under allow traffic (read, decide,
 // write) and deny traffic (read, decide). srv-us/call, Redis's own time inside the script
 // (usec_per_call), is the figure to compare: it does not depend on the client or on the
@@ -97,6 +100,10 @@ var gcraVariants = []gcraVariant{
 //	cd bench && go test -run '^$' -bench 'RedisScript' -count 3
 func BenchmarkRedisScript(b *testing.B) {
 	src, err := os.ReadFile("../distributed/gcra.lua")
+	if err != nil {
+		b.Fatal(err)
+	}
+	warmup, err := os.ReadFile("../distributed/warmup.lua")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -120,6 +127,8 @@ func BenchmarkRedisScript(b *testing.B) {
 				cs = append(cs, contender{v.name, redis.NewScript(s), []any{limit.Rate, limit.Burst, 1, ""}})
 			}
 		}
+		cs = append(cs, contender{"warmup", redis.NewScript(string(warmup)),
+			[]any{limit.Rate, limit.Burst, 1, "", time.Hour.Microseconds()}})
 		cs = append(cs, contender{"calls+reply", floorScripts[2].script, nil})
 		for i, c := range cs {
 			// Each contender has a key of its own, written (and under deny traffic, drained)

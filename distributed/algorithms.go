@@ -47,6 +47,9 @@ var fixedWindowSource string
 //go:embed slidingcounter.lua
 var slidingCounterSource string
 
+//go:embed warmup.lua
+var warmupSource string
+
 // algorithms holds every algorithm this backend implements.
 var algorithms = map[ratelimit.Algorithm]algorithm{
 	ratelimit.TokenBucket:          {tag: "tb", script: redis.NewScript(gcraSource)},
@@ -54,6 +57,26 @@ var algorithms = map[ratelimit.Algorithm]algorithm{
 	ratelimit.SlidingWindowLog:     {tag: "swl", script: redis.NewScript(slidingLogSource), args: slidingLogArgs},
 	ratelimit.SlidingWindowCounter: {tag: "swc", script: redis.NewScript(slidingCounterSource), args: windowArg},
 	ratelimit.LeakyBucket:          {tag: "lb", script: redis.NewScript(leakyBucketSource)},
+}
+
+// warmup is how the Redis backend runs ratelimit.TokenBucket for a limit with a Warmup: a
+// script of its own, whose key's tag is "tbw" and whose value holds two numbers, so that a
+// bucket with a warm-up never shares a key or a value's format with a plain one.
+var warmup = algorithm{tag: "tbw", script: redis.NewScript(warmupSource), args: warmupArg}
+
+// algorithmFor returns how the limiter runs limit: its algorithm, or warmup for a token
+// bucket with a warm-up (check has refused a warm-up with any other algorithm).
+func (l *Limiter) algorithmFor(limit ratelimit.Limit) algorithm {
+	if limit.Warmup != 0 {
+		return warmup
+	}
+	return algorithms[l.algorithm]
+}
+
+// warmupArg appends ARGV[5], the warm-up period in whole microseconds (Limit.Validate has
+// checked that it is one).
+func warmupArg(argv []any, limit ratelimit.Limit) []any {
+	return append(argv, limit.Warmup.Microseconds())
 }
 
 // windowArg appends ARGV[5], the window W = Burst/Rate in whole microseconds, computed as

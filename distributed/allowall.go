@@ -31,6 +31,10 @@ var _ ratelimit.MultiLimiter = (*Limiter)(nil)
 // If Redis fails while slots are decided in turn, the error is returned and the slots
 // already charged are refunded; a slot whose answer was lost stays charged, if it was, which
 // can only deny more. A refund that fails leaves its tokens taken until they refill.
+//
+// A limit with a warm-up (ratelimit.Limit.Warmup) is refused, as bad input naming its
+// entry, with an error wrapping ratelimit.ErrNotSupported (see args.CheckAll). Peek, Refund
+// and Reset take one.
 func (l *Limiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratelimit.MultiResult, error) {
 	mr := ratelimit.MultiResult{Results: make([]ratelimit.Result, len(reqs))}
 	if l.closed.Load() {
@@ -142,10 +146,12 @@ type group struct {
 	limits  []ratelimit.Limit
 	perKey  []any // rate, burst, cost, the algorithm's own argument and the reserve, for each key
 	at      int64 // the instant the group was charged (µs since 2020), for its refund
+	warm    bool  // the group's one bucket has a warm-up (Peek, Refund, Reset): warmupMulti
 }
 
 // add appends request i, whose bucket is key, which must leave reserve tokens in it.
 func (g *group) add(i int, key string, limit ratelimit.Limit, n int, alg algorithm, reserve int) {
+	g.warm = limit.Warmup != 0
 	g.indexes = append(g.indexes, i)
 	g.keys = append(g.keys, key)
 	g.limits = append(g.limits, limit)
@@ -160,7 +166,11 @@ func (g *group) add(i int, key string, limit ratelimit.Limit, n int, alg algorit
 // key's values.
 func (g *group) run(ctx context.Context, l *Limiter, mode, at string) ([]int64, error) {
 	argv := append([]any{mode, l.testNow(), at}, g.perKey...)
-	vals, err := l.runKeys(ctx, multiScripts[l.algorithm], g.keys, argv)
+	script := multiScripts[l.algorithm]
+	if g.warm {
+		script = warmupMulti
+	}
+	vals, err := l.runKeys(ctx, script, g.keys, argv)
 	if err != nil {
 		return nil, invalidState(err)
 	}

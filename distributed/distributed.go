@@ -127,7 +127,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit,
 	if err != nil {
 		return ratelimit.Result{Limit: limit}, err
 	}
-	alg := algorithms[l.algorithm]
+	alg := l.algorithmFor(limit)
 	r, err := l.run(ctx, alg.script, l.key(key, alg.tag, limit), l.argv(alg, limit, n, nil, reserve))
 	if err != nil {
 		return ratelimit.Result{Limit: limit}, invalidState(err)
@@ -235,10 +235,12 @@ func (l *Limiter) check(key string, limit ratelimit.Limit, n int) error {
 
 // key returns the Redis key of the bucket: prefix, the caller's key, the algorithm's tag, then
 // the limit, as in "ratelimit:user:42:tb:10:20" for a token bucket of 10 tokens a second with
-// a burst of 20. The tag, rate and burst hold no colon, so the caller's key is everything
-// between the prefix and the last three fields, whatever it contains.
+// a burst of 20, and its warm-up in whole microseconds if it has one (tag "tbw"), as in
+// "ratelimit:user:42:tbw:10:20:30000000". The tag, rate, burst and warm-up hold no colon, so
+// the caller's key is everything between the prefix and the last three fields (four after
+// "tbw"), whatever it contains.
 func (l *Limiter) key(key, tag string, limit ratelimit.Limit) string {
-	b := make([]byte, 0, len(l.prefix)+len(key)+len(tag)+40)
+	b := make([]byte, 0, len(l.prefix)+len(key)+len(tag)+60)
 	b = append(b, l.prefix...)
 	b = append(b, key...)
 	b = append(b, ':')
@@ -247,6 +249,10 @@ func (l *Limiter) key(key, tag string, limit ratelimit.Limit) string {
 	b = strconv.AppendFloat(b, limit.Rate, 'g', -1, 64)
 	b = append(b, ':')
 	b = strconv.AppendInt(b, int64(limit.Burst), 10)
+	if limit.Warmup != 0 {
+		b = append(b, ':')
+		b = strconv.AppendInt(b, limit.Warmup.Microseconds(), 10)
+	}
 	return unsafe.String(unsafe.SliceData(b), len(b)) // b is never written again
 }
 

@@ -10,12 +10,13 @@
 //
 // # Keys
 //
-// A bucket is named by (key, limit.Rate, limit.Burst). Its Redis key is the prefix
-// (WithPrefix), the caller's key, the algorithm's tag ("tb" token bucket, "fw" fixed window,
-// "swc" sliding window counter, "swl" sliding window log, "lb" leaky bucket), the rate and
-// the burst:
+// A bucket is named by (key, limit). Its Redis key is the prefix (WithPrefix), the caller's
+// key, the algorithm's tag ("tb" token bucket, "fw" fixed window, "swc" sliding window
+// counter, "swl" sliding window log, "lb" leaky bucket, "tbw" token bucket with a warm-up),
+// the rate and the burst, and for "tbw" the warm-up in microseconds:
 //
 //	ratelimit:user:42:tb:10:20
+//	ratelimit:user:42:tbw:10:20:30000000
 //
 // Each call touches one key, so Redis Cluster never answers CROSSSLOT; a key containing a
 // hash tag ({…}) is placed by that tag. A key expires once its bucket would be full again.

@@ -29,8 +29,10 @@ func (l *Limiter) Peek(ctx context.Context, key string, limit ratelimit.Limit, n
 // likewise frees n places in its queue (requests already admitted keep the Delay they were
 // given); the fixed window and the sliding window counter take n from the current window's
 // count, not below zero (a count of an ended window is gone already); the sliding log drops
-// its n newest entries still in the window. n above Burst gives back Burst. docs/limits.md
-// says what a refund can and cannot undo.
+// its n newest entries still in the window; the token bucket with a warm-up moves its TAT
+// back by n on its warm clock, never past where the bucket holds all it can, and leaves its
+// warm-up as it is (a cold one has nothing to give back). n above Burst gives back Burst.
+// docs/limits.md says what a refund can and cannot undo.
 func (l *Limiter) Refund(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
 	if n < 1 {
 		return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: n = %d", ratelimit.ErrInvalidCost, n)
@@ -46,7 +48,7 @@ func (l *Limiter) Refund(ctx context.Context, key string, limit ratelimit.Limit,
 }
 
 // Reset makes the bucket of (key, limit) full again by deleting it: a missing bucket is a
-// full one.
+// full one (and, with a warm-up, a cold one).
 func (l *Limiter) Reset(ctx context.Context, key string, limit ratelimit.Limit) error {
 	if err := l.check(key, limit, 1); err != nil {
 		return err
@@ -58,7 +60,7 @@ func (l *Limiter) Reset(ctx context.Context, key string, limit ratelimit.Limit) 
 // inspect runs multi.lua in mode on the one bucket of (key, limit), for a request that
 // leaves reserve tokens in it.
 func (l *Limiter) inspect(ctx context.Context, mode, key string, limit ratelimit.Limit, n, reserve int) (ratelimit.Result, error) {
-	alg := algorithms[l.algorithm]
+	alg := l.algorithmFor(limit)
 	var g group
 	g.add(0, l.key(key, alg.tag, limit), limit, n, alg, reserve)
 	vals, err := g.run(ctx, l, mode, "")

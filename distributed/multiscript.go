@@ -25,6 +25,9 @@ var refundSlidingCounterSource string
 //go:embed refund_slidinglog.lua
 var refundSlidingLogSource string
 
+//go:embed refund_warmup.lua
+var refundWarmupSource string
+
 // multiScripts holds, for every algorithm, the script of AllowAll, Peek, Refund and Reset
 // (multi.lua), built from the algorithm's single-key script and its refund.
 var multiScripts = map[ratelimit.Algorithm]*redis.Script{
@@ -34,6 +37,11 @@ var multiScripts = map[ratelimit.Algorithm]*redis.Script{
 	ratelimit.SlidingWindowCounter: redis.NewScript(multiScript(slidingCounterSource, refundSlidingCounterSource, false)),
 	ratelimit.LeakyBucket:          redis.NewScript(multiScript(leakyBucketSource, refundGCRASource, false)),
 }
+
+// warmupMulti is multi.lua for token buckets with a warm-up, for Peek, Refund and Reset: a
+// script of its own, since its buckets are another script's (warmup.lua). AllowAll refuses
+// them (see checkAll), so that one script never has to decide both kinds.
+var warmupMulti = redis.NewScript(multiScript(warmupSource, refundWarmupSource, false))
 
 // writes are the commands by which the single-key scripts write. In decide they go through
 // multi.lua's write, so that a first pass can decide every bucket without writing.

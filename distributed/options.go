@@ -70,7 +70,9 @@ func WithTimeout(d time.Duration) Option {
 // ("fw") and SlidingWindowCounter ("swc"), which count per window of W = Burst/Rate aligned to
 // the Unix epoch; SlidingWindowLog ("swl"), the exact log of admissions in a sorted set (Burst
 // at most ratelimit.MaxLogBurst); and LeakyBucket ("lb"), a shaper (Result.Delay), the only
-// algorithm for which Wait is supported. Every algorithm decides as the local backend does.
+// algorithm for which Wait is supported. A token bucket limit with a warm-up
+// (ratelimit.Limit.Warmup) runs a script of its own, tag "tbw"; the other algorithms refuse
+// a warm-up with ratelimit.ErrNotSupported. Every algorithm decides as the local backend does.
 // With any other value every call returns ratelimit.ErrNotSupported. Every algorithm refuses,
 // with ratelimit.ErrInvalidLimit, a limit whose Burst/Rate is longer than 2⁵³ µs, and the
 // window algorithms one whose window is shorter than 1 µs.

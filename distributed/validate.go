@@ -13,7 +13,7 @@ var _ ratelimit.LimitValidator = (*Limiter)(nil)
 // limit.Validate's reasons, a rate above MaxRate and the algorithm's own bounds (a sliding
 // log's ratelimit.MaxLogBurst, a window between 1 µs and 2⁵³ µs), wrapping
 // ratelimit.ErrInvalidLimit, or ratelimit.ErrNotSupported for an algorithm this backend
-// lacks.
+// lacks or a warm-up on any algorithm but the token bucket.
 func (l *Limiter) ValidateLimit(limit ratelimit.Limit) error {
 	if _, ok := algorithms[l.algorithm]; !ok {
 		return fmt.Errorf("%w: algorithm %v on the Redis backend", ratelimit.ErrNotSupported, l.algorithm)

@@ -18,9 +18,10 @@ const evictSample = 8
 
 // bucket names a bucket as every backend does: the key and the limit.
 type bucket struct {
-	key   string
-	rate  float64
-	burst int
+	key    string
+	rate   float64
+	burst  int
+	warmup time.Duration
 }
 
 // denial is what the primary last said when it denied a request on a bucket.
@@ -67,7 +68,7 @@ func (c *denialCache) shard(key string) *cacheShard {
 func (c *denialCache) lookup(key string, limit ratelimit.Limit, n int, p ratelimit.Priority, now int64) (ratelimit.Result, bool) {
 	s := c.shard(key)
 	s.mu.RLock()
-	d, ok := s.m[bucket{key, limit.Rate, limit.Burst}]
+	d, ok := s.m[bucket{key, limit.Rate, limit.Burst, limit.Warmup}]
 	s.mu.RUnlock()
 	if !ok || n != d.cost || p != d.priority || now >= d.until {
 		return ratelimit.Result{}, false
@@ -95,7 +96,7 @@ func (c *denialCache) store(key string, limit ratelimit.Limit, n int, p ratelimi
 		return
 	}
 	d := denial{sent: sent, until: sent + int64(res.RetryAfter), cost: n, reset: res.ResetAfter, priority: p}
-	k := bucket{key, limit.Rate, limit.Burst}
+	k := bucket{key, limit.Rate, limit.Burst, limit.Warmup}
 	s := c.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -114,7 +115,7 @@ func (c *denialCache) store(key string, limit ratelimit.Limit, n int, p ratelimi
 // forget drops what the cache holds for (key, limit): the primary has just admitted a
 // request there, so the bucket is no longer as the denial left it.
 func (c *denialCache) forget(key string, limit ratelimit.Limit) {
-	k := bucket{key, limit.Rate, limit.Burst}
+	k := bucket{key, limit.Rate, limit.Burst, limit.Warmup}
 	s := c.shard(key)
 	s.mu.RLock()
 	_, ok := s.m[k]

@@ -192,3 +192,18 @@ func TestDenialCacheIsBounded(t *testing.T) {
 	require.True(t, res.Allowed)
 	require.Equal(t, calls+1, primary.calls.Load())
 }
+
+// TestDenialCacheWarmup: a limit with a warm-up is another bucket than the plain limit of
+// the same key, rate and burst: a denial of one says nothing of the other.
+func TestDenialCacheWarmup(t *testing.T) {
+	r := newRig(t)
+	plain := ratelimit.Limit{Rate: 1, Burst: 1}
+	warm := ratelimit.Limit{Rate: 1, Burst: 1, Warmup: time.Second}
+	require.True(t, r.allow(t, plain).Allowed)
+	require.False(t, r.allow(t, plain).Allowed)
+	require.False(t, r.allow(t, plain).Allowed) // from the cache
+	require.Equal(t, int64(2), r.primary.calls.Load())
+	require.True(t, r.allow(t, warm).Allowed)
+	require.False(t, r.allow(t, warm).Allowed)
+	require.Equal(t, int64(4), r.primary.calls.Load())
+}

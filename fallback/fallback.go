@@ -208,12 +208,12 @@ func (l *Limiter) waitDegraded(ctx context.Context, key string, limit ratelimit.
 }
 
 // share returns this instance's share of limit: 1/instances of the rate and of the burst
-// (rounded down, at least 1).
+// (rounded down, at least 1), with the same warm-up.
 func (l *Limiter) share(limit ratelimit.Limit) ratelimit.Limit {
 	if l.instances <= 1 {
 		return limit
 	}
-	return ratelimit.Limit{Rate: limit.Rate / float64(l.instances), Burst: max(1, limit.Burst/l.instances)}
+	return ratelimit.Limit{Rate: limit.Rate / float64(l.instances), Burst: max(1, limit.Burst/l.instances), Warmup: limit.Warmup}
 }
 
 // now returns the time in nanoseconds since the Limiter's epoch, never negative.

@@ -36,6 +36,7 @@ func TestConformanceHealthy(t *testing.T) {
 			conformance.RunMulti(t, alg, newHarness)
 			conformance.RunInspector(t, alg, newHarness)
 			t.Run("Priority", func(t *testing.T) { conformance.RunPriority(t, alg, newHarness) })
+			t.Run("Warmup", func(t *testing.T) { conformance.RunWarmup(t, alg, newHarness) })
 		})
 	}
 }
@@ -123,6 +124,11 @@ func TestInstances(t *testing.T) {
 	res, err := r.l.Allow(ctx, "k", ratelimit.Limit{Rate: 1, Burst: 3})
 	require.NoError(t, err)
 	require.Equal(t, ratelimit.Result{Allowed: true, Limit: ratelimit.Limit{Rate: 0.25, Burst: 1}, ResetAfter: 4 * time.Second}, res)
+	// A warm-up is kept: the share warms up as the whole would.
+	res, err = r.l.Allow(ctx, "w", ratelimit.Limit{Rate: 10, Burst: 12, Warmup: time.Second})
+	require.NoError(t, err)
+	require.True(t, res.Allowed)
+	require.Equal(t, ratelimit.Limit{Rate: 2.5, Burst: 3, Warmup: time.Second}, res.Limit)
 	// Costs above the real burst are still refused as every backend refuses them.
 	_, err = r.l.AllowN(ctx, "k", limit, 11)
 	require.ErrorIs(t, err, ratelimit.ErrExceedsBurst)

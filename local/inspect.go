@@ -29,11 +29,12 @@ func (l *Limiter) Peek(ctx context.Context, key string, limit ratelimit.Limit, n
 // Refund gives n tokens back to the bucket of (key, limit), never beyond a full bucket, and
 // returns its state afterwards as Peek would for one token, at ctx's priority. A missing bucket is a no-op. Per
 // algorithm, as on the Redis backend: the token bucket moves its TAT back by n, not before
-// now; the leaky bucket frees n places in its queue (requests admitted meanwhile keep the
-// Delay they were given); the fixed window and the sliding window counter take n from the
-// current window's count, not below zero (a count of an ended window is gone already); the
-// sliding log drops its n newest entries still in the window. n above Burst gives back
-// Burst. docs/limits.md says what a refund can and cannot undo.
+// now (with a warm-up, on its warm clock, never past where the bucket holds all it can, and
+// its warm-up goes on); the leaky bucket frees n places in its queue (requests admitted
+// meanwhile keep the Delay they were given); the fixed window and the sliding window counter
+// take n from the current window's count, not below zero (a count of an ended window is gone
+// already); the sliding log drops its n newest entries still in the window. n above Burst
+// gives back Burst. docs/limits.md says what a refund can and cannot undo.
 func (l *Limiter) Refund(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
 	if n < 1 {
 		return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: n = %d", ratelimit.ErrInvalidCost, n)

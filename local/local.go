@@ -20,7 +20,8 @@ type Limiter struct {
 	algorithm ratelimit.Algorithm
 	supported bool
 	// tokenBucket: the algorithm is ratelimit.TokenBucket, whose valid arguments need no
-	// more checks than args.Valid's, so that AllowN can skip validate.
+	// more checks than args.Valid's and args.RefillOK's, unless the limit has a warm-up, so
+	// that AllowN can skip validate.
 	tokenBucket bool
 	clock       func() time.Time // tests only (export_test.go); nil: the monotonic clock
 	epoch       time.Time        // when New ran, with its monotonic reading
@@ -81,7 +82,7 @@ func (l *Limiter) Allow(ctx context.Context, key string, limit ratelimit.Limit) 
 // keep more than 64 bits of state.
 func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
 	var w int64 // the window of a window algorithm, µs
-	if !l.tokenBucket || !args.Valid(key, limit, n) || !args.RefillOK(limit) || l.closed.Load() {
+	if !l.tokenBucket || !args.Valid(key, limit, n) || !args.RefillOK(limit) || limit.Warmup != 0 || l.closed.Load() {
 		var err error
 		if w, err = l.validate(key, limit, n); err != nil {
 			return ratelimit.Result{Limit: limit}, err
@@ -177,6 +178,11 @@ func (l *Limiter) validate(key string, limit ratelimit.Limit, n int) (int64, err
 		return 0, l.invalid(key, limit, n)
 	}
 	// args.CheckAlgorithm, keeping the window it computes.
+	if limit.Warmup != 0 {
+		if err := args.CheckWarmup(l.algorithm, limit); err != nil {
+			return 0, err
+		}
+	}
 	switch l.algorithm {
 	case ratelimit.FixedWindow, ratelimit.SlidingWindowCounter:
 		return args.Window(limit)

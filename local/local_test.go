@@ -409,3 +409,16 @@ func TestInvalidReserves(t *testing.T) {
 		"local: New: WithReserves: ratelimit: invalid limit: reserve Sheddable = 0.05 is less than reserve Normal = 0.1: a lower priority must keep back at least as much",
 		func() { New(WithReserves(ratelimit.Reserves{Sheddable: 0.05})) })
 }
+
+func TestWarmup(t *testing.T) {
+	for _, alg := range conformance.Algorithms() {
+		t.Run(alg.String(), func(t *testing.T) {
+			conformance.RunWarmup(t, alg, func(t *testing.T) conformance.Harness {
+				clock := conformance.NewClock()
+				l := New(WithClock(clock.Now), WithAlgorithm(alg))
+				t.Cleanup(func() { l.Close() })
+				return conformance.Harness{Limiter: l, Advance: clock.Advance, CanWait: true, Algorithm: alg}
+			})
+		})
+	}
+}

@@ -19,8 +19,9 @@ const maxOverflowLimits = 1024
 
 // limitKey names an overflow bucket: the limit without the key.
 type limitKey struct {
-	rate  float64
-	burst int
+	rate   float64
+	burst  int
+	warmup time.Duration
 }
 
 // evictFull drops the first full bucket among a few sampled from a random place in sh's
@@ -63,7 +64,7 @@ func (s *store) decideOverflow(limit ratelimit.Limit, u, w int64, n, reserve int
 // overflowBucket returns the overflow bucket of limit, made if needed, or nil when there are
 // too many already. The caller holds overflowMu.
 func (s *store) overflowBucket(limit ratelimit.Limit, u, w int64) *bucket {
-	lk := limitKey{rate: limit.Rate, burst: limit.Burst}
+	lk := limitKey{rate: limit.Rate, burst: limit.Burst, warmup: limit.Warmup}
 	b := s.overflow[lk]
 	if b == nil {
 		if len(s.overflow) >= maxOverflowLimits {

@@ -2,7 +2,6 @@ package local
 
 import (
 	"context"
-	"hash/maphash"
 	"runtime"
 	"strconv"
 	"sync"
@@ -153,7 +152,7 @@ func TestDecisionsRaceDrops(t *testing.T) {
 
 // hotBucket returns the bucket of (key, limit) in l, or nil.
 func hotBucket(l *Limiter, key string, limit ratelimit.Limit) *bucket {
-	h := maphash.String(l.store.seed, key)
+	h := l.store.hash(key, limit)
 	sh := &l.store.shards[h&(numShards-1)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()

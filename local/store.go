@@ -71,7 +71,7 @@ func (s *store) decide(key string, limit ratelimit.Limit, now time.Time, n, rese
 // A request with a reserve is decided as on the same bucket with Burst less the reserve,
 // its usable part (see usable); the bucket, its state and its identity keep limit.
 func (s *store) decideAt(key string, limit ratelimit.Limit, u, w int64, n, reserve int, maxDelay time.Duration) (verdict, time.Duration) {
-	h := maphash.String(s.seed, key)
+	h := s.hash(key, limit)
 	sh := &s.shards[h&(numShards-1)]
 	if b := sh.tab.Load().find(h, key, limit.Rate, limit.Burst); b != nil {
 		if b.lk == nil && s.alg == ratelimit.TokenBucket && limit.Rate <= scriptMaxRate {
@@ -124,7 +124,7 @@ func (s *store) findOrMake(sh *shard, h uint64, key string, limit ratelimit.Limi
 // key; at the cap, the overflow bucket of limit, or nil if there is none. The bucket may have
 // been dropped by the time the caller holds it.
 func (s *store) bucketFor(key string, limit ratelimit.Limit, u, w int64) (*bucket, uint64) {
-	h := maphash.String(s.seed, key)
+	h := s.hash(key, limit)
 	sh := &s.shards[h&(numShards-1)]
 	if b := sh.tab.Load().find(h, key, limit.Rate, limit.Burst); b != nil {
 		return b, h
@@ -141,7 +141,7 @@ func (s *store) bucketFor(key string, limit ratelimit.Limit, u, w int64) (*bucke
 
 // lookup returns the live bucket of (key, limit), or nil: it creates nothing.
 func (s *store) lookup(key string, limit ratelimit.Limit) *bucket {
-	h := maphash.String(s.seed, key)
+	h := s.hash(key, limit)
 	return s.shards[h&(numShards-1)].tab.Load().find(h, key, limit.Rate, limit.Burst)
 }
 
@@ -171,6 +171,9 @@ func (s *store) newBucket(key string, limit ratelimit.Limit, u, w int64) *bucket
 func (s *store) newState(limit ratelimit.Limit, u, w int64) lockedState {
 	switch s.alg {
 	case ratelimit.TokenBucket:
+		if limit.Warmup != 0 {
+			return &warmBucket{period: limit.Warmup, burst: limit.Burst}
+		}
 		if limit.Rate > casMaxRate {
 			return newFastTokens(limit, u)
 		}

@@ -21,8 +21,8 @@ type table struct {
 	slots []slot
 }
 
-// slot is one entry of a table. hash is a filter only, read before b; a lookup compares the
-// bucket itself. The writer stores hash before b, so that a reader that loads a new b also
+// slot is one entry of a table. hash is a filter, read before b; a lookup compares the
+// bucket itself, and the hash for its warm-up (see store.hash). The writer stores hash before b, so that a reader that loads a new b also
 // sees its hash.
 type slot struct {
 	hash atomic.Uint64

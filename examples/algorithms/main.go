@@ -2,7 +2,8 @@
 // local backend, on a simulated clock, prints what each made of it, and draws it: one PNG per
 // algorithm and one comparing them all, into docs/img. The trace is a client sending a little
 // over the rate of PerSecond(10) for four seconds, then a burst of twice the Burst straddling
-// a window boundary, then the steady load again (see trace.go).
+// a window boundary, then the steady load again (see trace.go). It then plays a cold start
+// through a token bucket with a warm-up and one without (warmup.go), and draws that too.
 //
 //	cd examples/algorithms && go run .             # writes ../../docs/img/*.png
 //	go run . -out /tmp/plots                       # somewhere else
@@ -80,6 +81,12 @@ func generate(w io.Writer, dir string) error {
 	for _, s := range skipped {
 		fmt.Fprintln(w, "skipped", s)
 	}
+	cs, err := playColdStart()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	printColdStart(w, cs)
 	if dir == "" || len(outcomes) == 0 {
 		return nil
 	}
@@ -93,6 +100,10 @@ func generate(w io.Writer, dir string) error {
 		if err := writeFile(w, name, func(f io.Writer) error { return writeFigure(f, o) }); err != nil {
 			return err
 		}
+	}
+	if err := writeFile(w, filepath.Join(dir, "warmup.png"),
+		func(f io.Writer) error { return writeColdStart(f, cs) }); err != nil {
+		return err
 	}
 	return writeFile(w, filepath.Join(dir, "algorithms.png"),
 		func(f io.Writer) error { return writeComparison(f, outcomes) })

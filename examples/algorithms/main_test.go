@@ -89,6 +89,28 @@ func TestGenerate(t *testing.T) {
 		}
 	}
 	decodePNG(t, filepath.Join(dir, "algorithms.png"))
+	decodePNG(t, filepath.Join(dir, "warmup.png"))
+	assert.Contains(t, text, "  warm-up  [20 4 5 6 6 7 8 8 9 10 10 10 10 10 10 10 10 10 10 10], 183 in all\n")
+}
+
+// TestColdStart: the warm bucket admits what the conformance suite's ColdStartRamp rule
+// says (internal/conformance/warmup.go derives it): τ(0) = 16 at once, then the ramp of the
+// warm clock, 3.67 to 10 per 100 ms, then 10. The plain bucket admits its burst of 50 and
+// the 10 tokens it earns meanwhile, less the one that is not there yet at 99 ms: 59, then
+// 10 per 100 ms. The warm one is behind it at every millisecond.
+func TestColdStart(t *testing.T) {
+	cs, err := playColdStart()
+	require.NoError(t, err)
+	assert.Equal(t, []int{20, 4, 5, 6, 6, 7, 8, 8, 9, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10}, perBin(cs.warm))
+	assert.Equal(t, []int{59, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10}, perBin(cs.plain))
+	for i, at := range cs.warm {
+		assert.GreaterOrEqual(t, at, cs.plain[i], "the warm bucket admitted its request %d before the plain one", i)
+	}
+	var buf bytes.Buffer
+	require.NoError(t, writeColdStart(&buf, cs))
+	img := decodeBytes(t, buf.Bytes())
+	assert.Equal(t, 768, img.Bounds().Dx())
+	assert.True(t, has(img, green), "no warm-up line")
 }
 
 func TestWriteFigure(t *testing.T) {

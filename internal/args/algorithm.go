@@ -12,10 +12,20 @@ import (
 // the same bound for all its algorithms.
 const MaxShapingRate = 1e6
 
+// MaxWarmupRate is the highest Limit.Rate of a limit with a warm-up, in tokens per second,
+// on every backend: the warm-up's clock counts float64 tokens since the warm-up began, as
+// the Redis scripts count them since 2020, and at 10⁶ a second that count holds single
+// tokens exactly for 285 years.
+const MaxWarmupRate = 1e6
+
 // CheckAlgorithm returns nil when limit suits algorithm a, beyond what Check verifies, or an
-// error wrapping ratelimit.ErrInvalidLimit. Both backends call it after Check, so that they
+// error wrapping ratelimit.ErrInvalidLimit, or ratelimit.ErrNotSupported for a warm-up on an
+// algorithm without one (see CheckWarmup). Both backends call it after Check, so that they
 // reject the same limits with the same errors before doing any work.
 func CheckAlgorithm(a ratelimit.Algorithm, limit ratelimit.Limit) error {
+	if err := CheckWarmup(a, limit); err != nil {
+		return err
+	}
 	switch a {
 	case ratelimit.FixedWindow, ratelimit.SlidingWindowCounter:
 		_, err := Window(limit) // W must be a whole number of µs, on both backends
@@ -63,4 +73,20 @@ func RefillOK(limit ratelimit.Limit) bool {
 	// Burst·10⁶ ≤ MaxWindow·Rate, Burst/Rate in µs without the division: MaxWindow is a
 	// power of two, so its product with Rate is exact.
 	return float64(limit.Burst)*1e6 <= MaxWindow*limit.Rate
+}
+
+// CheckWarmup returns nil when limit has no warm-up, or one that algorithm a implements: an
+// error wrapping ratelimit.ErrNotSupported for any algorithm but the token bucket, and one
+// wrapping ratelimit.ErrInvalidLimit for a rate above MaxWarmupRate.
+func CheckWarmup(a ratelimit.Algorithm, limit ratelimit.Limit) error {
+	switch {
+	case limit.Warmup == 0:
+		return nil
+	case a != ratelimit.TokenBucket:
+		return fmt.Errorf("%w: a warm-up with %v: only the token bucket has one", ratelimit.ErrNotSupported, a)
+	case limit.Rate > MaxWarmupRate:
+		return fmt.Errorf("%w: rate %v is above the warm-up's maximum of %v per second",
+			ratelimit.ErrInvalidLimit, limit.Rate, MaxWarmupRate)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package args
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -42,5 +43,23 @@ func TestCheckAlgorithm(t *testing.T) {
 		}
 		require.ErrorIs(t, err, ratelimit.ErrInvalidLimit)
 		assert.EqualError(t, err, c.text)
+	}
+}
+
+// TestCheckWarmup: a warm-up is the token bucket's alone, up to MaxWarmupRate; every other
+// algorithm refuses it as not supported, before its own checks.
+func TestCheckWarmup(t *testing.T) {
+	warm := ratelimit.Limit{Rate: 10, Burst: 10, Warmup: time.Second}
+	require.NoError(t, CheckAlgorithm(ratelimit.TokenBucket, warm))
+	require.NoError(t, CheckAlgorithm(ratelimit.TokenBucket, ratelimit.Limit{Rate: MaxWarmupRate, Burst: 1, Warmup: time.Second}))
+	err := CheckAlgorithm(ratelimit.TokenBucket, ratelimit.Limit{Rate: 2e6, Burst: 1, Warmup: time.Second})
+	require.ErrorIs(t, err, ratelimit.ErrInvalidLimit)
+	assert.EqualError(t, err, "ratelimit: invalid limit: rate 2e+06 is above the warm-up's maximum of 1e+06 per second")
+	for _, a := range []ratelimit.Algorithm{ratelimit.FixedWindow, ratelimit.SlidingWindowLog,
+		ratelimit.SlidingWindowCounter, ratelimit.LeakyBucket} {
+		err := CheckAlgorithm(a, warm)
+		require.ErrorIs(t, err, ratelimit.ErrNotSupported, "%v", a)
+		assert.EqualError(t, err, "ratelimit: not supported: a warm-up with "+a.String()+": only the token bucket has one")
+		require.NoError(t, CheckAlgorithm(a, ratelimit.Limit{Rate: 10, Burst: 10}), "%v", a)
 	}
 }

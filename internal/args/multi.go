@@ -8,7 +8,8 @@ import (
 
 // CheckAll checks the requests of an AllowAll before any work, as ratelimit.MultiLimiter
 // says: the list must not be empty, and each entry without the zero Limit must pass check
-// (the backend's own check of an AllowN of max(N, 1) tokens), have N ≥ 0 and not repeat the
+// (the backend's own check of an AllowN of max(N, 1) tokens), have no warm-up
+// (ratelimit.ErrNotSupported), have N ≥ 0 and not repeat the
 // key and limit of an entry before it. It returns the index of the first bad entry and an
 // error naming it by index and Name, never by key, prefixed by pkg ("local: AllowAll"); or
 // -1 and nil. check(i) checks reqs[i].
@@ -22,6 +23,12 @@ func CheckAll(pkg string, reqs []ratelimit.Request, check func(i int) error) (in
 			continue
 		}
 		err := check(i)
+		if err == nil && r.Limit.Warmup != 0 {
+			// A cold bucket must record that its warm-up began even when it denies, or a
+			// request for more than it holds cold would never pass; an all-or-nothing
+			// decision that denies writes nothing.
+			err = fmt.Errorf("%w: AllowAll of a limit with a warm-up", ratelimit.ErrNotSupported)
+		}
 		if err == nil && r.N < 0 {
 			err = fmt.Errorf("%w: n = %d", ratelimit.ErrInvalidCost, r.N)
 		}

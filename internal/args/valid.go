@@ -2,6 +2,7 @@ package args
 
 import (
 	"math"
+	"time"
 
 	"github.com/sluice-go/ratelimit"
 )
@@ -14,5 +15,12 @@ func Valid(key string, limit ratelimit.Limit, n int) bool {
 	// from 1 ≤ n ≤ Burst.
 	return key != "" && len(key) <= ratelimit.MaxKeyLen &&
 		limit.Rate > 0 && limit.Rate <= math.MaxFloat64 &&
-		n >= 1 && n <= limit.Burst && limit.Burst <= ratelimit.MaxBurst
+		n >= 1 && n <= limit.Burst && limit.Burst <= ratelimit.MaxBurst &&
+		(limit.Warmup == 0 || validWarmup(limit.Warmup))
+}
+
+// validWarmup reports whether a warm-up is one Limit.Validate accepts; apart from Valid, so
+// that the usual limit, without one, pays a single comparison.
+func validWarmup(d time.Duration) bool {
+	return d > 0 && d <= ratelimit.MaxWarmup && d%time.Microsecond == 0
 }

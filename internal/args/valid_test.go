@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -17,13 +18,18 @@ func TestValidIsCheck(t *testing.T) {
 	rates := []float64{math.NaN(), math.Inf(-1), -1, 0, math.SmallestNonzeroFloat64, 1, math.MaxFloat64, math.Inf(1)}
 	bursts := []int{math.MinInt, -1, 0, 1, 2, ratelimit.MaxBurst, ratelimit.MaxBurst + 1, math.MaxInt}
 	costs := []int{math.MinInt, -1, 0, 1, 2, ratelimit.MaxBurst, ratelimit.MaxBurst + 1, math.MaxInt}
+	warmups := []time.Duration{math.MinInt64, -time.Microsecond, -1, 0, 1, 999, time.Microsecond,
+		time.Hour + 1, time.Hour, ratelimit.MaxWarmup, ratelimit.MaxWarmup + 1,
+		ratelimit.MaxWarmup + time.Microsecond, math.MaxInt64}
 	for _, key := range keys {
 		for _, rate := range rates {
 			for _, burst := range bursts {
 				for _, n := range costs {
-					limit := ratelimit.Limit{Rate: rate, Burst: burst}
-					require.Equal(t, Check(key, limit, n) == nil, Valid(key, limit, n),
-						"key of %d bytes, %v, n = %d", len(key), limit, n)
+					for _, warmup := range warmups {
+						limit := ratelimit.Limit{Rate: rate, Burst: burst, Warmup: warmup}
+						require.Equal(t, Check(key, limit, n) == nil, Valid(key, limit, n),
+							"key of %d bytes, %v, n = %d", len(key), limit, n)
+					}
 				}
 			}
 		}
