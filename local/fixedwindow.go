@@ -2,6 +2,7 @@ package local
 
 import (
 	"math/bits"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice-go/ratelimit"
@@ -97,15 +98,24 @@ func fixedWindowPacks(limit ratelimit.Limit, w int64) bool {
 	return maxMicros/uint64(w) < 1<<(64-k)-1
 }
 
-// fixedWordDecide is fixedDecide on the packed word of a bucket of burst tokens: it returns
-// the verdict and the word to store if the request is allowed.
-func fixedWordDecide(old uint64, burst int, limit ratelimit.Limit, u, w int64, n int) (verdict, uint64) {
+// takeFixedWindow decides on the packed word of a fixed window of burst tokens, under limit
+// (see decideWord), with one compare-and-swap. It reports false, having decided nothing, if
+// the bucket is dead, and waits while an AllowAll holds it.
+func takeFixedWindow(word *atomic.Uint64, burst int, limit ratelimit.Limit, u, w int64, n int) (verdict, bool) {
 	k := bits.Len64(uint64(burst))
-	index, count, v := fixedDecide(int64(old>>k), int64(old&(1<<k-1)), limit, u, w, n)
-	if !v.allowed {
-		return v, old
+	for {
+		old := word.Load()
+		if old >= lockedWord { // held by an AllowAll, or dead: rare, and out of line
+			var ok bool
+			if old, ok = waitWord(word); !ok {
+				return verdict{}, false
+			}
+		}
+		index, count, v := fixedDecide(int64(old>>k), int64(old&(1<<k-1)), limit, u, w, n)
+		if !v.allowed || word.CompareAndSwap(old, uint64(index)<<k|uint64(count)) {
+			return v, true
+		}
 	}
-	return v, uint64(index)<<k | uint64(count)
 }
 
 // fixedWordRefund is fixedRefund on a packed word.

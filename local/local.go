@@ -88,9 +88,12 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit,
 			return ratelimit.Result{Limit: limit}, err
 		}
 	}
-	reserve, err := l.reserve(ctx, limit, n)
-	if err != nil {
-		return ratelimit.Result{Limit: limit}, err
+	var reserve int
+	if p := ratelimit.PriorityFrom(ctx); p != ratelimit.Critical { // l.reserve, inlined
+		var err error
+		if reserve, err = args.Reserve(l.reserves, p, limit, n); err != nil {
+			return ratelimit.Result{Limit: limit}, err
+		}
 	}
 	var u int64
 	if l.clock == nil {

@@ -3,6 +3,7 @@ package local
 import (
 	"math"
 	"math/bits"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice-go/ratelimit"
@@ -122,16 +123,25 @@ func slidingCounterPacks(limit ratelimit.Limit, w int64) bool {
 	return 2*k < 64 && maxMicros/uint64(w) < 1<<(64-2*k)-1
 }
 
-// counterWordDecide is counterDecide on the packed word of a bucket of burst tokens: it
-// returns the verdict and the word to store if the request is allowed.
-func counterWordDecide(old uint64, burst int, limit ratelimit.Limit, u, w int64, n int) (verdict, uint64) {
+// takeSlidingCounter decides on the packed word of a sliding counter of burst tokens, under
+// limit (see decideWord), with one compare-and-swap. It reports false, having decided
+// nothing, if the bucket is dead, and waits while an AllowAll holds it.
+func takeSlidingCounter(word *atomic.Uint64, burst int, limit ratelimit.Limit, u, w int64, n int) (verdict, bool) {
 	k := bits.Len64(uint64(burst))
 	mask := uint64(1)<<k - 1
-	index, cur, prev, v := counterDecide(int64(old>>(2*k)), int64(old&mask), int64(old>>k&mask), limit, u, w, n)
-	if !v.allowed {
-		return v, old
+	for {
+		old := word.Load()
+		if old >= lockedWord { // held by an AllowAll, or dead: rare, and out of line
+			var ok bool
+			if old, ok = waitWord(word); !ok {
+				return verdict{}, false
+			}
+		}
+		index, cur, prev, v := counterDecide(int64(old>>(2*k)), int64(old&mask), int64(old>>k&mask), limit, u, w, n)
+		if !v.allowed || word.CompareAndSwap(old, uint64(index)<<(2*k)|uint64(prev)<<k|uint64(cur)) {
+			return v, true
+		}
 	}
-	return v, uint64(index)<<(2*k) | uint64(prev)<<k | uint64(cur)
 }
 
 // counterWordRefund is counterRefund on a packed word.

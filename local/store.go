@@ -74,9 +74,16 @@ func (s *store) decideAt(key string, limit ratelimit.Limit, u, w int64, n, reser
 	h := s.hash(key, limit)
 	sh := &s.shards[h&(numShards-1)]
 	if b := sh.tab.Load().find(h, key, limit.Rate, limit.Burst); b != nil {
-		if b.lk == nil && s.alg == ratelimit.TokenBucket && limit.Rate <= scriptMaxRate {
+		if b.lk == nil && s.alg == ratelimit.TokenBucket {
 			// take, without a call, for the commonest buckets.
-			if v, ok := takeGCRA(&b.word, usable(limit, reserve), u, n); ok {
+			var v verdict
+			var ok bool
+			if limit.Rate <= scriptMaxRate {
+				v, ok = takeGCRA(&b.word, usable(limit, reserve), u, n)
+			} else {
+				v, ok = takeWholeGCRA(&b.word, usable(limit, reserve), u, n)
+			}
+			if ok {
 				return v, 0
 			}
 		} else if v, delay, ok := s.take(b, usable(limit, reserve), u, w, n, maxDelay); ok {
@@ -151,7 +158,18 @@ func (s *store) take(b *bucket, limit ratelimit.Limit, u, w int64, n int, maxDel
 	if b.lk != nil {
 		return b.lk.take(limit, u, n, maxDelay)
 	}
-	v, ok := s.takeWord(b, limit, u, w, n)
+	var v verdict
+	var ok bool
+	switch {
+	case s.alg == ratelimit.FixedWindow:
+		v, ok = takeFixedWindow(&b.word, b.burst, limit, u, w, n)
+	case s.alg == ratelimit.SlidingWindowCounter:
+		v, ok = takeSlidingCounter(&b.word, b.burst, limit, u, w, n)
+	case limit.Rate <= scriptMaxRate:
+		v, ok = takeGCRA(&b.word, limit, u, n)
+	default:
+		v, ok = takeWholeGCRA(&b.word, limit, u, n)
+	}
 	return v, 0, ok
 }
 

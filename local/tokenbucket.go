@@ -2,7 +2,6 @@ package local
 
 import (
 	"math"
-	"runtime"
 	"sync/atomic"
 
 	"github.com/sluice-go/ratelimit"
@@ -27,55 +26,48 @@ const scriptMaxRate = 1e6
 // newGCRAWord is the word of a token bucket never used: a TAT of −∞, before any now.
 const newGCRAWord = 0xFFF0_0000_0000_0000
 
-// takeGCRA decides n tokens at u (Unix µs) on the TAT in word. It reports false, having
-// decided nothing, if the bucket is dead.
+// takeGCRA decides n tokens at u (Unix µs) on the TAT in word, with one compare-and-swap.
+// It reports false, having decided nothing, if the bucket is dead, and waits while an
+// AllowAll holds it.
 func takeGCRA(word *atomic.Uint64, limit ratelimit.Limit, u int64, n int) (verdict, bool) {
-	for {
-		old := word.Load()
-		if old >= lockedWord {
-			if old == deadWord {
-				return verdict{}, false
-			}
-			runtime.Gosched() // an AllowAll holds the bucket for a moment
-			continue
-		}
-		v, next := gcraDecide(old, limit, u, n)
-		if !v.allowed || word.CompareAndSwap(old, next) {
-			return v, true
-		}
-	}
-}
-
-// gcraDecide decides n tokens at u (Unix µs) on the TAT word old, and returns the verdict and
-// the word to store if it is allowed.
-func gcraDecide(old uint64, limit ratelimit.Limit, u int64, n int) (verdict, uint64) {
 	us := u - tokenEpochUS
 	rate, burst := limit.Rate, float64(limit.Burst)
 	now := float64(us) * rate / 1e6
-	tat := math.Float64frombits(old)
-	if tat < now {
-		tat = now // a TAT in the past is a full bucket
+	for {
+		old := word.Load()
+		if old >= lockedWord { // held by an AllowAll, or dead: rare, and out of line
+			var ok bool
+			if old, ok = waitWord(word); !ok {
+				return verdict{}, false
+			}
+		}
+		tat := math.Float64frombits(old)
+		if tat < now {
+			tat = now // a TAT in the past is a full bucket
+		}
+		// Taking n tokens moves the TAT by n intervals; the request conforms when the new
+		// TAT is at most τ = Burst ahead of now: tat + n − now ≤ Burst, tested as the
+		// script does, ahead ≤ room, room being whole and exact. Summing first would round
+		// once more, and near Burst = 2⁵² admit a request right after a drain.
+		ahead := tat - now // what the bucket is missing
+		room := burst - float64(n)
+		if ahead > room {
+			return verdict{
+				remaining: gcraRemaining(burst, ahead),
+				retry:     micros(gcraRetry(us, rate, tat, ahead, room)),
+				reset:     micros(gcraMicros(ahead, rate)),
+			}, true
+		}
+		next := tat + float64(n)
+		if word.CompareAndSwap(old, math.Float64bits(next)) {
+			ahead := next - now
+			return verdict{
+				allowed:   true,
+				remaining: gcraRemaining(burst, ahead),
+				reset:     micros(gcraMicros(ahead, rate)),
+			}, true
+		}
 	}
-	// Taking n tokens moves the TAT by n intervals; the request conforms when the new TAT is
-	// at most τ = Burst ahead of now: tat + n − now ≤ Burst, tested as the script does,
-	// ahead ≤ room, room being whole and exact. Summing first would round once more, and
-	// near Burst = 2⁵² admit a request right after a drain.
-	ahead := tat - now // what the bucket is missing
-	room := burst - float64(n)
-	if ahead > room {
-		return verdict{
-			remaining: gcraRemaining(burst, ahead),
-			retry:     micros(gcraRetry(us, rate, tat, ahead, room)),
-			reset:     micros(gcraMicros(ahead, rate)),
-		}, old
-	}
-	next := tat + float64(n)
-	ahead = next - now
-	return verdict{
-		allowed:   true,
-		remaining: gcraRemaining(burst, ahead),
-		reset:     micros(gcraMicros(ahead, rate)),
-	}, math.Float64bits(next)
 }
 
 // gcraRefund returns the TAT word old with n tokens given back at u: the TAT moves back by

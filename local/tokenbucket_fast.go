@@ -1,6 +1,7 @@
 package local
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice-go/ratelimit"
@@ -36,28 +37,40 @@ func wholeClock(us int64, rate float64) int64 {
 	return int64(float64(us) * (rate * 1e-6))
 }
 
-// wholeDecide decides n tokens at u (Unix µs) on the whole-token TAT word old, and returns
-// the verdict and the word to store if it is allowed.
-func wholeDecide(old uint64, limit ratelimit.Limit, u int64, n int) (verdict, uint64) {
+// takeWholeGCRA decides n tokens at u (Unix µs) on the whole-token TAT in word, with one
+// compare-and-swap. It reports false, having decided nothing, if the bucket is dead, and
+// waits while an AllowAll holds it.
+func takeWholeGCRA(word *atomic.Uint64, limit ratelimit.Limit, u int64, n int) (verdict, bool) {
 	us := u - tokenEpochUS
 	burst := int64(limit.Burst)
 	now := wholeClock(us, limit.Rate)
-	tat := max(int64(old-wholeOffset), now)
-	next := tat + int64(n)
-	if next-now > burst {
-		ahead := tat - now
-		return verdict{
-			remaining: int(burst - ahead),
-			retry:     micros(wholeRetry(us, limit.Rate, now, next-burst)),
-			reset:     micros(gcraMicros(float64(ahead), limit.Rate)),
-		}, old
+	for {
+		old := word.Load()
+		if old >= lockedWord { // held by an AllowAll, or dead: rare, and out of line
+			var ok bool
+			if old, ok = waitWord(word); !ok {
+				return verdict{}, false
+			}
+		}
+		tat := max(int64(old-wholeOffset), now)
+		next := tat + int64(n)
+		if next-now > burst {
+			ahead := tat - now
+			return verdict{
+				remaining: int(burst - ahead),
+				retry:     micros(wholeRetry(us, limit.Rate, now, next-burst)),
+				reset:     micros(gcraMicros(float64(ahead), limit.Rate)),
+			}, true
+		}
+		if word.CompareAndSwap(old, uint64(next)+wholeOffset) {
+			ahead := next - now
+			return verdict{
+				allowed:   true,
+				remaining: int(burst - ahead),
+				reset:     micros(gcraMicros(float64(ahead), limit.Rate)),
+			}, true
+		}
 	}
-	ahead := next - now
-	return verdict{
-		allowed:   true,
-		remaining: int(burst - ahead),
-		reset:     micros(gcraMicros(float64(ahead), limit.Rate)),
-	}, uint64(next) + wholeOffset
 }
 
 // wholeRefund returns the whole-token TAT word old with n tokens given back at u, not

@@ -9,25 +9,17 @@ import (
 
 // The buckets whose whole state is their word (see bucket): what each algorithm does to it.
 
-// takeWord decides n tokens at u (Unix µs) on b's word, under limit (see decideWord), with
-// one compare-and-swap. It reports false, having decided nothing, if the bucket is dead.
-// takeGCRA is the same loop for the commonest buckets, without the algorithm's switch.
-func (s *store) takeWord(b *bucket, limit ratelimit.Limit, u, w int64, n int) (verdict, bool) {
-	for {
-		old, ok := loadWord(&b.word)
-		if !ok {
-			return verdict{}, false
-		}
-		v, next := s.decideWord(old, b.burst, limit, u, w, n)
-		if !v.allowed || b.word.CompareAndSwap(old, next) {
-			return v, true
-		}
+// loadWord returns the state in word, waiting while an AllowAll holds it; it reports false
+// if the bucket is dead. The decisions' loops inline its first test.
+func loadWord(word *atomic.Uint64) (uint64, bool) {
+	if old := word.Load(); old < lockedWord {
+		return old, true
 	}
+	return waitWord(word)
 }
 
-// loadWord returns the state in word, waiting while an AllowAll holds it; it reports false
-// if the bucket is dead.
-func loadWord(word *atomic.Uint64) (uint64, bool) {
+// waitWord is loadWord for a word that was held or dead.
+func waitWord(word *atomic.Uint64) (uint64, bool) {
 	for {
 		old := word.Load()
 		if old < lockedWord {
@@ -42,17 +34,24 @@ func loadWord(word *atomic.Uint64) (uint64, bool) {
 
 // decideWord decides n tokens at u on the state old of a bucket of burst tokens, under limit
 // (its own, or with Burst less a reserve), and returns the verdict and the state to store if
-// the request is allowed. w is the window of the window algorithms, in µs.
+// the request is allowed: store.take's decision, made on a copy of the word, so that the
+// algorithms are written once, as their compare-and-swap loops. w is the window of the
+// window algorithms, in µs.
 func (s *store) decideWord(old uint64, burst int, limit ratelimit.Limit, u, w int64, n int) (verdict, uint64) {
+	var word atomic.Uint64
+	word.Store(old)
+	var v verdict
 	switch {
 	case s.alg == ratelimit.FixedWindow:
-		return fixedWordDecide(old, burst, limit, u, w, n)
+		v, _ = takeFixedWindow(&word, burst, limit, u, w, n)
 	case s.alg == ratelimit.SlidingWindowCounter:
-		return counterWordDecide(old, burst, limit, u, w, n)
+		v, _ = takeSlidingCounter(&word, burst, limit, u, w, n)
 	case limit.Rate <= scriptMaxRate:
-		return gcraDecide(old, limit, u, n)
+		v, _ = takeGCRA(&word, limit, u, n)
+	default:
+		v, _ = takeWholeGCRA(&word, limit, u, n)
 	}
-	return wholeDecide(old, limit, u, n)
+	return v, word.Load()
 }
 
 // refundWord returns the state old with n tokens given back at u (see Limiter.Refund).
