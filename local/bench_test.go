@@ -126,3 +126,23 @@ func prepare(b *testing.B, alg ratelimit.Algorithm, keys []string, limit ratelim
 	}
 	return l
 }
+
+// BenchmarkAllowAllInto: three token buckets of one client decided together, allowed, into a
+// reused slice of Results (bench/multi_test.go compares it with AllowN).
+func BenchmarkAllowAllInto(b *testing.B) {
+	l := New()
+	b.Cleanup(func() { l.Close() })
+	ctx := context.Background()
+	reqs := []ratelimit.Request{
+		{Key: "{user:42}:second", Limit: ratelimit.Limit{Rate: 1e3, Burst: 1 << 40}},
+		{Key: "{user:42}:minute", Limit: ratelimit.Limit{Rate: 1e3, Burst: 1 << 39}},
+		{Key: "{user:42}:hour", Limit: ratelimit.Limit{Rate: 1e3, Burst: 1 << 38}},
+	}
+	results := make([]ratelimit.Result, len(reqs))
+	b.ReportAllocs()
+	for b.Loop() {
+		if mr, err := l.AllowAllInto(ctx, reqs, results); err != nil || !mr.Allowed {
+			b.Fatal(mr, err)
+		}
+	}
+}

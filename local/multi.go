@@ -64,6 +64,9 @@ func (l *Limiter) AllowAllInto(ctx context.Context, reqs []ratelimit.Request, re
 				return err
 			}
 		}
+		if p == ratelimit.Critical {
+			return nil
+		}
 		_, err := args.Reserve(l.reserves, p, r.Limit, n)
 		return err
 	})
@@ -89,14 +92,14 @@ func (l *Limiter) AllowAllInto(ctx context.Context, reqs []ratelimit.Request, re
 	}
 	mr.Allowed = l.store.decideHeld(hs[:nh], u) && !slices.Contains(at, refused)
 	releaseAll(hs, order[:nh], u, mr.Allowed)
-	for i, r := range reqs {
-		switch j := at[i]; j {
+	for i := range reqs {
+		switch j, limit := at[i], reqs[i].Limit; j {
 		case skipped:
 			mr.Results[i] = ratelimit.Result{Allowed: true}
 		case refused:
-			mr.Results[i] = overflowRefusal(r.Limit).result(r.Limit, 0)
+			mr.Results[i] = overflowRefusal(limit).result(limit, 0)
 		default:
-			mr.Results[i] = hs[j].v.result(r.Limit, hs[j].delay)
+			mr.Results[i] = hs[j].v.result(limit, hs[j].delay)
 		}
 	}
 	args.Bind(&mr, reqs)
@@ -145,8 +148,11 @@ func (s *store) findAll(reqs []ratelimit.Request, window []int64, at []int, hs [
 		}
 		if j == nh { // field by field: a held built whole is copied once more
 			hj := &hs[j]
-			reserve, _ := args.Reserve(rs, p, r.Limit, max(r.N, 1)) // checked by CheckAll
-			hj.b, hj.hash, hj.limit, hj.w, hj.n = b, h, usable(r.Limit, reserve), window[i], 0
+			hj.b, hj.hash, hj.limit, hj.w, hj.n = b, h, r.Limit, window[i], 0
+			if p != ratelimit.Critical {
+				reserve, _ := args.Reserve(rs, p, r.Limit, max(r.N, 1)) // checked by CheckAll
+				hj.limit.Burst -= reserve
+			}
 			nh++
 		}
 		hs[j].n += max(r.N, 1)

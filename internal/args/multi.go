@@ -57,7 +57,8 @@ func repeats(reqs []ratelimit.Request, r *ratelimit.Request) bool {
 // ties, the first; an entry with the zero Limit never, unless every entry has it.
 func Bind(mr *ratelimit.MultiResult, reqs []ratelimit.Request) {
 	mr.Binding, mr.RetryAfter = -1, 0
-	for i, res := range mr.Results {
+	for i := range mr.Results {
+		res := &mr.Results[i]
 		if reqs[i].Limit == (ratelimit.Limit{}) {
 			continue
 		}
