@@ -87,6 +87,12 @@ func generate(w io.Writer, dir string) error {
 	}
 	fmt.Fprintln(w)
 	printColdStart(w, cs)
+	ov, err := playOverload()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	printOverload(w, ov)
 	if dir == "" || len(outcomes) == 0 {
 		return nil
 	}
@@ -103,6 +109,10 @@ func generate(w io.Writer, dir string) error {
 	}
 	if err := writeFile(w, filepath.Join(dir, "warmup.png"),
 		func(f io.Writer) error { return writeColdStart(f, cs) }); err != nil {
+		return err
+	}
+	if err := writeFile(w, filepath.Join(dir, "overload.png"),
+		func(f io.Writer) error { return writeOverload(f, ov) }); err != nil {
 		return err
 	}
 	return writeFile(w, filepath.Join(dir, "algorithms.png"),

@@ -197,3 +197,25 @@ func has(img image.Image, c color.RGBA) bool {
 	}
 	return false
 }
+
+// TestOverload: the overload of overload.go, derived by hand. Critical and normal requests,
+// 60 and 75 of them in 3 s, never find fewer than 25 tokens (the sheddable reserve, which
+// they may spend: 5 more than normal ones keep back), so all pass. The flood takes whatever
+// is above 25: the bucket, which starts with 50 and gains 0.1 a millisecond, 299.9 by the
+// last one, ends between 25 and 26 tokens, so 50 + 299.9 − 324 = 25.9 after 324 admissions
+// in all, 324 − 60 − 75 = 189 of them sheddable. Never more than Burst + Rate·t.
+func TestOverload(t *testing.T) {
+	o, err := playOverload()
+	require.NoError(t, err)
+	assert.Equal(t, []int{60, 75, 189}, []int{len(o.admitted[ratelimit.Critical]), len(o.admitted[ratelimit.Normal]),
+		len(o.admitted[ratelimit.Sheddable])})
+	assert.Equal(t, [3]int{0, 0, 3000 - 189}, o.denied)
+	last := o.level[len(o.level)-1]
+	assert.Equal(t, 25.0, last.Y, "whole tokens held at the end")
+	for _, pt := range o.level[1:] {
+		// The flood stops at its reserve, 25; the others take one token from it at a time,
+		// two when a normal and a critical request come in the same millisecond (every
+		// 200 ms), and 0.1 comes back each millisecond.
+		require.GreaterOrEqual(t, pt.Y, 23.0)
+	}
+}
