@@ -87,28 +87,27 @@ func (s *store) peek(key string, limit ratelimit.Limit, u, w int64, n, reserve i
 
 // refund gives n tokens back at u to the bucket of (key, limit), if there is one.
 func (s *store) refund(key string, limit ratelimit.Limit, u, w int64, n int) {
-	b := s.lookup(key, limit)
-	if b == nil {
-		return
-	}
-	if lk := b.lk; lk != nil {
-		lk.mu.Lock()
-		defer lk.mu.Unlock()
-		if !lk.dead {
-			lk.st.refund(limit, u, n)
-		}
-		return
-	}
-	for {
-		old, ok := loadWord(&b.word)
-		if !ok || b.word.CompareAndSwap(old, s.refundWord(old, limit, u, w, n)) {
-			return // a dropped bucket is full: nothing to give back
-		}
-	}
+	s.adjust(key, limit, func(st lockedState) lockedState {
+		st.refund(limit, u, n)
+		return st
+	}, func(old uint64) uint64 {
+		return s.refundWord(old, limit, u, w, n)
+	})
 }
 
 // reset makes the bucket of (key, limit), if there is one, as new at u.
 func (s *store) reset(key string, limit ratelimit.Limit, u, w int64) {
+	s.adjust(key, limit, func(lockedState) lockedState {
+		return s.newState(limit, u, w)
+	}, func(uint64) uint64 {
+		return s.newWord(limit)
+	})
+}
+
+// adjust changes the bucket of (key, limit), if there is one and it is alive: its state to
+// what state makes of it, under its mutex, or its word to what word makes of it, with a
+// compare-and-swap. A dropped bucket is full: there is nothing to adjust.
+func (s *store) adjust(key string, limit ratelimit.Limit, state func(lockedState) lockedState, word func(uint64) uint64) {
 	b := s.lookup(key, limit)
 	if b == nil {
 		return
@@ -117,13 +116,13 @@ func (s *store) reset(key string, limit ratelimit.Limit, u, w int64) {
 		lk.mu.Lock()
 		defer lk.mu.Unlock()
 		if !lk.dead {
-			lk.st = s.newState(limit, u, w)
+			lk.st = state(lk.st)
 		}
 		return
 	}
 	for {
 		old, ok := loadWord(&b.word)
-		if !ok || b.word.CompareAndSwap(old, s.newWord(limit)) {
+		if !ok || b.word.CompareAndSwap(old, word(old)) {
 			return
 		}
 	}
