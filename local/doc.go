@@ -26,12 +26,14 @@
 // compare-and-swap; the other buckets, token buckets with a warm-up among them, decide under
 // a mutex of their own.
 //
-// # Several limits at once
+// # Several limits at once, and priorities
 //
 // Limiter is a ratelimit.MultiLimiter and a ratelimit.Inspector: AllowAll decides a list of
 // limits all or nothing, holding their buckets in a fixed order while it decides (no global
 // lock), and Peek, Refund and Reset read and adjust one bucket, with the Redis backend's
-// answers (see docs/limits.md).
+// answers (see docs/limits.md). A request whose context carries a ratelimit.Priority below
+// Critical leaves a reserve of its bucket to the higher ones (WithReserves; see "Priority
+// reserves" in docs/algorithms.md).
 //
 // # Memory
 //
