@@ -91,7 +91,8 @@ const (
 // of its Burst: a request of priority p for n tokens is decided as AllowN would decide it
 // on a bucket whose Burst were Burst − Tokens(p, Burst), while the bucket itself (its
 // refill, its key, its expiry) stays the one of the real Burst. Critical requests have no
-// reserve. Limiters take Reserves as an option (distributed.WithReserves).
+// reserve. Limiters take Reserves as an option (local.WithReserves,
+// distributed.WithReserves).
 //
 // A zero field means its default (DefaultNormalReserve, DefaultSheddableReserve); a
 // negative one turns that reserve off; so the zero Reserves are the defaults. Each fraction

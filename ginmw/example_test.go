@@ -8,10 +8,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/sluice-go/ratelimit"
-	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/ginmw"
 	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/keyfuncs"
@@ -49,16 +47,14 @@ func ExampleNew() {
 }
 
 // Logins and payments are critical, statistics sheddable, the rest normal: when the bucket
-// of a client runs low, /stats is refused first, with a Retry-After of its own, while
-// /login still passes. The reserves are the limiter's (distributed.WithReserves; the
-// defaults keep half the burst from sheddable requests and a tenth from normal ones).
+// of a client runs low, /stats is refused first, with a Retry-After of its own, while /login
+// still passes. The reserves are the limiter's (local.WithReserves, distributed.WithReserves;
+// the defaults keep half the burst from sheddable requests and a tenth from normal ones):
+// here 2 of the 4 tokens a minute are kept from /stats.
 func ExampleWithPriorityFunc() {
-	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
-	defer client.Close()
-	limiter, err := distributed.New(client)
-	if err != nil {
-		panic(err)
-	}
+	gin.SetMode(gin.ReleaseMode)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	limiter := local.New(local.WithClock(func() time.Time { return now }))
 	defer limiter.Close()
 
 	byRoute := ginmw.WithPriorityFunc(func(c *gin.Context) ratelimit.Priority {
@@ -71,8 +67,26 @@ func ExampleWithPriorityFunc() {
 		return ratelimit.Normal
 	})
 	r := gin.New()
-	r.Use(ginmw.New(limiter, ginmw.WithLimit(ratelimit.PerMinute(60)), byRoute))
+	r.Use(ginmw.New(limiter, ginmw.WithLimit(ratelimit.PerMinute(4)), byRoute))
 	r.POST("/login", func(c *gin.Context) { c.String(http.StatusOK, "welcome") })
 	r.GET("/stats", func(c *gin.Context) { c.String(http.StatusOK, "{}") })
-	_ = r.Run(":8080")
+
+	for _, route := range []string{"/stats", "/stats", "/stats", "/login", "/login", "/login"} {
+		method := http.MethodGet
+		if route == "/login" {
+			method = http.MethodPost
+		}
+		req := httptest.NewRequest(method, route, nil)
+		req.RemoteAddr = "198.51.100.7:50000"
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, req)
+		fmt.Println(route, w.Code, "remaining", w.Header().Get("X-RateLimit-Remaining"))
+	}
+	// Output:
+	// /stats 200 remaining 1
+	// /stats 200 remaining 0
+	// /stats 429 remaining 0
+	// /login 200 remaining 1
+	// /login 200 remaining 0
+	// /login 429 remaining 0
 }

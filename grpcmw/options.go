@@ -136,9 +136,9 @@ func WithSkipFunc(f func(ctx context.Context, fullMethod string) bool) Option {
 
 // WithPriorityFunc sets a function that gives each call its priority (ratelimit.Priority): a
 // call of a lower priority is admitted only while its bucket keeps a reserve for the higher
-// ones (the limiter's reserves, distributed.WithReserves), so that a flood of sheddable
-// calls (a method that fetches statistics) cannot take the tokens of critical ones (a
-// login, a payment). The priority goes in the context the limiter is asked with
+// ones (the limiter's reserves: local.WithReserves, distributed.WithReserves), so that a
+// flood of sheddable calls (a method that fetches statistics) cannot take the tokens of
+// critical ones (a login, a payment). The priority goes in the context the limiter is asked with
 // (ratelimit.WithPriority) and to the observer (WithObserver). Default: the priority the
 // call's context carries, ratelimit.Critical unless code before the interceptor set one
 // (on a client, the caller's). A nil f means the default. See "Priority reserves" in
