@@ -40,12 +40,14 @@ type MultiResult struct {
 // without it cannot decide several limits atomically, and middleware asked to do so
 // refuses to start rather than fall back to a loop of AllowN calls.
 type MultiLimiter interface {
-	// AllowAll decides reqs together. Bad input is an error naming the entry (by index and
-	// Name, never the key), and takes nothing: an empty list or the same (key, limit) twice
-	// (ErrInvalidRequest), an empty or too long key, an invalid limit, N < 0
-	// (ErrInvalidCost), N > Burst (ErrExceedsBurst, with Binding on that entry). An entry
-	// with the zero Limit is skipped: its Result is Allowed with nothing else set, and it
-	// is never Binding unless every entry is skipped.
+	// AllowAll decides reqs together, each at the priority ctx carries (see Priority).
+	// Bad input is an error naming the entry (by index and Name, never the key), and takes
+	// nothing: an empty list or the same (key, limit) twice (ErrInvalidRequest), an empty or
+	// too long key, an invalid limit, N < 0 (ErrInvalidCost), N > Burst, or above the
+	// burst left to the priority (ErrExceedsBurst, with Binding on that entry), a limit with
+	// a warm-up (ErrNotSupported: a cold bucket must record its warm-up even when it
+	// denies). An entry with the zero Limit is skipped: its Result is Allowed with nothing
+	// else set, and it is never Binding unless every entry is skipped.
 	AllowAll(ctx context.Context, reqs []Request) (MultiResult, error)
 }
 
