@@ -50,16 +50,27 @@ func newLimiter(t testing.TB, client redis.Scripter, clock *conformance.Clock, o
 func runConformance(t *testing.T, client redis.Scripter) {
 	for _, alg := range conformance.Algorithms() {
 		t.Run(alg.String(), func(t *testing.T) {
-			conformance.Run(t, alg, func(t *testing.T) conformance.Harness {
-				clock := conformance.NewClock()
-				return conformance.Harness{
-					Limiter:   newLimiter(t, client, clock, distributed.WithAlgorithm(alg)),
-					Advance:   clock.Advance,
-					CanWait:   alg == ratelimit.LeakyBucket,
-					Algorithm: alg,
-				}
-			})
+			conformance.Run(t, alg, redisHarness(client, alg))
 		})
+	}
+}
+
+// redisHarness returns the conformance harnesses of algorithm alg on client: each a limiter
+// built with opts on a clock of its own, and, for the priority rules, limiters with other
+// reserves on the same clock.
+func redisHarness(client redis.Scripter, alg ratelimit.Algorithm, opts ...distributed.Option) func(t *testing.T) conformance.Harness {
+	return func(t *testing.T) conformance.Harness {
+		clock := conformance.NewClock()
+		opts := append(opts[:len(opts):len(opts)], distributed.WithAlgorithm(alg))
+		return conformance.Harness{
+			Limiter:   newLimiter(t, client, clock, opts...),
+			Advance:   clock.Advance,
+			CanWait:   alg == ratelimit.LeakyBucket,
+			Algorithm: alg,
+			Reserves: func(r ratelimit.Reserves) ratelimit.Limiter {
+				return newLimiter(t, client, clock, append(opts, distributed.WithReserves(r))...)
+			},
+		}
 	}
 }
 

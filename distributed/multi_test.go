@@ -5,7 +5,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/internal/conformance"
 	"github.com/sluice-go/ratelimit/internal/redistest"
@@ -16,13 +15,7 @@ import (
 func runMulti(t *testing.T, client redis.Scripter, opts func() []distributed.Option) {
 	for _, alg := range conformance.Algorithms() {
 		harness := func(t *testing.T) conformance.Harness {
-			clock := conformance.NewClock()
-			return conformance.Harness{
-				Limiter:   newLimiter(t, client, clock, append(opts(), distributed.WithAlgorithm(alg))...),
-				Advance:   clock.Advance,
-				CanWait:   alg == ratelimit.LeakyBucket,
-				Algorithm: alg,
-			}
+			return redisHarness(client, alg, opts()...)(t) // opts afresh: a prefix of its own
 		}
 		t.Run(alg.String(), func(t *testing.T) {
 			conformance.RunMulti(t, alg, harness)
@@ -61,15 +54,7 @@ func TestInterleavings(t *testing.T) {
 	for _, alg := range conformance.Algorithms() {
 		t.Run(alg.String(), func(t *testing.T) {
 			for seed := range uint64(3) {
-				conformance.CheckInterleavings(t, func(t *testing.T) conformance.Harness {
-					clock := conformance.NewClock()
-					return conformance.Harness{
-						Limiter:   newLimiter(t, client, clock, distributed.WithAlgorithm(alg)),
-						Advance:   clock.Advance,
-						CanWait:   alg == ratelimit.LeakyBucket,
-						Algorithm: alg,
-					}
-				}, seed, 300)
+				conformance.CheckInterleavings(t, redisHarness(client, alg), seed, 300)
 			}
 		})
 	}

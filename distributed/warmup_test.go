@@ -21,15 +21,7 @@ func TestWarmup(t *testing.T) {
 	client := newClient(t, server.Addr())
 	for _, alg := range conformance.Algorithms() {
 		t.Run(alg.String(), func(t *testing.T) {
-			conformance.RunWarmup(t, alg, func(t *testing.T) conformance.Harness {
-				clock := conformance.NewClock()
-				return conformance.Harness{
-					Limiter:   newLimiter(t, client, clock, distributed.WithAlgorithm(alg)),
-					Advance:   clock.Advance,
-					CanWait:   alg == ratelimit.LeakyBucket,
-					Algorithm: alg,
-				}
-			})
+			conformance.RunWarmup(t, alg, redisHarness(client, alg))
 		})
 	}
 }
