@@ -17,7 +17,7 @@ type admission struct {
 	affected            bool
 	allowance           float64
 	byRedis, admitted   int // allowed by the primary; answered 200 (Redis or the local limiter)
-	byRedisAfter        int // allowed by the primary after the fault healed
+	byRedisSinceFault   int // allowed by the primary since the fault began
 	redisExcess, excess float64
 }
 
@@ -39,11 +39,11 @@ func (r *faultRun) admissions() []admission {
 			continue
 		}
 		a := admission{
-			affected:     r.affected[i],
-			allowance:    float64(keyedLimit.Burst) + keyedLimit.Rate*last[i].Sub(r.warm).Seconds(),
-			byRedis:      r.primary.tally(limiterKey(name)).allowed,
-			byRedisAfter: r.primary.tally(limiterKey(name)).allowed - r.atHeal[name].allowed,
-			admitted:     admitted[i] + 1, // and the warm-up
+			affected:          r.affected[i],
+			allowance:         float64(keyedLimit.Burst) + keyedLimit.Rate*last[i].Sub(r.warm).Seconds(),
+			byRedis:           r.primary.tally(limiterKey(name)).allowed,
+			byRedisSinceFault: r.primary.tally(limiterKey(name)).allowed - r.atInject[name].allowed,
+			admitted:          admitted[i] + 1, // and the warm-up
 		}
 		a.redisExcess = float64(a.byRedis) - a.allowance
 		a.excess = float64(a.admitted) - a.allowance

@@ -145,6 +145,15 @@ func (c *counted) tally(key string) tally {
 	return tally{}
 }
 
+// tallies returns the tallies of the limiter keys of names, by name.
+func (c *counted) tallies(names []string) map[string]tally {
+	m := make(map[string]tally, len(names))
+	for _, name := range names {
+		m[name] = c.tally(limiterKey(name))
+	}
+	return m
+}
+
 // newStack builds the stack the tests run: distributed.New(client) with its defaults (50 ms
 // deadline), a local secondary if degrade is set, and the fallback Limiter's defaults but
 // for opts. client is any go-redis client: a single node's, a Cluster's, a failover one.

@@ -15,8 +15,11 @@ import (
 // Limiter over the Redis backend: every bucket is gone, and starts full again. The load
 // goes on until Redis has refused every key again (a burst later). Besides what
 // faultRun.report checks (which bounds what Redis admitted of each key by GCRA's bound
-// and one burst), Redis admitted every key at least a whole burst after the restart: the
-// restart did forget the buckets, and one burst per key is what it costs.
+// and one burst), Redis admitted every key at least a whole burst since the restart began:
+// the restart did forget the buckets, and one burst per key is what it costs. (Counted
+// from the restart's beginning, not its end: the new Redis decides while Restart still
+// waits for it to answer, and may take part of a key's new burst then. Without the
+// restart's forgetting, the ~1.2 s from then on would refill only about 6 of the 10.)
 func TestRedisRestartedEmpty(t *testing.T) {
 	noLeaks(t)
 	server := redistest.NewServer(t)
@@ -30,10 +33,10 @@ func TestRedisRestartedEmpty(t *testing.T) {
 		},
 	})
 	as := r.report(t)
-	least := as[0].byRedisAfter
+	least := as[0].byRedisSinceFault
 	for _, a := range as {
-		least = min(least, a.byRedisAfter)
-		require.GreaterOrEqual(t, a.byRedisAfter, keyedLimit.Burst, "requests of a key Redis admitted after the restart")
+		least = min(least, a.byRedisSinceFault)
+		require.GreaterOrEqual(t, a.byRedisSinceFault, keyedLimit.Burst, "requests of a key Redis admitted since the restart began")
 	}
-	t.Logf("Redis admitted every key at least %d times after the restart (burst %d)", least, keyedLimit.Burst)
+	t.Logf("Redis admitted every key at least %d times since the restart began (burst %d)", least, keyedLimit.Burst)
 }

@@ -52,7 +52,7 @@ type faultRun struct {
 	primary            *counted
 	final              fallback.State   // the breaker's state once the load stopped
 	opens              bool             // fault.opens
-	atHeal             map[string]tally // the primary's tallies when the fault healed, by key name
+	atInject           map[string]tally // the primary's tallies when the fault began, by key name
 
 	// warm: the first request; start: the load began; injected: the fault began; healed:
 	// heal returned; recovered: the breaker closed and Redis decided every affected key
@@ -84,14 +84,11 @@ func runFault(t *testing.T, s *stack, v *service, k keys, f fault) *faultRun {
 
 	time.Sleep(beforeLoad)
 	s.primary.forgetAnswering()
+	r.atInject = s.primary.tallies(k.names)
 	r.injected = time.Now()
 	f.inject()
 	f.heal()
 	r.healed = time.Now()
-	r.atHeal = make(map[string]tally, len(k.names))
-	for _, name := range k.names {
-		r.atHeal[name] = s.primary.tally(limiterKey(name))
-	}
 	var why string
 	back := func() bool {
 		if s.limiter.State() != fallback.Closed {
