@@ -127,7 +127,8 @@ const (
 	KindUnavailable
 	// KindInvalidInput: the call or its bucket was refused as it was (ErrKeyEmpty,
 	// ErrKeyTooLong, ErrInvalidLimit, ErrInvalidCost, ErrExceedsBurst, ErrNotSupported,
-	// ErrInvalidState): a mistake of configuration or of the caller, not of the backend.
+	// ErrInvalidState, ErrInvalidRequest, ErrCrossSlot): a mistake of configuration or of
+	// the caller, not of the backend.
 	KindInvalidInput
 	// KindCanceled: the caller's own context ended (canceled, or past its deadline) before
 	// the limiter answered; it says nothing of the backend's health.
@@ -159,7 +160,7 @@ func (k ErrorKind) String() string {
 // invalidInput are the errors of KindInvalidInput.
 var invalidInput = [...]error{
 	ErrKeyEmpty, ErrKeyTooLong, ErrInvalidLimit, ErrInvalidCost, ErrExceedsBurst,
-	ErrNotSupported, ErrInvalidState,
+	ErrNotSupported, ErrInvalidState, ErrInvalidRequest, ErrCrossSlot,
 }
 
 // ClassifyError returns the kind of err, an error a limiter returned for a call made with

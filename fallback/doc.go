@@ -22,9 +22,10 @@
 // has not answered within a cooldown is handed on to the next call.
 //
 // Only failures of the primary count: its own deadline (ratelimit.ErrTimeout) and its
-// errors talking to Redis. Errors about the arguments or one bucket (ratelimit.ErrKeyEmpty,
-// ErrKeyTooLong, ErrInvalidLimit, ErrInvalidCost, ErrExceedsBurst, ErrNotSupported,
-// ErrClosed, ErrInvalidState) are answers, returned as they are; so is any error of a call
+// errors talking to Redis (ratelimit.ClassifyError's KindTimeout and KindUnavailable).
+// Errors about the arguments or one bucket (KindInvalidInput: ratelimit.ErrKeyEmpty,
+// ErrInvalidLimit, ErrInvalidRequest, ErrCrossSlot and the others) and ErrClosed are
+// answers, returned as they are; so is any error of a call
 // whose own context has ended, so that clients giving up early, or sending deadlines too
 // short for any backend, cannot open the breaker for everyone. The breaker needs a run of
 // failures, not a ratio: under load a run of five comes soon whenever a good share of calls

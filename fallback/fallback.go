@@ -234,15 +234,11 @@ func isFailure(ctx context.Context, err error) bool {
 	if ctx.Err() != nil {
 		return false
 	}
-	for _, answer := range [...]error{
-		ratelimit.ErrKeyEmpty, ratelimit.ErrKeyTooLong, ratelimit.ErrInvalidLimit, ratelimit.ErrInvalidCost,
-		ratelimit.ErrExceedsBurst, ratelimit.ErrNotSupported, ratelimit.ErrClosed, ratelimit.ErrInvalidState,
-	} {
-		if errors.Is(err, answer) {
-			return false
-		}
+	switch ratelimit.ClassifyError(ctx, err) {
+	case ratelimit.KindTimeout, ratelimit.KindUnavailable:
+		return true
 	}
-	return true
+	return false
 }
 
 var _ ratelimit.LimitValidator = (*Limiter)(nil)

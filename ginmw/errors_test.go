@@ -113,11 +113,26 @@ func TestNewPanics(t *testing.T) {
 		func() { ginmw.New(l, ginmw.WithLimitFunc(nil)) })
 	assert.PanicsWithValue(t, "ginmw: New: WithLimit(0/s burst 5): ratelimit: invalid limit: rate 0 is not a finite number greater than zero",
 		func() { ginmw.New(l, ginmw.WithLimit(ratelimit.Limit{Burst: 5})) })
-	// The last of WithLimit and WithLimitFunc applies: a valid func replaces a bad fixed limit.
-	assert.NotPanics(t, func() {
-		ginmw.New(l, ginmw.WithLimit(ratelimit.Limit{Burst: 5}),
-			ginmw.WithLimitFunc(func(*gin.Context) ratelimit.Limit { return ratelimit.PerSecond(1) }))
-	})
+	// Two limit options conflict: neither silently wins.
+	assert.PanicsWithValue(t, "ginmw: New: WithLimit and WithLimitFunc both give the limits: pass one of them",
+		func() {
+			ginmw.New(l, ginmw.WithLimit(ratelimit.Limit{Burst: 5}),
+				ginmw.WithLimitFunc(func(*gin.Context) ratelimit.Limit { return ratelimit.PerSecond(1) }))
+		})
+	// A fixed zero limit is a number missing from the configuration, not "unlimited".
+	assert.PanicsWithValue(t, "ginmw: New: WithLimit(0/s burst 0): the zero Limit (no limit at all): a fixed limit must be a valid limit; exempt requests with WithSkipFunc, or return the zero Limit from a limit function, instead",
+		func() { ginmw.New(l, ginmw.WithLimit(ratelimit.PerMinute(0))) })
+	// WithLimits gives keys and costs: a key or cost function beside it is refused.
+	multi := ginmw.WithLimits(func(*gin.Context) []ratelimit.Request { return nil })
+	assert.PanicsWithValue(t, "ginmw: New: WithKeyFunc and WithLimits: WithLimits gives each request its keys and costs; pass one of them",
+		func() { ginmw.New(l, multi, ginmw.WithKeyFunc(func(*gin.Context) (string, error) { return "k", nil })) })
+	assert.PanicsWithValue(t, "ginmw: New: WithCostFunc and WithLimits: WithLimits gives each request its keys and costs; pass one of them",
+		func() { ginmw.New(l, ginmw.WithCostFunc(func(*gin.Context) int { return 2 }), multi) })
+	assert.PanicsWithValue(t, "ginmw: New: WithRouteLimits and WithLimits both give the limits: pass one of them",
+		func() { ginmw.New(l, ginmw.WithRouteLimits(nil, ratelimit.PerMinute(1)), multi) })
+	// A typed nil limiter is a nil limiter.
+	assert.PanicsWithValue(t, "ginmw: New: nil Limiter",
+		func() { ginmw.New((*local.Limiter)(nil), ginmw.WithLimit(ratelimit.PerMinute(1))) })
 }
 
 // A fixed limit the backend rejects, though Limit.Validate accepts it, panics at start-up

@@ -192,9 +192,11 @@ func TestLimitFunc(t *testing.T) {
 	assert.Equal(t, []int{200, 429}, codes(r, 2, client))
 }
 
-func TestZeroFixedLimitPasses(t *testing.T) {
+// The zero Limit from a limit function means "not limited" (a fixed one is refused: see
+// TestNewPanics).
+func TestZeroLimitFromFuncPasses(t *testing.T) {
 	l, _ := newLimiter(t)
-	r := newRouter(ginmw.New(l, ginmw.WithLimit(ratelimit.Limit{})))
+	r := newRouter(ginmw.New(l, ginmw.WithLimitFunc(func(*gin.Context) ratelimit.Limit { return ratelimit.Limit{} })))
 	assert.Equal(t, []int{200, 200, 200, 200}, codes(r, 4, client))
 }
 

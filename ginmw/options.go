@@ -32,24 +32,21 @@ func defaultOptions() options {
 // A request whose key cannot be found is limited under UnkeyedKey (see "Security" in the
 // package documentation).
 func WithKeyFunc(f func(c *gin.Context) (string, error)) Option {
-	return func(o *options) {
-		if f == nil {
-			f = keyfuncs.ClientIP()
-		}
-		o.Key = f
-	}
+	return func(o *options) { o.SetKey("WithKeyFunc", f, keyfuncs.ClientIP()) }
 }
 
-// WithLimit sets the limit of every request; the zero Limit leaves requests unlimited.
-// Default: none: New panics unless WithLimit, WithRouteLimits or WithLimitFunc gives one.
-// Of these three, the last one given applies.
+// WithLimit sets the limit of every request. Default: none: New panics unless one of
+// WithLimit, WithRouteLimits, WithLimitFunc and WithLimits gives the limits, and when two of
+// them are given. l must be a valid limit: the zero Limit (PerMinute(0), a setting left
+// unset) is refused too, since it would leave every request unlimited; exempt requests with
+// WithSkipFunc instead.
 func WithLimit(l ratelimit.Limit) Option {
 	return func(o *options) { o.SetLimit(l) }
 }
 
 // WithRouteLimits sets a limit per route: limits maps route patterns, as Gin's FullPath
 // gives them ("/v1/items/:id"), to their limits, and other routes (and requests that match
-// no route) get def. The zero Limit leaves the routes it applies to unlimited. The map is
+// no route) get def. An entry of the zero Limit is refused, as by WithLimit; def may be the zero Limit, which leaves the other routes unlimited. The map is
 // copied. See WithLimit for the default.
 func WithRouteLimits(limits map[string]ratelimit.Limit, def ratelimit.Limit) Option {
 	return func(o *options) {
@@ -60,8 +57,9 @@ func WithRouteLimits(limits map[string]ratelimit.Limit, def ratelimit.Limit) Opt
 // WithLimits gives each request several limits, decided all or nothing: f returns them,
 // each with its key, limit, cost and name ("5 a minute and 20 an hour per client"). Every
 // bucket is charged or none is; headers report the binding limit, and RateLimit-Policy
-// lists every limit by name. It replaces WithKeyFunc, WithLimit and WithCostFunc, and needs a
-// limiter that implements ratelimit.MultiLimiter (New panics otherwise). A nil f is ignored.
+// lists every limit by name. Each request's keys and costs come with its limits:
+// New panics when WithKeyFunc, WithCostFunc or another limit option is given too, and when
+// the limiter does not implement ratelimit.MultiLimiter. A nil f is ignored.
 // See docs/limits.md.
 func WithLimits(f func(c *gin.Context) []ratelimit.Request) Option {
 	return func(o *options) { o.SetLimits(f) }
@@ -84,7 +82,7 @@ func WithLimitFunc(f func(c *gin.Context) ratelimit.Limit) Option {
 // WithCostFunc sets how many tokens a request takes, for requests that cost more than
 // others (a batch of n items). Default: 1.
 func WithCostFunc(f func(c *gin.Context) int) Option {
-	return func(o *options) { o.Cost = f }
+	return func(o *options) { o.SetCost("WithCostFunc", f) }
 }
 
 // WithSkipFunc sets a function that exempts requests from limiting: when it returns true

@@ -18,6 +18,7 @@ import (
 	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/internal/limitertest"
 	"github.com/sluice-go/ratelimit/keyfuncs/grpckeys"
+	"github.com/sluice-go/ratelimit/local"
 )
 
 const method = "/test.Echo/A"
@@ -193,17 +194,30 @@ func TestConstructorsPanic(t *testing.T) {
 				func() {
 					build(l, grpcmw.WithMethodLimits(map[string]ratelimit.Limit{"/a.B/C": {Rate: 1}}, ratelimit.Limit{}))
 				})
-			// The zero Limit is valid everywhere: it means "not limited".
+			// A table's default may be the zero Limit ("other methods are not limited");
+			// an entry may not, nor WithLimit: a fixed zero is a missing number.
 			assert.NotPanics(t, func() {
-				build(l, grpcmw.WithMethodLimits(map[string]ratelimit.Limit{"/a.B/C": {}}, ratelimit.Limit{}))
+				build(l, grpcmw.WithMethodLimits(map[string]ratelimit.Limit{"/a.B/C": ratelimit.PerMinute(1)}, ratelimit.Limit{}))
 			})
-			// The last limit option applies: a valid func replaces a bad fixed limit.
-			assert.NotPanics(t, func() {
-				build(l, grpcmw.WithLimit(ratelimit.Limit{Burst: 5}),
-					grpcmw.WithLimitFunc(func(context.Context, string) ratelimit.Limit { return ratelimit.PerSecond(1) }))
+			assert.Panics(t, func() {
+				build(l, grpcmw.WithMethodLimits(map[string]ratelimit.Limit{"/a.B/C": {}}, ratelimit.PerMinute(1)))
 			})
+			assert.Panics(t, func() { build(l, grpcmw.WithLimit(ratelimit.PerMinute(0))) })
+			// Two limit options conflict: neither silently wins.
+			assert.PanicsWithValue(t, "grpcmw: "+name+": WithLimit and WithLimitFunc both give the limits: pass one of them",
+				func() {
+					build(l, grpcmw.WithLimit(ratelimit.Limit{Burst: 5}),
+						grpcmw.WithLimitFunc(func(context.Context, string) ratelimit.Limit { return ratelimit.PerSecond(1) }))
+				})
 		})
 	}
+	assert.PanicsWithValue(t, "grpcmw: StreamServerInterceptor: WithPerMessage and WithRefundIf: a stream charged per message cannot be refunded; pass one of them",
+		func() {
+			grpcmw.StreamServerInterceptor(l, one, grpcmw.WithPerMessage(),
+				grpcmw.WithRefundIf(func(context.Context, string, error) bool { return true }))
+		})
+	assert.PanicsWithValue(t, "grpcmw: UnaryServerInterceptor: nil Limiter",
+		func() { grpcmw.UnaryServerInterceptor((*local.Limiter)(nil), one) })
 	cost := grpcmw.WithCostFunc(func(context.Context, string) int { return 1 })
 	assert.PanicsWithValue(t, "grpcmw: UnaryClientInterceptor: WithWait and WithCostFunc cannot be combined: Limiter.Wait takes one token",
 		func() { grpcmw.UnaryClientInterceptor(l, one, grpcmw.WithWait(), cost) })

@@ -49,22 +49,26 @@ func keyOf(f func(ctx context.Context, fullMethod string) (string, error)) func(
 func WithKeyFunc(f func(ctx context.Context, fullMethod string) (string, error)) Option {
 	return func(o *options) {
 		if f == nil {
-			f = grpckeys.FullMethod()
+			o.SetKey("WithKeyFunc", nil, keyOf(grpckeys.FullMethod()))
+			return
 		}
-		o.Key = keyOf(f)
+		o.SetKey("WithKeyFunc", keyOf(f), nil)
 	}
 }
 
-// WithLimit sets the limit of every call; the zero Limit leaves calls unlimited. Default:
-// none: the constructors panic unless WithLimit, WithMethodLimits or WithLimitFunc gives
-// one. Of these three, the last one given applies.
+// WithLimit sets the limit of every call. Default: none: the constructors panic unless one of
+// WithLimit, WithMethodLimits, WithLimitFunc and WithLimits gives the limits, and when two of
+// them are given. l must be a valid limit: the zero Limit (PerMinute(0), a setting left
+// unset) is refused too, since it would leave every call unlimited; exempt calls with
+// WithSkipFunc instead.
 func WithLimit(l ratelimit.Limit) Option {
 	return func(o *options) { o.SetLimit(l) }
 }
 
 // WithMethodLimits sets a limit per method: limits maps full method names
-// ("/package.Service/Method") to their limits, and other methods get def. The zero Limit
-// leaves the methods it applies to unlimited. The map is copied. See WithLimit for the
+// ("/package.Service/Method") to their limits, and other methods get def. An entry of the
+// zero Limit is refused, as by WithLimit; def may be the zero Limit, which leaves the other
+// methods unlimited. The map is copied. See WithLimit for the
 // default.
 func WithMethodLimits(limits map[string]ratelimit.Limit, def ratelimit.Limit) Option {
 	return func(o *options) {
@@ -74,10 +78,10 @@ func WithMethodLimits(limits map[string]ratelimit.Limit, def ratelimit.Limit) Op
 
 // WithLimits gives each call several limits, decided all or nothing: f returns them, each
 // with its key, limit, cost and name. Every bucket is charged or none is; the metadata
-// reports the binding limit, and a denial's QuotaFailure names every violated limit. It
-// replaces WithKeyFunc, WithLimit and WithCostFunc, and needs a limiter that implements
-// ratelimit.MultiLimiter (the constructors panic otherwise). A nil f is ignored. See
-// docs/limits.md.
+// reports the binding limit, and a denial's QuotaFailure names every violated limit. Each
+// call's keys and costs come with its limits: the constructors panic when WithKeyFunc,
+// WithCostFunc or another limit option is given too, and when the limiter does not
+// implement ratelimit.MultiLimiter. A nil f is ignored. See docs/limits.md.
 func WithLimits(f func(ctx context.Context, fullMethod string) []ratelimit.Request) Option {
 	return func(o *options) {
 		if f != nil {
@@ -115,10 +119,11 @@ func WithLimitFunc(f func(ctx context.Context, fullMethod string) ratelimit.Limi
 // client constructors panic.
 func WithCostFunc(f func(ctx context.Context, fullMethod string) int) Option {
 	return func(o *options) {
-		o.Cost = nil
+		var cost func(call) int
 		if f != nil {
-			o.Cost = func(c call) int { return f(c.ctx, c.method) }
+			cost = func(c call) int { return f(c.ctx, c.method) }
 		}
+		o.SetCost("WithCostFunc", cost)
 	}
 }
 
@@ -202,7 +207,9 @@ func WithPolicyName(name string) Option {
 
 // WithPerMessage makes StreamServerInterceptor charge each message the client sends, when
 // the handler receives it, instead of the stream once when it opens. Default: off. The
-// other constructors ignore it. See "Streams" in the package documentation.
+// other constructors ignore it; StreamServerInterceptor panics when WithRefundIf is given
+// too (a stream charged per message cannot be refunded). See "Streams" in the package
+// documentation.
 func WithPerMessage() Option {
 	return func(o *options) { o.perMessage = true }
 }

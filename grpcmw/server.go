@@ -43,9 +43,15 @@ func UnaryServerInterceptor(l ratelimit.Limiter, opts ...Option) grpc.UnaryServe
 // StreamServerInterceptor returns a server interceptor that asks l whether each stream may
 // open, once, before the handler runs, as UnaryServerInterceptor does for a unary call.
 // With WithPerMessage it charges each message the handler receives instead; see "Streams"
-// in the package documentation. It panics as UnaryServerInterceptor does.
+// in the package documentation. It panics as UnaryServerInterceptor does, and also when
+// WithPerMessage and WithRefundIf are both given: a refund gives back what one decision
+// took, and a stream charged per message is decided once per message, for as long as it
+// lasts.
 func StreamServerInterceptor(l ratelimit.Limiter, opts ...Option) grpc.StreamServerInterceptor {
 	m := newInterceptor("StreamServerInterceptor", l, opts)
+	if m.perMessage && m.Refund != nil {
+		panic("grpcmw: StreamServerInterceptor: WithPerMessage and WithRefundIf: a stream charged per message cannot be refunded; pass one of them")
+	}
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		if m.perMessage {
 			ms := &messageStream{ServerStream: ss, m: m, method: info.FullMethod}

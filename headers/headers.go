@@ -69,7 +69,7 @@ func (s Style) String() string {
 // default, StyleXRateLimit.
 func Fields(style Style, policy string, res ratelimit.Result) []Field {
 	var scratch [128]byte
-	fs := build(scratch[:0], style, policy, res, nil)
+	fs := build(scratch[:0], style, policy, res, nil, nil)
 	fields := make([]Field, fs.n)
 	start := 0
 	for i := range fs.n {
@@ -114,7 +114,7 @@ func setMulti(m map[string][]string, style Style, reqs []ratelimit.Request, mr r
 	if !mr.Allowed {
 		res.RetryAfter = mr.RetryAfter
 	}
-	write(m, build(make([]byte, 0, 128), style, nameOf(reqs[b]), res, reqs), lower)
+	write(m, build(make([]byte, 0, 128), style, nameOf(reqs[b]), res, reqs, mr.Results), lower)
 }
 
 // nameOf returns the policy name of q.
@@ -127,7 +127,7 @@ func nameOf(q ratelimit.Request) string {
 
 func set(m map[string][]string, style Style, policy string, res ratelimit.Result, lower bool) {
 	var scratch [128]byte
-	write(m, build(scratch[:0], style, policy, res, nil), lower)
+	write(m, build(scratch[:0], style, policy, res, nil, nil), lower)
 }
 
 // write puts the fields of fs into m, with two allocations.
@@ -186,8 +186,9 @@ func (fs *fieldSet) end(id int) {
 
 // build appends the values of the fields of style for res to dst, in the order of Fields.
 // When policies is not nil, RateLimit-Policy lists its limits (but the zero ones) instead of
-// policy's.
-func build(dst []byte, style Style, policy string, res ratelimit.Result, policies []ratelimit.Request) fieldSet {
+// policy's: each as the limit applied, results[i].Limit, which a limiter may have set to
+// another than the one asked for (fallback's share of it, while degraded).
+func build(dst []byte, style Style, policy string, res ratelimit.Result, policies []ratelimit.Request, results []ratelimit.Result) fieldSet {
 	fs := fieldSet{buf: dst}
 	if !res.Allowed {
 		fs.buf = strconv.AppendInt(fs.buf, RetryAfterSeconds(res.RetryAfter), 10)
@@ -206,7 +207,7 @@ func build(dst []byte, style Style, policy string, res ratelimit.Result, policie
 	if style == StyleIETF || style == StyleBoth {
 		if policies != nil {
 			first := true
-			for _, q := range policies {
+			for i, q := range policies {
 				if q.Limit.IsZero() {
 					continue
 				}
@@ -214,7 +215,11 @@ func build(dst []byte, style Style, policy string, res ratelimit.Result, policie
 					fs.buf = append(fs.buf, ", "...)
 				}
 				first = false
-				fs.buf = appendPolicy(fs.buf, nameOf(q), q.Limit)
+				applied := q.Limit
+				if i < len(results) && !results[i].Limit.IsZero() {
+					applied = results[i].Limit
+				}
+				fs.buf = appendPolicy(fs.buf, nameOf(q), applied)
 			}
 		} else {
 			fs.buf = appendPolicy(fs.buf, policy, res.Limit)

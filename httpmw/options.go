@@ -45,22 +45,25 @@ func keyOf(f func(r *http.Request) (string, error)) func(exchange) (string, erro
 func WithKeyFunc(f func(r *http.Request) (string, error)) Option {
 	return func(o *options) {
 		if f == nil {
-			f = httpkeys.ClientIP()
+			o.SetKey("WithKeyFunc", nil, keyOf(httpkeys.ClientIP()))
+			return
 		}
-		o.Key = keyOf(f)
+		o.SetKey("WithKeyFunc", keyOf(f), nil)
 	}
 }
 
-// WithLimit sets the limit of every request; the zero Limit leaves requests unlimited.
-// Default: none: New panics unless WithLimit, WithRouteLimits or WithLimitFunc gives one.
-// Of these three, the last one given applies.
+// WithLimit sets the limit of every request. Default: none: New panics unless one of
+// WithLimit, WithRouteLimits, WithLimitFunc and WithLimits gives the limits, and when two of
+// them are given. l must be a valid limit: the zero Limit (PerMinute(0), a setting left
+// unset) is refused too, since it would leave every request unlimited; exempt requests with
+// WithSkipFunc instead.
 func WithLimit(l ratelimit.Limit) Option {
 	return func(o *options) { o.SetLimit(l) }
 }
 
 // WithRouteLimits sets a limit per route: limits maps the patterns of http.ServeMux, as
 // Request.Pattern gives them ("GET /v1/items/{id}", "POST /login"), to their limits, and
-// other requests get def. The zero Limit leaves the routes it applies to unlimited. The map
+// other requests get def. An entry of the zero Limit is refused, as by WithLimit; def may be the zero Limit, which leaves the other routes unlimited. The map
 // is copied. The mux sets Pattern when it routes a request, so wrap the handlers the mux
 // routes to, not the mux itself. See WithLimit for the default.
 func WithRouteLimits(limits map[string]ratelimit.Limit, def ratelimit.Limit) Option {
@@ -72,8 +75,9 @@ func WithRouteLimits(limits map[string]ratelimit.Limit, def ratelimit.Limit) Opt
 // WithLimits gives each request several limits, decided all or nothing: f returns them,
 // each with its key, limit, cost and name ("5 a minute and 20 an hour per client"). Every
 // bucket is charged or none is; headers report the binding limit, and RateLimit-Policy
-// lists every limit by name. It replaces WithKeyFunc, WithLimit and WithCostFunc, and needs a
-// limiter that implements ratelimit.MultiLimiter (New panics otherwise). A nil f is ignored.
+// lists every limit by name. Each request's keys and costs come with its limits:
+// New panics when WithKeyFunc, WithCostFunc or another limit option is given too, and when
+// the limiter does not implement ratelimit.MultiLimiter. A nil f is ignored.
 // See docs/limits.md.
 func WithLimits(f func(r *http.Request) []ratelimit.Request) Option {
 	return func(o *options) {
@@ -111,10 +115,11 @@ func WithLimitFunc(f func(r *http.Request) ratelimit.Limit) Option {
 // others (a batch of n items). Default: 1.
 func WithCostFunc(f func(r *http.Request) int) Option {
 	return func(o *options) {
-		o.Cost = nil
+		var cost func(exchange) int
 		if f != nil {
-			o.Cost = func(x exchange) int { return f(x.r) }
+			cost = func(x exchange) int { return f(x.r) }
 		}
+		o.SetCost("WithCostFunc", cost)
 	}
 }
 

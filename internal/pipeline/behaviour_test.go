@@ -109,9 +109,10 @@ func TestBehaviour(t *testing.T) {
 		want:     answer{kind: "invalid", fields: none},
 		asked:    -1,
 	}, {
+		// The zero Limit from a limit function: this request is not limited.
 		name: "zero limit",
 		setup: func(t *testing.T) setup {
-			return setup{limiter: &limitertest.Stub{}, limit: ratelimit.Limit{}}
+			return setup{limiter: &limitertest.Stub{}, limit: ratelimit.Limit{}, limitFn: true}
 		},
 		requests: 1,
 		want:     answer{kind: "ok", ran: true, fields: none},

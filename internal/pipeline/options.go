@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -37,6 +38,12 @@ type Options[R any] struct {
 	// styleSet records that the header style was chosen, which shadow mode respects.
 	styleSet bool
 
+	// limitBy names the option that gave the limits (WithLimit, WithLimits, ...), and
+	// conflict is the error New reports when a second one was given too. keyBy and costBy
+	// name the key and cost options when given, which WithLimits refuses beside it.
+	limitBy, keyBy, costBy string
+	conflict               error
+
 	// fixed are the limits known before any request (WithLimit, a table of limits), with
 	// the option that gave each, checked by New.
 	fixed []fixedLimit
@@ -45,6 +52,9 @@ type Options[R any] struct {
 type fixedLimit struct {
 	option string
 	limit  ratelimit.Limit
+	// zeroOK says that the zero Limit is a choice here (a table's default: "the requests
+	// it applies to are not limited"), not a number missing from the configuration.
+	zeroOK bool
 }
 
 // Defaults returns the options every middleware starts from, with key as its default key.
@@ -62,9 +72,37 @@ func (o *Options[R]) SetStyle(s headers.Style) {
 	o.Style, o.styleSet = s, true
 }
 
+// setLimitBy records that option gives the limits, and a conflict when another did before.
+func (o *Options[R]) setLimitBy(option string) {
+	if o.limitBy != "" && o.limitBy != option && o.conflict == nil {
+		o.conflict = fmt.Errorf("%s and %s both give the limits: pass one of them", o.limitBy, option)
+	}
+	o.limitBy = option
+}
+
+// SetKey sets the key function, from the option named option (WithKeyFunc); nil keeps
+// def, the default.
+func (o *Options[R]) SetKey(option string, f, def func(R) (string, error)) {
+	if f == nil {
+		o.Key, o.keyBy = def, ""
+		return
+	}
+	o.Key, o.keyBy = f, option
+}
+
+// SetCost sets the cost function, from the option named option (WithCostFunc); nil means
+// the default, a cost of 1.
+func (o *Options[R]) SetCost(option string, f func(R) int) {
+	o.Cost, o.costBy = f, ""
+	if f != nil {
+		o.costBy = option
+	}
+}
+
 // SetLimit gives every request the limit l.
 func (o *Options[R]) SetLimit(l ratelimit.Limit) {
-	o.fixed = []fixedLimit{{fmt.Sprintf("WithLimit(%v)", l), l}}
+	o.setLimitBy("WithLimit")
+	o.fixed = []fixedLimit{{fmt.Sprintf("WithLimit(%v)", l), l, false}}
 	o.Limit = func(R) ratelimit.Limit { return l }
 	o.Limits = nil
 }
@@ -72,6 +110,7 @@ func (o *Options[R]) SetLimit(l ratelimit.Limit) {
 // SetLimits gives each request the limits f returns; nil is ignored.
 func (o *Options[R]) SetLimits(f func(R) []ratelimit.Request) {
 	if f != nil {
+		o.setLimitBy("WithLimits")
 		o.fixed, o.Limit, o.Limits = nil, nil, f
 	}
 }
@@ -79,6 +118,7 @@ func (o *Options[R]) SetLimits(f func(R) []ratelimit.Request) {
 // SetLimitFunc gives each request the limit f returns; nil is ignored.
 func (o *Options[R]) SetLimitFunc(f func(R) ratelimit.Limit) {
 	if f != nil {
+		o.setLimitBy("WithLimitFunc")
 		o.fixed, o.Limits = nil, nil
 		o.Limit = f
 	}
@@ -88,12 +128,13 @@ func (o *Options[R]) SetLimitFunc(f func(R) ratelimit.Limit) {
 // there. name says what the request's name is; option names the option for errors. The map
 // is copied.
 func (o *Options[R]) SetTable(option string, limits map[string]ratelimit.Limit, def ratelimit.Limit, name func(R) string) {
+	o.setLimitBy(option)
 	limits = maps.Clone(limits)
 	o.fixed = o.fixed[:0:0]
 	for _, n := range slices.Sorted(maps.Keys(limits)) {
-		o.fixed = append(o.fixed, fixedLimit{fmt.Sprintf("%s: %s: %v", option, n, limits[n]), limits[n]})
+		o.fixed = append(o.fixed, fixedLimit{fmt.Sprintf("%s: %s: %v", option, n, limits[n]), limits[n], false})
 	}
-	o.fixed = append(o.fixed, fixedLimit{fmt.Sprintf("%s: default %v", option, def), def})
+	o.fixed = append(o.fixed, fixedLimit{fmt.Sprintf("%s: default %v", option, def), def, true})
 	o.Limits = nil
 	o.Limit = func(r R) ratelimit.Limit {
 		if l, ok := limits[name(r)]; ok {
@@ -103,12 +144,36 @@ func (o *Options[R]) SetTable(option string, limits map[string]ratelimit.Limit, 
 	}
 }
 
-// check returns an error for the first fixed limit that is neither zero nor accepted by l.
+// ErrZeroLimit is check's error for a fixed limit that is the zero Limit where a limit is
+// expected: a number missing from the configuration (PerMinute(0), an unset setting), which
+// would otherwise leave every request unlimited without a word.
+var ErrZeroLimit = errors.New("the zero Limit (no limit at all): a fixed limit must be a valid limit; exempt requests with WithSkipFunc, or return the zero Limit from a limit function, instead")
+
+// conflicts returns an error naming two options that cannot be given together, or nil.
+func (o *Options[R]) conflicts() error {
+	if o.conflict != nil {
+		return o.conflict
+	}
+	if o.Limits != nil {
+		for _, by := range [...]string{o.keyBy, o.costBy} {
+			if by != "" {
+				return fmt.Errorf("%s and WithLimits: WithLimits gives each request its keys and costs; pass one of them", by)
+			}
+		}
+	}
+	return nil
+}
+
+// check returns an error for the first fixed limit that is not accepted by l, or is zero
+// where zero is not a choice.
 func (o *Options[R]) check(l ratelimit.Limiter) error {
 	v, _ := l.(ratelimit.LimitValidator)
 	for _, f := range o.fixed {
 		if f.limit.IsZero() {
-			continue
+			if f.zeroOK {
+				continue
+			}
+			return fmt.Errorf("%s: %w", f.option, ErrZeroLimit)
 		}
 		err := f.limit.Validate()
 		if err == nil && v != nil {

@@ -8,6 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice-go/ratelimit"
@@ -85,7 +88,23 @@ type Pipeline[R any] struct {
 	observer ratelimit.Observer
 	backend  string
 	origin   ratelimit.OriginReporter
+
+	// shadowResume is when shadow decisions resume after a backend failure, in nanoseconds
+	// since epoch on the monotonic clock: see ShadowPause.
+	shadowResume atomic.Int64
+	epoch        time.Time
 }
+
+// ShadowBudget is the longest a shadow decision may delay the request it is made for:
+// in shadow mode the limiter is asked under a deadline of ShadowBudget (or the request's
+// own, when shorter). A shadow decision that fails because the backend did not answer
+// (a timeout, an unavailable backend) pauses shadow decisions for ShadowPause: requests
+// then proceed at once, undecided, so that an outage costs shadow traffic at most one
+// ShadowBudget per request in flight when it began, not one per request.
+const (
+	ShadowBudget = 10 * time.Millisecond
+	ShadowPause  = time.Second
+)
 
 // ShadowPrefix starts the key of every bucket a middleware in shadow mode uses, so that
 // shadow buckets never share a bucket with enforced ones.
@@ -98,8 +117,11 @@ const ShadowPrefix = "shadow|"
 // on a configuration that cannot work: a nil limiter, no limit, or a fixed limit that is
 // neither zero nor accepted by l.
 func New[R any](prefix string, l ratelimit.Limiter, o *Options[R], onError func(R, error) error) (*Pipeline[R], error) {
-	if l == nil {
+	if isNil(l) {
 		return nil, errors.New("nil Limiter")
+	}
+	if err := o.conflicts(); err != nil {
+		return nil, err
 	}
 	if o.Limit == nil && o.Limits == nil {
 		return nil, ErrNoLimit
@@ -116,12 +138,25 @@ func New[R any](prefix string, l ratelimit.Limiter, o *Options[R], onError func(
 	if o.Shadow && !o.styleSet {
 		o.Style = headers.StyleNone
 	}
-	p := &Pipeline[R]{limiter: l, opts: *o, onError: onError, prefix: prefix}
+	p := &Pipeline[R]{limiter: l, opts: *o, onError: onError, prefix: prefix, epoch: time.Now()}
 	if p.observer = ratelimit.Observers(o.Observer); p.observer != nil {
 		p.backend = ratelimit.BackendName(l)
 		p.origin, _ = l.(ratelimit.OriginReporter)
 	}
 	return p, nil
+}
+
+// isNil reports whether l is nil, or an interface holding a nil pointer (a *local.Limiter
+// never built, say), which would fail on the first request rather than at start-up.
+func isNil(l ratelimit.Limiter) bool {
+	if l == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(l); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
 }
 
 // Decide decides whether r, whose context is ctx, may proceed, taking its cost from its
@@ -140,15 +175,40 @@ func (p *Pipeline[R]) Decide(ctx context.Context, r R) Decision {
 	}
 	d.Cost = n
 	ctx = p.withPriority(ctx, r)
-	res, err := p.decide(ctx, d.Key, d.Limit, n)
 	if p.opts.Shadow {
+		if p.pausedShadow() {
+			return Decision{}
+		}
+		sctx, cancel := context.WithTimeout(ctx, ShadowBudget)
+		res, err := p.decide(sctx, ctx, d.Key, d.Limit, n)
+		cancel()
+		p.pauseShadowOn(ctx, err)
 		return p.shadow(ctx, d, res, err)
 	}
+	res, err := p.decide(ctx, ctx, d.Key, d.Limit, n)
 	if err != nil {
 		return p.fail(ctx, r, d, err)
 	}
 	d.Decided, d.Result, d.Charged = true, res, res.Allowed
 	return p.verdict(ctx, d)
+}
+
+// pausedShadow reports whether shadow decisions are paused after a backend failure.
+func (p *Pipeline[R]) pausedShadow() bool {
+	resume := p.shadowResume.Load()
+	return resume != 0 && int64(time.Since(p.epoch)) < resume
+}
+
+// pauseShadowOn pauses shadow decisions for ShadowPause when err says the backend failed
+// (not the caller, not the arguments).
+func (p *Pipeline[R]) pauseShadowOn(rctx context.Context, err error) {
+	if err == nil {
+		return
+	}
+	switch ratelimit.ClassifyError(rctx, err) {
+	case ratelimit.KindTimeout, ratelimit.KindUnavailable:
+		p.shadowResume.Store(int64(time.Since(p.epoch) + ShadowPause))
+	}
 }
 
 // withPriority returns ctx carrying r's priority, when the middleware gives requests one
@@ -174,7 +234,9 @@ func (p *Pipeline[R]) verdict(ctx context.Context, d Decision) Decision {
 	return d
 }
 
-// decideAll decides a request's several limits at once (WithLimits).
+// decideAll decides a request's several limits at once (WithLimits). A missing key is
+// limited under UnkeyedKey and reported, as for one limit; an entry without a name takes
+// the middleware's policy name (WithPolicyName).
 func (p *Pipeline[R]) decideAll(ctx context.Context, r R) Decision {
 	var d Decision
 	if p.opts.Skip != nil && p.opts.Skip(r) {
@@ -184,23 +246,29 @@ func (p *Pipeline[R]) decideAll(ctx context.Context, r R) Decision {
 	if len(reqs) == 0 {
 		return d
 	}
-	if p.opts.Shadow {
-		shadow := make([]ratelimit.Request, len(reqs))
-		for i, q := range reqs {
-			q.Key = ShadowPrefix + q.Key
-			shadow[i] = q
-		}
-		reqs = shadow
+	reqs, herr := p.settle(r, reqs)
+	if herr != nil {
+		d.Verdict, d.Err = Handled, herr
+		return d
 	}
 	d.Reqs = reqs
 	ctx = p.withPriority(ctx, r)
+	rctx := ctx
+	if p.opts.Shadow {
+		if p.pausedShadow() {
+			return Decision{}
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, ShadowBudget)
+		defer cancel()
+	}
 	var start time.Time
 	if p.observer != nil {
 		start = time.Now()
 	}
 	mr, err := p.limiter.(ratelimit.MultiLimiter).AllowAll(ctx, reqs)
 	if p.observer != nil {
-		p.observeAll(ctx, reqs, mr, err, time.Since(start))
+		p.observeAll(rctx, reqs, mr, err, time.Since(start))
 	}
 	d.Multi = mr
 	if b := mr.Binding; b >= 0 && b < len(reqs) {
@@ -210,7 +278,8 @@ func (p *Pipeline[R]) decideAll(ctx context.Context, r R) Decision {
 		}
 	}
 	if p.opts.Shadow {
-		return p.shadow(ctx, d, d.Result, err)
+		p.pauseShadowOn(rctx, err)
+		return p.shadow(rctx, d, d.Result, err)
 	}
 	if err != nil {
 		return p.fail(ctx, r, d, err)
@@ -223,22 +292,68 @@ func (p *Pipeline[R]) decideAll(ctx context.Context, r R) Decision {
 	return p.verdict(ctx, d)
 }
 
-// observeAll tells the observer of each limit of a decision over several: what AllowN alone
-// would have said of it, under its name.
+// settle returns reqs as the limiter is to be asked them: in shadow mode under
+// ShadowPrefix, a key the limiter cannot take replaced by UnkeyedKey (reported to the error
+// handler once per request, which may end the request: herr), an empty name by the
+// policy's name when WithPolicyName set one. It copies reqs only when it changes one.
+func (p *Pipeline[R]) settle(r R, reqs []ratelimit.Request) (_ []ratelimit.Request, herr error) {
+	named := p.opts.PolicyName != headers.DefaultPolicyName
+	owned, reported := false, false
+	for i, q := range reqs {
+		if q.Limit.IsZero() {
+			continue
+		}
+		keyErr := checkKey(q.Key, p.opts.Shadow)
+		if keyErr == nil && !p.opts.Shadow && (q.Name != "" || !named) {
+			continue
+		}
+		if !owned {
+			reqs, owned = slices.Clone(reqs), true
+		}
+		if keyErr != nil {
+			if !reported {
+				reported = true
+				if herr = p.onError(r, fmt.Errorf("%sno key for limit %d (%s), limiting as %q: %w",
+					p.prefix, i, nameOf(q), UnkeyedKey, keyErr)); herr != nil {
+					return reqs, herr
+				}
+			}
+			q.Key = UnkeyedKey
+		}
+		if q.Name == "" && named {
+			q.Name = p.opts.PolicyName
+		}
+		if p.opts.Shadow {
+			q.Key = ShadowPrefix + q.Key
+		}
+		reqs[i] = q
+	}
+	return reqs, nil
+}
+
+// nameOf returns q's policy name as headers and metrics give it.
+func nameOf(q ratelimit.Request) string {
+	if q.Name == "" {
+		return headers.DefaultPolicyName
+	}
+	return q.Name
+}
+
+// observeAll tells the observer of each limit of a decision over several, under its name:
+// what AllowN alone would have said of it, but that a request denied by one limit is denied
+// by all (nothing was taken from any bucket).
 func (p *Pipeline[R]) observeAll(ctx context.Context, reqs []ratelimit.Request, mr ratelimit.MultiResult, err error, took time.Duration) {
 	for i, q := range reqs {
 		if q.Limit.IsZero() {
 			continue
 		}
-		od := ratelimit.Decision{Policy: q.Name, Backend: p.backend, Shadow: p.opts.Shadow,
+		od := ratelimit.Decision{Policy: nameOf(q), Backend: p.backend, Shadow: p.opts.Shadow,
 			Cost: max(q.N, 1), Priority: ratelimit.PriorityFrom(ctx), Limit: q.Limit, Duration: took}
-		if od.Policy == "" {
-			od.Policy = p.opts.PolicyName
-		}
 		var res ratelimit.Result
 		if i < len(mr.Results) {
 			res = mr.Results[i]
 		}
+		res.Allowed = res.Allowed && mr.Allowed
 		od.SetOutcome(ctx, res, err)
 		p.observer.ObserveDecision(ctx, od)
 	}
@@ -270,8 +385,10 @@ func (p *Pipeline[R]) Refund(ctx context.Context, r R, d Decision) {
 	}
 }
 
-// decide asks the limiter, and tells the observer when there is one.
-func (p *Pipeline[R]) decide(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
+// decide asks the limiter with ctx, and tells the observer when there is one; rctx is the
+// request's own context, which says whether an error is the caller's (ctx may be rctx with a
+// shorter deadline: see ShadowBudget).
+func (p *Pipeline[R]) decide(ctx, rctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
 	if p.observer == nil {
 		return p.limiter.AllowN(ctx, key, limit, n)
 	}
@@ -292,20 +409,28 @@ func (p *Pipeline[R]) decide(ctx context.Context, key string, limit ratelimit.Li
 	if origin.Backend != "" {
 		od.Backend = origin.Backend
 	}
-	od.SetOutcome(ctx, res, err)
-	p.observer.ObserveDecision(ctx, od)
+	od.SetOutcome(rctx, res, err)
+	p.observer.ObserveDecision(rctx, od)
 	return res, err
 }
 
 // shadow is the verdict of shadow mode: every request proceeds, unless its own context has
 // ended, whatever the limiter said; the rate-limit headers, when asked for, report the
 // decision but never a Retry-After.
+//
+// A shadow decision that admitted took tokens from its shadow buckets, as an enforced one
+// would: Charged is set, so that WithRefundIf gives them back and the shadow buckets count
+// what enforcement would have counted.
 func (p *Pipeline[R]) shadow(ctx context.Context, d Decision, res ratelimit.Result, err error) Decision {
 	if err != nil {
 		if ctx.Err() != nil {
 			d.Verdict, d.Err = Ended, ctx.Err()
 		}
 		return d
+	}
+	d.Charged = res.Allowed
+	if d.Reqs != nil {
+		d.Charged = d.Multi.Allowed
 	}
 	res.Allowed, res.RetryAfter, res.Delay = true, 0, 0
 	d.Decided, d.Result = true, res
@@ -405,12 +530,11 @@ func (p *Pipeline[R]) fail(ctx context.Context, r R, d Decision, err error) Deci
 }
 
 // IsArgumentError reports whether err says the limiter was asked something it can never
-// answer (a cost below 1, a limit it rejects, an operation it lacks), rather than that it
-// failed to answer.
+// answer (a cost below 1, a limit it rejects, an operation it lacks, a list of limits it
+// cannot decide as a whole), rather than that it failed to answer: ratelimit.ClassifyError's
+// KindInvalidInput, the one list of such errors.
 func IsArgumentError(err error) bool {
-	return errors.Is(err, ratelimit.ErrInvalidCost) || errors.Is(err, ratelimit.ErrInvalidLimit) ||
-		errors.Is(err, ratelimit.ErrKeyEmpty) || errors.Is(err, ratelimit.ErrKeyTooLong) ||
-		errors.Is(err, ratelimit.ErrNotSupported)
+	return ratelimit.ClassifyError(nil, err) == ratelimit.KindInvalidInput
 }
 
 // The messages of the middlewares' answers, the same in every framework. They name no key,

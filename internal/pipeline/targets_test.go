@@ -166,9 +166,11 @@ func get(t *testing.T, ctx context.Context, url string, rec *record) answer {
 
 func serveGin(t *testing.T, s setup) func(context.Context) answer {
 	opts := []ginmw.Option{ginmw.WithErrorPolicy(s.policy)}
-	if s.limitFn {
+	switch {
+	case s.limits != nil:
+	case s.limitFn:
 		opts = append(opts, ginmw.WithLimitFunc(func(*gin.Context) ratelimit.Limit { return s.limit }))
-	} else {
+	default:
 		opts = append(opts, ginmw.WithLimit(s.limit))
 	}
 	if s.keyFails {
@@ -210,9 +212,11 @@ func serveGin(t *testing.T, s setup) func(context.Context) answer {
 
 func serveHTTP(t *testing.T, s setup) func(context.Context) answer {
 	opts := []httpmw.Option{httpmw.WithErrorPolicy(s.policy)}
-	if s.limitFn {
+	switch {
+	case s.limits != nil:
+	case s.limitFn:
 		opts = append(opts, httpmw.WithLimitFunc(func(*http.Request) ratelimit.Limit { return s.limit }))
-	} else {
+	default:
 		opts = append(opts, httpmw.WithLimit(s.limit))
 	}
 	if s.keyFails {
@@ -291,9 +295,11 @@ func serviceDesc(rec *record) *grpc.ServiceDesc {
 
 func serveGRPC(t *testing.T, s setup, stream bool) func(context.Context) answer {
 	opts := []grpcmw.Option{grpcmw.WithErrorPolicy(s.policy)}
-	if s.limitFn {
+	switch {
+	case s.limits != nil:
+	case s.limitFn:
 		opts = append(opts, grpcmw.WithLimitFunc(func(context.Context, string) ratelimit.Limit { return s.limit }))
-	} else {
+	default:
 		opts = append(opts, grpcmw.WithLimit(s.limit))
 	}
 	if s.keyFails {
