@@ -62,10 +62,14 @@
 // WithErrorHandler is told of each failure of the primary, WithStateHook of each change of
 // the breaker's state (opened: degraded; closed: recovered), with the error that caused it.
 // Both run on the goroutine of the call concerned, holding no lock, and StateChange logs
-// well with log/slog (it is a slog.LogValuer and a fmt.Stringer):
+// well with log/slog (it is a slog.LogValuer and a fmt.Stringer). During an outage each
+// probe flips the breaker open → half-open → open; StateChange.Edge picks out the outage's
+// start and end:
 //
 //	fallback.WithStateHook(func(c fallback.StateChange) {
-//		slog.Warn("rate limiter", "breaker", c)
+//		if c.Edge() { // degraded, recovered: not every probe's open ↔ half-open
+//			slog.Warn("rate limiter", "breaker", c)
+//		}
 //	})
 //
 // WithObserver reports the same changes to a ratelimit.Observer (otelmetrics,

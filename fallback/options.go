@@ -114,9 +114,11 @@ func WithErrorHandler(f func(ctx context.Context, key string, err error)) Option
 
 // WithStateHook sets a function told of every change of the circuit breaker's state,
 // such as Closed → Open when the primary has failed too often (decisions are degraded
-// from then on) and HalfOpen → Closed when it has come back (recovered). It runs on the
-// goroutine of the call that made the change, after the change, holding no lock; other
-// calls go on meanwhile. Keep it quick, as slog is. Default: none.
+// from then on) and HalfOpen → Closed when it has come back (recovered). While the primary
+// stays down, each probe flips the breaker Open → HalfOpen → Open: a hook that logs should
+// log only the changes for which StateChange.Edge is true, once per outage each way. It
+// runs on the goroutine of the call that made the change, after the change, holding no
+// lock; other calls go on meanwhile. Keep it quick, as slog is. Default: none.
 func WithStateHook(f func(StateChange)) Option {
 	return func(o *options) { o.onState = f }
 }
