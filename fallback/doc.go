@@ -51,11 +51,14 @@
 // the primary: a denial the primary would give. A request of another priority, which keeps
 // another reserve, goes to the primary.
 // The cache never admits anything; docs/redis.md ("The denial cache") has the argument, and
-// the few cases, all bounded by Burst/Rate, where it can deny what the primary would admit.
+// the few cases, all bounded by the cache's TTL, where it can deny what the primary would admit.
 // The cache is on by default (WithDenialCacheSize caps it, or turns it off): a hit costs
 // well under a microsecond and allocates nothing, and it takes a hammered key off Redis
-// almost entirely (docs/benchmarks.md). Entries expire when their denial does; only the
-// primary's denials are remembered.
+// almost entirely (docs/benchmarks.md). Entries expire when their denial does, or sooner,
+// a second after the denied request by default (WithDenialCacheTTL); only the primary's
+// denials are remembered. A Reset or a Refund through the Limiter wins over every denial
+// decided before it, even one answered after it; one made through another instance goes
+// unseen here for at most that TTL.
 //
 // # Hooks
 //

@@ -69,7 +69,7 @@ func New(primary, secondary ratelimit.Limiter, opts ...Option) *Limiter {
 		},
 	}
 	if o.cacheSize > 0 {
-		l.cache = newDenialCache(o.cacheSize)
+		l.cache = newDenialCache(o.cacheSize, o.cacheTTL)
 	}
 	if l.clock != nil {
 		l.epoch = l.clock()
@@ -109,9 +109,12 @@ func (l *Limiter) decide(ctx context.Context, key string, limit ratelimit.Limit,
 	}
 	sent := l.now()
 	var p ratelimit.Priority
+	var gen uint64
 	if l.cache != nil {
 		p = ratelimit.PriorityFrom(ctx)
-		if res, ok := l.cache.lookup(key, limit, n, p, sent); ok {
+		var res ratelimit.Result
+		var ok bool
+		if res, gen, ok = l.cache.lookup(key, limit, n, p, sent); ok {
 			return res, l.origins.cache, nil
 		}
 	}
@@ -128,7 +131,7 @@ func (l *Limiter) decide(ctx context.Context, key string, limit ratelimit.Limit,
 		case res.Allowed:
 			l.cache.forget(key, limit)
 		default:
-			l.cache.store(key, limit, n, p, sent, res)
+			l.cache.store(key, limit, n, p, sent, gen, res)
 		}
 		return res, l.origins.primary, nil
 	case !isFailure(ctx, err):

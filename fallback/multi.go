@@ -65,27 +65,32 @@ func (l *Limiter) Peek(ctx context.Context, key string, limit ratelimit.Limit, n
 }
 
 // Refund gives n tokens back to the primary's bucket, or, while the primary is
-// unavailable, to the secondary's under the scaled limit; a denial the cache holds for the
-// bucket is forgotten.
+// unavailable, to the secondary's under the scaled limit; the denial cache forgets the
+// bucket's denials, those decided before the refund and answered after it too.
 func (l *Limiter) Refund(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
-	if l.cache != nil {
-		l.cache.forget(key, limit)
-	}
+	defer l.invalidate(key, limit)
 	return l.inspect(ctx, key, limit, func(ins ratelimit.Inspector, limit ratelimit.Limit) (ratelimit.Result, error) {
 		return ins.Refund(ctx, key, limit, n)
 	})
 }
 
 // Reset makes the primary's bucket full again, or, while the primary is unavailable, the
-// secondary's; a denial the cache holds for the bucket is forgotten.
+// secondary's; the denial cache forgets the bucket's denials, those decided before the
+// reset and answered after it too.
 func (l *Limiter) Reset(ctx context.Context, key string, limit ratelimit.Limit) error {
-	if l.cache != nil {
-		l.cache.forget(key, limit)
-	}
+	defer l.invalidate(key, limit)
 	_, err := l.inspect(ctx, key, limit, func(ins ratelimit.Inspector, limit ratelimit.Limit) (ratelimit.Result, error) {
 		return ratelimit.Result{}, ins.Reset(ctx, key, limit)
 	})
 	return err
+}
+
+// invalidate makes the denial cache forget (key, limit) after a reset or a refund of it,
+// with the answers still on their way from the primary that may predate it.
+func (l *Limiter) invalidate(key string, limit ratelimit.Limit) {
+	if l.cache != nil {
+		l.cache.invalidate(key, limit)
+	}
 }
 
 // inspect runs op on the primary's Inspector with limit through the breaker, and on the

@@ -22,6 +22,10 @@ const (
 	// DefaultDenialCacheSize caps the number of denials the cache holds: about 10 MB at
 	// the cap, with short keys.
 	DefaultDenialCacheSize = 1 << 16
+	// DefaultDenialCacheTTL is the longest the denial cache answers for the primary after
+	// one denial: how long a bucket reset or refunded through another instance, or lost by
+	// Redis, can go on being denied here.
+	DefaultDenialCacheTTL = time.Second
 )
 
 // Option configures a Limiter built by New.
@@ -32,6 +36,7 @@ type options struct {
 	threshold int
 	cooldown  time.Duration
 	cacheSize int // negative: no cache
+	cacheTTL  time.Duration
 	onError   func(ctx context.Context, key string, err error)
 	onState   func(StateChange)
 	clock     func() time.Time
@@ -44,6 +49,7 @@ func defaultOptions() options {
 		threshold: DefaultFailureThreshold,
 		cooldown:  DefaultCooldown,
 		cacheSize: DefaultDenialCacheSize,
+		cacheTTL:  DefaultDenialCacheTTL,
 	}
 }
 
@@ -100,6 +106,25 @@ func WithDenialCacheSize(n int) Option {
 			n = DefaultDenialCacheSize
 		}
 		o.cacheSize = n
+	}
+}
+
+// WithDenialCacheTTL sets the longest the denial cache denies requests on the strength of
+// one denial by the primary: until the denial's RetryAfter, but for no more than d after
+// the denied request was sent. Resets and refunds made through this Limiter take effect at
+// once; d bounds how long one made through another instance (or a bucket Redis lost) goes
+// unseen, while each hammered, denied key costs a call to the primary every d. Default:
+// DefaultDenialCacheTTL (1 s). A negative value removes the bound: a denial is served until
+// its RetryAfter, which may be hours (PerDay limits).
+func WithDenialCacheTTL(d time.Duration) Option {
+	return func(o *options) {
+		switch {
+		case d == 0:
+			d = DefaultDenialCacheTTL
+		case d < 0:
+			d = math.MaxInt64
+		}
+		o.cacheTTL = d
 	}
 }
 
