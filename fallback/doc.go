@@ -35,9 +35,10 @@
 // When the primary fails, or the breaker keeps calls off it, the secondary decides, under
 // this instance's share of the limit (WithInstances(n): Rate/n, Burst/n rounded down, at
 // least 1), so that n instances together admit about the limit instead of n times it. The
-// Result then carries that share as its Limit. A request costing more than the share's burst
-// takes the whole share, instead of failing with ratelimit.ErrExceedsBurst for a request the
-// real limit allows.
+// Result then carries that share as its Limit. A request the real limit allows at its
+// ratelimit.Priority but costing more than the share can give that priority (its burst less
+// the priority's reserve, WithReserves) takes all the share can give it, instead of failing
+// with ratelimit.ErrExceedsBurst, which tells clients never to retry.
 //
 // With a nil secondary, those calls fail with an error wrapping ErrUnavailable, and the
 // middleware's error policy decides (fail open or closed): the breaker then spares requests

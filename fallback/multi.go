@@ -39,12 +39,13 @@ func (l *Limiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratel
 		return ratelimit.MultiResult{}, cause
 	}
 	shares := make([]ratelimit.Request, len(reqs))
+	p := ratelimit.PriorityFrom(ctx)
 	for i, q := range reqs {
 		if share := l.share(q.Limit); !q.Limit.IsZero() && share != q.Limit {
-			// As AllowN degraded: a cost within the limit's burst but above the share's takes
-			// all of the share; a cost the limit itself refuses is refused.
-			if q.N > share.Burst && q.N <= q.Limit.Burst {
-				q.N = share.Burst
+			// As AllowN degraded: a cost the primary could admit takes at most the part of
+			// the share left to the priority; a cost the limit itself refuses is refused.
+			if q.N <= q.Limit.Burst {
+				q.N = l.shareCost(p, q.Limit, share, q.N)
 			}
 			q.Limit = share
 		}
@@ -57,8 +58,8 @@ func (l *Limiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratel
 // the secondary would under the scaled limit.
 func (l *Limiter) Peek(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
 	return l.inspect(ctx, key, limit, func(ins ratelimit.Inspector, share ratelimit.Limit) (ratelimit.Result, error) {
-		if share != limit { // as AllowN degraded: a cost above the share's burst takes all of it
-			return ins.Peek(ctx, key, share, min(n, share.Burst))
+		if share != limit { // as AllowN degraded: a cost above the share's part takes all of it
+			return ins.Peek(ctx, key, share, l.shareCost(ratelimit.PriorityFrom(ctx), limit, share, n))
 		}
 		return ins.Peek(ctx, key, limit, n)
 	})

@@ -33,6 +33,7 @@ type Option func(*options)
 
 type options struct {
 	instances int
+	reserves  ratelimit.Reserves
 	threshold int
 	cooldown  time.Duration
 	cacheSize int // negative: no cache
@@ -58,12 +59,24 @@ func defaultOptions() options {
 // Limit{Rate: Rate/n, Burst: max(1, Burst/n), Warmup: Warmup}. Default: 1, the whole limit on every
 // instance (n instances together then admit up to n times the limit).
 //
-// A request costing more than the share's burst takes the whole share: it passes when the
-// share is full, rather than failing with ratelimit.ErrExceedsBurst for a request the real
-// limit allows. Such requests can then exceed the share, by at most one request per
-// instance per Burst/Rate seconds.
+// A request the real limit allows at its priority but that costs more than the share can
+// give that priority (the share's burst less its reserve, WithReserves) takes all the
+// share can give it: it passes when the share is full, rather than failing with
+// ratelimit.ErrExceedsBurst, which tells clients never to retry. Such requests can then
+// exceed the share, by at most one request per instance per Burst/Rate seconds. A request
+// the real limit refuses as too costly is refused.
 func WithInstances(n int) Option {
 	return func(o *options) { o.instances = max(n, 1) }
+}
+
+// WithReserves tells the Limiter the priority reserves its limiters keep
+// (local.WithReserves, distributed.WithReserves): give it the same value. It needs them
+// only with WithInstances, to clamp a cost to the part of an instance's share left to the
+// request's priority (see WithInstances); the secondary enforces the reserves itself.
+// Default: the zero Reserves, the defaults, as on the backends. New panics on reserves
+// that ratelimit.Reserves.Validate refuses.
+func WithReserves(r ratelimit.Reserves) Option {
+	return func(o *options) { o.reserves = r }
 }
 
 // WithFailureThreshold sets how many failures of the primary in a row open the circuit
