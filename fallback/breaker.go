@@ -54,6 +54,12 @@ func (c StateChange) Degraded() bool { return c.To != Closed }
 // Recovered reports whether the change closed the breaker: the primary decides again.
 func (c StateChange) Recovered() bool { return c.To == Closed }
 
+// Edge reports whether the change begins an outage (Closed → Open: degraded) or ends it
+// (HalfOpen → Closed: recovered). The changes between them, Open → HalfOpen and back for
+// each probe while the primary stays down (one pair per cooldown, four a second by
+// default), are not edges: a hook that logs only edges logs an outage twice, however long.
+func (c StateChange) Edge() bool { return c.From == Closed || c.To == Closed }
+
 // String describes the change for people, as in
 // "circuit breaker closed → open (degraded): distributed: context deadline exceeded".
 func (c StateChange) String() string {

@@ -30,6 +30,10 @@ type denial struct {
 	until int64         // sent + RetryAfter: until then, a request of the same cost is denied
 	cost  int           // the denied request's cost
 	reset time.Duration // the denial's ResetAfter
+	// expires is when the cache stops answering for the primary: until, or sooner under the
+	// cache's TTL (WithDenialCacheTTL), which bounds how long a reset made elsewhere goes
+	// unseen here.
+	expires int64
 	// priority is the denied request's: a denial proves nothing about a request of another
 	// priority, which keeps another reserve (ratelimit.Reserves) and so has another
 	// RetryAfter, or none.
@@ -42,17 +46,22 @@ type denial struct {
 type denialCache struct {
 	seed     maphash.Seed
 	perShard int
+	ttl      int64 // ns; math.MaxInt64: none
 	shards   [cacheShards]cacheShard
 }
 
 type cacheShard struct {
 	mu sync.RWMutex
 	m  map[bucket]denial
-	_  [64 - 32]byte // keep shards on separate cache lines
+	// gen counts the resets and refunds made through the Limiter on the shard's keys. A
+	// denial is stored only if no reset or refund of the shard came between the lookup that
+	// preceded its request and its answer: the primary may have decided it before them.
+	gen uint64
+	_   [64 - 40]byte // keep shards on separate cache lines
 }
 
-func newDenialCache(size int) *denialCache {
-	c := &denialCache{seed: maphash.MakeSeed(), perShard: max(1, size/cacheShards)}
+func newDenialCache(size int, ttl time.Duration) *denialCache {
+	c := &denialCache{seed: maphash.MakeSeed(), perShard: max(1, size/cacheShards), ttl: int64(ttl)}
 	for i := range c.shards {
 		c.shards[i].m = make(map[bucket]denial)
 	}
@@ -64,14 +73,16 @@ func (c *denialCache) shard(key string) *cacheShard {
 }
 
 // lookup returns the denial of a request of n tokens at priority p on (key, limit) at now,
-// if a denial by the primary proves it, without allocating.
-func (c *denialCache) lookup(key string, limit ratelimit.Limit, n int, p ratelimit.Priority, now int64) (ratelimit.Result, bool) {
+// if a denial by the primary proves it, without allocating. Otherwise it returns the
+// generation to hand to store with the primary's answer.
+func (c *denialCache) lookup(key string, limit ratelimit.Limit, n int, p ratelimit.Priority, now int64) (ratelimit.Result, uint64, bool) {
 	s := c.shard(key)
 	s.mu.RLock()
 	d, ok := s.m[bucket{key, limit.Rate, limit.Burst, limit.Warmup}]
+	gen := s.gen
 	s.mu.RUnlock()
-	if !ok || n != d.cost || p != d.priority || now >= d.until {
-		return ratelimit.Result{}, false
+	if !ok || n != d.cost || p != d.priority || now >= d.expires {
+		return ratelimit.Result{}, gen, false
 	}
 	// The primary's answer, aged by the time since it was asked, as it would be if nothing
 	// else had used the bucket since: the same request is allowed at until, and the bucket
@@ -79,29 +90,34 @@ func (c *denialCache) lookup(key string, limit ratelimit.Limit, n int, p ratelim
 	// algorithm.
 	retry := time.Duration(d.until - now)
 	reset := max(d.reset-time.Duration(now-d.sent), retry)
-	return ratelimit.Result{Limit: limit, RetryAfter: retry, ResetAfter: reset}, true
+	return ratelimit.Result{Limit: limit, RetryAfter: retry, ResetAfter: reset}, 0, true
 }
 
 // store remembers that the primary, asked at sent, denied n tokens at priority p on
 // (key, limit) with res, in place of what the cache held for the bucket, unless that was a
 // denial of the same cost and priority lasting at least as long (the answer to a request sent
-// earlier can come back later).
+// earlier can come back later). gen is what lookup returned before the request was sent: if
+// a reset or a refund came since, the denial may predate it and is dropped.
 //
 // Only denials of one token are kept. A denial of n > 1 tokens proves as much, but what the
 // bucket's Remaining becomes while it lasts depends on the algorithm (a token bucket refills
 // by fractions, a sliding log by whole entries, a fixed window not at all), which only the
 // primary knows; and requests of one token are the hot path.
-func (c *denialCache) store(key string, limit ratelimit.Limit, n int, p ratelimit.Priority, sent int64, res ratelimit.Result) {
+func (c *denialCache) store(key string, limit ratelimit.Limit, n int, p ratelimit.Priority, sent int64, gen uint64, res ratelimit.Result) {
 	if res.RetryAfter <= 0 || n != 1 {
 		return
 	}
-	d := denial{sent: sent, until: sent + int64(res.RetryAfter), cost: n, reset: res.ResetAfter, priority: p}
+	until := sent + int64(res.RetryAfter)
+	d := denial{sent: sent, until: until, expires: sent + min(int64(res.RetryAfter), c.ttl), cost: n, reset: res.ResetAfter, priority: p}
 	k := bucket{key, limit.Rate, limit.Burst, limit.Warmup}
 	s := c.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.gen != gen {
+		return
+	}
 	old, ok := s.m[k]
-	if ok && old.cost == d.cost && old.priority == d.priority && old.until >= d.until {
+	if ok && old.cost == d.cost && old.priority == d.priority && old.until >= d.until && old.expires >= d.expires {
 		return
 	}
 	if !ok && len(s.m) >= c.perShard {
@@ -127,6 +143,17 @@ func (c *denialCache) forget(key string, limit ratelimit.Limit) {
 	}
 }
 
+// invalidate forgets what the cache holds for (key, limit), and drops the denials of every
+// request on the shard now waiting for the primary's answer: a reset or a refund of the
+// bucket has just been made, and those denials may have been decided before it.
+func (c *denialCache) invalidate(key string, limit ratelimit.Limit) {
+	s := c.shard(key)
+	s.mu.Lock()
+	s.gen++
+	delete(s.m, bucket{key, limit.Rate, limit.Burst, limit.Warmup})
+	s.mu.Unlock()
+}
+
 // evict makes room in a full shard: it looks at a few entries (Go starts each map
 // iteration at a random place), drops those that have expired, and if none had, drops the
 // one of them that expires first.
@@ -134,11 +161,11 @@ func (s *cacheShard) evict(now int64) {
 	var victim bucket
 	soonest, seen, dropped := int64(math.MaxInt64), 0, false
 	for k, d := range s.m {
-		if d.until <= now {
+		if d.expires <= now {
 			delete(s.m, k)
 			dropped = true
-		} else if d.until < soonest {
-			victim, soonest = k, d.until
+		} else if d.expires < soonest {
+			victim, soonest = k, d.expires
 		}
 		if seen++; seen == evictSample {
 			break

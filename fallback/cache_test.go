@@ -11,6 +11,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/internal/conformance"
+	"github.com/sluice-go/ratelimit/local"
 )
 
 const ms = time.Millisecond
@@ -206,4 +207,114 @@ func TestDenialCacheWarmup(t *testing.T) {
 	require.True(t, r.allow(t, warm).Allowed)
 	require.False(t, r.allow(t, warm).Allowed)
 	require.Equal(t, int64(4), r.primary.calls.Load())
+}
+
+// late is a primary whose answer the test can hold back after it has decided, as a reply
+// on its way back from Redis. The Limiter calls AllowN only.
+type late struct {
+	*local.Limiter
+	decided chan struct{} // while set, AllowN signals here once it has decided...
+	release chan struct{} // ...and returns once this is closed
+}
+
+func (p *late) AllowN(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
+	res, err := p.Limiter.AllowN(ctx, key, limit, n)
+	if p.release != nil {
+		p.decided <- struct{}{}
+		<-p.release
+	}
+	return res, err
+}
+
+// TestDenialCacheResetWins: a denial the primary decided before a Reset or a Refund made
+// through the Limiter, but answered after it, is not cached: the next request goes to the
+// primary, which admits it. A limit of one token every 20 minutes, so that a cached denial
+// would be served that long.
+func TestDenialCacheResetWins(t *testing.T) {
+	limit := ratelimit.Limit{Rate: 1.0 / 1200, Burst: 1}
+	ctx := context.Background()
+	for name, restore := range map[string]func(l *fallback.Limiter) error{
+		"Reset": func(l *fallback.Limiter) error { return l.Reset(ctx, "k", limit) },
+		"Refund": func(l *fallback.Limiter) error {
+			_, err := l.Refund(ctx, "k", limit, 1)
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			clock := conformance.NewClock()
+			primary := &late{Limiter: newLocal(t, clock)}
+			l := fallback.New(primary, nil, fallback.WithClock(clock.Now))
+			res, err := l.Allow(ctx, "k", limit)
+			require.NoError(t, err)
+			require.True(t, res.Allowed) // the bucket is empty
+
+			primary.decided, primary.release = make(chan struct{}), make(chan struct{})
+			answer, failed := make(chan ratelimit.Result, 1), make(chan error, 1)
+			go func() {
+				res, err := l.Allow(ctx, "k", limit)
+				answer <- res
+				failed <- err
+			}()
+			<-primary.decided // denied, 20 minutes to wait
+			require.NoError(t, restore(l))
+			close(primary.release)
+			res = <-answer
+			require.NoError(t, <-failed)
+			require.False(t, res.Allowed, "the primary's answer is returned as it is")
+			require.Equal(t, 20*time.Minute, res.RetryAfter)
+			primary.decided, primary.release = nil, nil
+
+			res, origin, err := l.AllowNOrigin(ctx, "k", limit, 1)
+			require.NoError(t, err)
+			require.False(t, origin.Cached)
+			require.True(t, res.Allowed, "the bucket was %s after the denial", name)
+		})
+	}
+}
+
+// TestDenialCacheTTL: a bucket reset through another instance (here straight on the shared
+// primary) goes on being denied from the cache for at most the cache's TTL after the
+// denied request was sent, and never longer than the denial's RetryAfter (20 minutes).
+func TestDenialCacheTTL(t *testing.T) {
+	limit := ratelimit.Limit{Rate: 1.0 / 1200, Burst: 1}
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		opt  fallback.Option
+		ttl  time.Duration
+	}{
+		{"Default", nil, fallback.DefaultDenialCacheTTL},
+		{"Zero", fallback.WithDenialCacheTTL(0), time.Second},
+		{"Minute", fallback.WithDenialCacheTTL(time.Minute), time.Minute},
+		{"Unbounded", fallback.WithDenialCacheTTL(-1), 20 * time.Minute},
+		{"LongerThanRetryAfter", fallback.WithDenialCacheTTL(time.Hour), 20 * time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := conformance.NewClock()
+			primary := newSwitched(t, clock)
+			l := fallback.New(primary, nil, fallback.WithClock(clock.Now), tt.opt)
+			allow := func() (ratelimit.Result, ratelimit.Origin) {
+				t.Helper()
+				res, origin, err := l.AllowNOrigin(ctx, "k", limit, 1)
+				require.NoError(t, err)
+				return res, origin
+			}
+			res, _ := allow()
+			require.True(t, res.Allowed)
+			res, origin := allow() // t0: denied by the primary, and cached
+			require.False(t, res.Allowed)
+			require.False(t, origin.Cached)
+			require.NoError(t, primary.Reset(ctx, "k", limit)) // another instance's reset
+
+			clock.Advance(tt.ttl - time.Nanosecond)
+			res, origin = allow()
+			require.True(t, origin.Cached, "t0 + TTL - 1ns: still the cache's")
+			require.Equal(t, 20*time.Minute-tt.ttl+time.Nanosecond, res.RetryAfter, "the primary's RetryAfter, aged")
+			clock.Advance(time.Nanosecond)
+			res, origin = allow()
+			require.False(t, origin.Cached, "t0 + TTL: the primary's")
+			require.True(t, res.Allowed)
+		})
+	}
 }

@@ -36,9 +36,10 @@
 // When the primary fails, or the breaker keeps calls off it, the secondary decides, under
 // this instance's share of the limit (WithInstances(n): Rate/n, Burst/n rounded down, at
 // least 1), so that n instances together admit about the limit instead of n times it. The
-// Result then carries that share as its Limit. A request costing more than the share's burst
-// takes the whole share, instead of failing with ratelimit.ErrExceedsBurst for a request the
-// real limit allows.
+// Result then carries that share as its Limit. A request the real limit allows at its
+// ratelimit.Priority but costing more than the share can give that priority (its burst less
+// the priority's reserve, WithReserves) takes all the share can give it, instead of failing
+// with ratelimit.ErrExceedsBurst, which tells clients never to retry.
 //
 // With a nil secondary, those calls fail with an error wrapping ErrUnavailable, and the
 // middleware's error policy decides (fail open or closed): the breaker then spares requests
@@ -52,21 +53,28 @@
 // the primary: a denial the primary would give. A request of another priority, which keeps
 // another reserve, goes to the primary.
 // The cache never admits anything; docs/redis.md ("The denial cache") has the argument, and
-// the few cases, all bounded by Burst/Rate, where it can deny what the primary would admit.
+// the few cases, all bounded by the cache's TTL, where it can deny what the primary would admit.
 // The cache is on by default (WithDenialCacheSize caps it, or turns it off): a hit costs
 // well under a microsecond and allocates nothing, and it takes a hammered key off Redis
-// almost entirely (docs/benchmarks.md). Entries expire when their denial does; only the
-// primary's denials are remembered.
+// almost entirely (docs/benchmarks.md). Entries expire when their denial does, or sooner,
+// a second after the denied request by default (WithDenialCacheTTL); only the primary's
+// denials are remembered. A Reset or a Refund through the Limiter wins over every denial
+// decided before it, even one answered after it; one made through another instance goes
+// unseen here for at most that TTL.
 //
 // # Hooks
 //
 // WithErrorHandler is told of each failure of the primary, WithStateHook of each change of
 // the breaker's state (opened: degraded; closed: recovered), with the error that caused it.
 // Both run on the goroutine of the call concerned, holding no lock, and StateChange logs
-// well with log/slog (it is a slog.LogValuer and a fmt.Stringer):
+// well with log/slog (it is a slog.LogValuer and a fmt.Stringer). During an outage each
+// probe flips the breaker open → half-open → open; StateChange.Edge picks out the outage's
+// start and end:
 //
 //	fallback.WithStateHook(func(c fallback.StateChange) {
-//		slog.Warn("rate limiter", "breaker", c)
+//		if c.Edge() { // degraded, recovered: not every probe's open ↔ half-open
+//			slog.Warn("rate limiter", "breaker", c)
+//		}
 //	})
 //
 // WithObserver reports the same changes to a ratelimit.Observer (otelmetrics,

@@ -38,6 +38,9 @@ func ExampleNew() {
 			logger.WarnContext(ctx, "rate limit decided locally", "err", err)
 		}),
 		fallback.WithStateHook(func(c fallback.StateChange) {
+			if !c.Edge() {
+				return // a probe's open ↔ half-open, four a second while Redis is down
+			}
 			level := slog.LevelWarn
 			if c.Recovered() {
 				level = slog.LevelInfo

@@ -27,6 +27,7 @@ type Limiter struct {
 	primary   ratelimit.Limiter
 	secondary ratelimit.Limiter // nil: fail with ErrUnavailable instead
 	instances int
+	reserves  ratelimit.Reserves
 	breaker   breaker
 	cache     *denialCache // nil when off
 	onError   func(ctx context.Context, key string, err error)
@@ -43,8 +44,8 @@ var _ ratelimit.Limiter = (*Limiter)(nil)
 // with an error wrapping ErrUnavailable, and the caller's error policy applies, so that the
 // Limiter adds the circuit breaker and the denial cache to a primary of its own.
 //
-// New panics if primary is nil. The Limiter starts no goroutine, and closes neither
-// limiter: they belong to the caller.
+// New panics if primary is nil, or on reserves that cannot be enforced (WithReserves). The
+// Limiter starts no goroutine, and closes neither limiter: they belong to the caller.
 func New(primary, secondary ratelimit.Limiter, opts ...Option) *Limiter {
 	if primary == nil {
 		panic("fallback: New: nil primary Limiter")
@@ -55,10 +56,14 @@ func New(primary, secondary ratelimit.Limiter, opts ...Option) *Limiter {
 			opt(&o)
 		}
 	}
+	if err := o.reserves.Validate(); err != nil {
+		panic("fallback: New: WithReserves: " + err.Error())
+	}
 	l := &Limiter{
 		primary:   primary,
 		secondary: secondary,
 		instances: o.instances,
+		reserves:  o.reserves,
 		onError:   o.onError,
 		origins:   originsOf(primary, secondary),
 		clock:     o.clock,
@@ -69,7 +74,7 @@ func New(primary, secondary ratelimit.Limiter, opts ...Option) *Limiter {
 		},
 	}
 	if o.cacheSize > 0 {
-		l.cache = newDenialCache(o.cacheSize)
+		l.cache = newDenialCache(o.cacheSize, o.cacheTTL)
 	}
 	if l.clock != nil {
 		l.epoch = l.clock()
@@ -109,9 +114,12 @@ func (l *Limiter) decide(ctx context.Context, key string, limit ratelimit.Limit,
 	}
 	sent := l.now()
 	var p ratelimit.Priority
+	var gen uint64
 	if l.cache != nil {
 		p = ratelimit.PriorityFrom(ctx)
-		if res, ok := l.cache.lookup(key, limit, n, p, sent); ok {
+		var res ratelimit.Result
+		var ok bool
+		if res, gen, ok = l.cache.lookup(key, limit, n, p, sent); ok {
 			return res, l.origins.cache, nil
 		}
 	}
@@ -128,7 +136,7 @@ func (l *Limiter) decide(ctx context.Context, key string, limit ratelimit.Limit,
 		case res.Allowed:
 			l.cache.forget(key, limit)
 		default:
-			l.cache.store(key, limit, n, p, sent, res)
+			l.cache.store(key, limit, n, p, sent, gen, res)
 		}
 		return res, l.origins.primary, nil
 	case !isFailure(ctx, err):
@@ -193,11 +201,22 @@ func (l *Limiter) degraded(ctx context.Context, key string, limit ratelimit.Limi
 		return ratelimit.Result{Limit: limit}, l.origins.self, unavailable
 	}
 	share := l.share(limit)
-	// A request costing more than this instance's share of the burst takes all of it: it
-	// passes when the share is full, instead of failing with ErrExceedsBurst for a request
-	// the real limit allows.
-	res, err := l.secondary.AllowN(ctx, key, share, min(n, share.Burst))
+	res, err := l.secondary.AllowN(ctx, key, share, l.shareCost(ratelimit.PriorityFrom(ctx), limit, share, n))
 	return res, l.origins.secondary, err
+}
+
+// shareCost returns the cost to ask of the secondary under share for a request of n tokens
+// at priority p on limit. A request the primary could admit, n within the part of the
+// limit's burst left to p (Burst less the reserve kept back from p, WithReserves), must not
+// be refused as too costly by the share: when n is more than the part of the share's burst
+// left to p, it takes all of that part, and passes when the share is full. Any other n
+// (below 1, or above the limit's part) is left as it is, for the secondary to refuse as
+// the primary would.
+func (l *Limiter) shareCost(p ratelimit.Priority, limit, share ratelimit.Limit, n int) int {
+	if share == limit || n < 1 || n > limit.Burst-l.reserves.Tokens(p, limit.Burst) {
+		return n
+	}
+	return min(n, share.Burst-l.reserves.Tokens(p, share.Burst))
 }
 
 func (l *Limiter) waitDegraded(ctx context.Context, key string, limit ratelimit.Limit, unavailable error) error {

@@ -2,6 +2,7 @@ package fallback_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -54,7 +55,7 @@ func TestConformanceDegraded(t *testing.T) {
 					secondary := local.New(local.WithClock(clock.Now), local.WithCleanupInterval(-1), local.WithAlgorithm(alg),
 						local.WithReserves(r))
 					t.Cleanup(func() { _ = secondary.Close() })
-					l := fallback.New(deadRedis(t, addr, alg), secondary, fallback.WithClock(clock.Now))
+					l := fallback.New(deadRedis(t, addr, alg), secondary, fallback.WithClock(clock.Now), fallback.WithReserves(r))
 					// Open the breaker first, so that Wait goes to the secondary from the start
 					// (the Redis backend may answer ErrNotSupported, rightly passed through).
 					for range fallback.DefaultFailureThreshold {
@@ -182,4 +183,93 @@ func TestNewNilPrimary(t *testing.T) {
 func TestNilOption(t *testing.T) {
 	r := newRig(t, nil, fallback.WithInstances(0), nil)
 	require.True(t, r.allow(t, roomy).Allowed)
+}
+
+// TestInstancesPriorities: degraded with WithInstances(1) and (4), a request of every
+// priority and every cost from 1 to Burst gets the answer the healthy primary gives as to
+// whether it is too costly. One the primary admits (on a full bucket) is admitted by a full
+// share, and takes as much of it as the share can give its priority: its cost, or the
+// share's burst less the reserve kept back from that priority. One the primary refuses as
+// too costly is refused as such. With the default reserves and custom ones, given to the
+// limiters and to the Limiter alike.
+func TestInstancesPriorities(t *testing.T) {
+	limit := ratelimit.Limit{Rate: 10, Burst: 20}
+	ctx := context.Background()
+	for _, reserves := range []ratelimit.Reserves{{}, {Normal: 0.3, Sheddable: 0.6}} {
+		for _, instances := range []int{1, 4} {
+			t.Run(fmt.Sprintf("%+v/%d", reserves, instances), func(t *testing.T) {
+				clock := conformance.NewClock()
+				newLimiter := func() *local.Limiter {
+					l := local.New(local.WithClock(clock.Now), local.WithCleanupInterval(-1), local.WithReserves(reserves))
+					t.Cleanup(func() { _ = l.Close() })
+					return l
+				}
+				healthy := newLimiter()
+				primary, secondary := &switched{Limiter: newLimiter()}, newLimiter()
+				primary.fail(nil)
+				l := fallback.New(primary, secondary, fallback.WithClock(clock.Now),
+					fallback.WithInstances(instances), fallback.WithReserves(reserves))
+				share := ratelimit.Limit{Rate: limit.Rate / float64(instances), Burst: limit.Burst / instances}
+				for _, p := range []ratelimit.Priority{ratelimit.Critical, ratelimit.Normal, ratelimit.Sheddable} {
+					pctx := ratelimit.WithPriority(ctx, p)
+					// What the share can give p: its burst less p's reserve (5 − 2 = 3 tokens for
+					// Sheddable with the default half, with four instances).
+					part := share.Burst - reserves.Tokens(p, share.Burst)
+					for n := 1; n <= limit.Burst; n++ {
+						key := fmt.Sprintf("%v-%d", p, n)
+						want, wantErr := healthy.AllowN(pctx, key, limit, n)
+						got, err := l.AllowN(pctx, key, limit, n)
+						if wantErr != nil {
+							require.ErrorIs(t, wantErr, ratelimit.ErrExceedsBurst, "%v, n = %d", p, n)
+							require.ErrorIs(t, err, ratelimit.ErrExceedsBurst, "%v, n = %d: refused as the primary refuses", p, n)
+							continue
+						}
+						require.True(t, want.Allowed)
+						require.NoError(t, err, "%v, n = %d: the primary admits it", p, n)
+						require.True(t, got.Allowed, "%v, n = %d", p, n)
+						require.Equal(t, share, got.Limit)
+						// Count what the request left in the share: Critical takes it to empty.
+						left := 0
+						for ; left <= share.Burst; left++ {
+							res, err := secondary.Allow(ctx, key, share)
+							require.NoError(t, err)
+							if !res.Allowed {
+								break
+							}
+						}
+						require.Equal(t, share.Burst-min(n, part), left, "%v, n = %d: charged min(n, %d)", p, n, part)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestInstancesPrioritiesAllowAllPeek: AllowAll and Peek clamp a degraded cost as AllowN
+// does. Four instances, a burst of 20: the share's 5 tokens less the Sheddable half (2)
+// leave 3 to a Sheddable request, which the primary would admit up to 10 tokens. The
+// primary is a Redis backend that cannot reach its Redis.
+func TestInstancesPrioritiesAllowAllPeek(t *testing.T) {
+	clock := conformance.NewClock()
+	secondary := newLocal(t, clock)
+	l := fallback.New(deadRedis(t, deadAddr(t), ratelimit.TokenBucket), secondary,
+		fallback.WithClock(clock.Now), fallback.WithInstances(4))
+	limit := ratelimit.Limit{Rate: 10, Burst: 20}
+	share := ratelimit.Limit{Rate: 2.5, Burst: 5}
+	ctx := ratelimit.WithPriority(context.Background(), ratelimit.Sheddable)
+
+	res, err := l.Peek(ctx, "k", limit, 4)
+	require.NoError(t, err)
+	require.True(t, res.Allowed)
+	mr, err := l.AllowAll(ctx, []ratelimit.Request{{Key: "k", Limit: limit, N: 4}})
+	require.NoError(t, err)
+	require.True(t, mr.Allowed)
+	require.Equal(t, share, mr.Results[0].Limit)
+	// 3 tokens taken: the share's 2 left are Sheddable's reserve.
+	_, err = l.AllowAll(ctx, []ratelimit.Request{{Key: "k", Limit: limit, N: 11}})
+	require.ErrorIs(t, err, ratelimit.ErrExceedsBurst, "above what the primary gives Sheddable")
+	res, err = secondary.AllowN(context.Background(), "k", share, 2)
+	require.NoError(t, err)
+	require.True(t, res.Allowed)
+	require.Equal(t, 0, res.Remaining)
 }

@@ -39,12 +39,13 @@ func (l *Limiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratel
 		return ratelimit.MultiResult{}, cause
 	}
 	shares := make([]ratelimit.Request, len(reqs))
+	p := ratelimit.PriorityFrom(ctx)
 	for i, q := range reqs {
 		if share := l.share(q.Limit); !q.Limit.IsZero() && share != q.Limit {
-			// As AllowN degraded: a cost within the limit's burst but above the share's takes
-			// all of the share; a cost the limit itself refuses is refused.
-			if q.N > share.Burst && q.N <= q.Limit.Burst {
-				q.N = share.Burst
+			// As AllowN degraded: a cost the primary could admit takes at most the part of
+			// the share left to the priority; a cost the limit itself refuses is refused.
+			if q.N <= q.Limit.Burst {
+				q.N = l.shareCost(p, q.Limit, share, q.N)
 			}
 			q.Limit = share
 		}
@@ -57,35 +58,40 @@ func (l *Limiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratel
 // the secondary would under the scaled limit.
 func (l *Limiter) Peek(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
 	return l.inspect(ctx, key, limit, func(ins ratelimit.Inspector, share ratelimit.Limit) (ratelimit.Result, error) {
-		if share != limit { // as AllowN degraded: a cost above the share's burst takes all of it
-			return ins.Peek(ctx, key, share, min(n, share.Burst))
+		if share != limit { // as AllowN degraded: a cost above the share's part takes all of it
+			return ins.Peek(ctx, key, share, l.shareCost(ratelimit.PriorityFrom(ctx), limit, share, n))
 		}
 		return ins.Peek(ctx, key, limit, n)
 	})
 }
 
 // Refund gives n tokens back to the primary's bucket, or, while the primary is
-// unavailable, to the secondary's under the scaled limit; a denial the cache holds for the
-// bucket is forgotten.
+// unavailable, to the secondary's under the scaled limit; the denial cache forgets the
+// bucket's denials, those decided before the refund and answered after it too.
 func (l *Limiter) Refund(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
-	if l.cache != nil {
-		l.cache.forget(key, limit)
-	}
+	defer l.invalidate(key, limit)
 	return l.inspect(ctx, key, limit, func(ins ratelimit.Inspector, limit ratelimit.Limit) (ratelimit.Result, error) {
 		return ins.Refund(ctx, key, limit, n)
 	})
 }
 
 // Reset makes the primary's bucket full again, or, while the primary is unavailable, the
-// secondary's; a denial the cache holds for the bucket is forgotten.
+// secondary's; the denial cache forgets the bucket's denials, those decided before the
+// reset and answered after it too.
 func (l *Limiter) Reset(ctx context.Context, key string, limit ratelimit.Limit) error {
-	if l.cache != nil {
-		l.cache.forget(key, limit)
-	}
+	defer l.invalidate(key, limit)
 	_, err := l.inspect(ctx, key, limit, func(ins ratelimit.Inspector, limit ratelimit.Limit) (ratelimit.Result, error) {
 		return ratelimit.Result{}, ins.Reset(ctx, key, limit)
 	})
 	return err
+}
+
+// invalidate makes the denial cache forget (key, limit) after a reset or a refund of it,
+// with the answers still on their way from the primary that may predate it.
+func (l *Limiter) invalidate(key string, limit ratelimit.Limit) {
+	if l.cache != nil {
+		l.cache.invalidate(key, limit)
+	}
 }
 
 // inspect runs op on the primary's Inspector with limit through the breaker, and on the

@@ -2,6 +2,7 @@ package fallback_test
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -137,3 +138,67 @@ func TestWithObserverNotBreakerObserver(t *testing.T) {
 type decisionsOnly struct{}
 
 func (decisionsOnly) ObserveDecision(context.Context, ratelimit.Decision) {}
+
+// countingHandler is a slog.Handler that counts the breaker's records: those whose breaker
+// group says degraded=true, those that say degraded=false (recovered), and all of them.
+type countingHandler struct {
+	mu                           sync.Mutex
+	degraded, recovered, records int
+}
+
+func (h *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *countingHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *countingHandler) WithGroup(string) slog.Handler            { return h }
+
+func (h *countingHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.records++
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key != "breaker" {
+			return true
+		}
+		for _, f := range a.Value.Resolve().Group() {
+			if f.Key == "degraded" && f.Value.Bool() {
+				h.degraded++
+			} else if f.Key == "degraded" {
+				h.recovered++
+			}
+		}
+		return true
+	})
+	return nil
+}
+
+// TestOutageLogsOnce: a 10-second outage, the breaker probing every 100 ms, a request every
+// 10 ms, logged through the hook README.md and the package documentation recommend: one
+// record when the breaker opens (degraded) and one when it closes (recovered), not one for
+// each of the 100 probes' open ↔ half-open.
+func TestOutageLogsOnce(t *testing.T) {
+	h := &countingHandler{}
+	logger := slog.New(h)
+	changes := 0
+	r := newRig(t, fallback.WithCooldown(100*ms), fallback.WithStateHook(func(c fallback.StateChange) {
+		changes++
+		if c.Edge() { // as README.md
+			logger.Warn("rate limiter", "breaker", c)
+		}
+	}))
+	r.primary.fail(nil)
+	for elapsed := time.Duration(0); elapsed < 10*time.Second; elapsed += 10 * ms {
+		r.allow(t, roomy)
+		r.clock.Advance(10 * ms)
+	}
+	require.Equal(t, fallback.Open, r.l.State())
+	r.primary.down.Store(false)
+	r.clock.Advance(100 * ms)
+	r.allow(t, roomy)
+	require.Equal(t, fallback.Closed, r.l.State())
+
+	// Opened by the fifth failure, at 40 ms; 99 failed probes, at 140 ms, 240 ms, … 9,940 ms,
+	// each half-open and open again; the probe at 10,100 ms half-open, then closed.
+	require.Equal(t, 1+2*99+2, changes)
+	require.Equal(t, 1, h.degraded)
+	require.Equal(t, 1, h.recovered)
+	require.Equal(t, 2, h.records)
+}

@@ -22,6 +22,10 @@ const (
 	// DefaultDenialCacheSize caps the number of denials the cache holds: about 10 MB at
 	// the cap, with short keys.
 	DefaultDenialCacheSize = 1 << 16
+	// DefaultDenialCacheTTL is the longest the denial cache answers for the primary after
+	// one denial: how long a bucket reset or refunded through another instance, or lost by
+	// Redis, can go on being denied here.
+	DefaultDenialCacheTTL = time.Second
 )
 
 // Option configures a Limiter built by New.
@@ -29,9 +33,11 @@ type Option func(*options)
 
 type options struct {
 	instances int
+	reserves  ratelimit.Reserves
 	threshold int
 	cooldown  time.Duration
 	cacheSize int // negative: no cache
+	cacheTTL  time.Duration
 	onError   func(ctx context.Context, key string, err error)
 	onState   func(StateChange)
 	clock     func() time.Time
@@ -44,6 +50,7 @@ func defaultOptions() options {
 		threshold: DefaultFailureThreshold,
 		cooldown:  DefaultCooldown,
 		cacheSize: DefaultDenialCacheSize,
+		cacheTTL:  DefaultDenialCacheTTL,
 	}
 }
 
@@ -52,12 +59,24 @@ func defaultOptions() options {
 // Limit{Rate: Rate/n, Burst: max(1, Burst/n), Warmup: Warmup}. Default: 1, the whole limit on every
 // instance (n instances together then admit up to n times the limit).
 //
-// A request costing more than the share's burst takes the whole share: it passes when the
-// share is full, rather than failing with ratelimit.ErrExceedsBurst for a request the real
-// limit allows. Such requests can then exceed the share, by at most one request per
-// instance per Burst/Rate seconds.
+// A request the real limit allows at its priority but that costs more than the share can
+// give that priority (the share's burst less its reserve, WithReserves) takes all the
+// share can give it: it passes when the share is full, rather than failing with
+// ratelimit.ErrExceedsBurst, which tells clients never to retry. Such requests can then
+// exceed the share, by at most one request per instance per Burst/Rate seconds. A request
+// the real limit refuses as too costly is refused.
 func WithInstances(n int) Option {
 	return func(o *options) { o.instances = max(n, 1) }
+}
+
+// WithReserves tells the Limiter the priority reserves its limiters keep
+// (local.WithReserves, distributed.WithReserves): give it the same value. It needs them
+// only with WithInstances, to clamp a cost to the part of an instance's share left to the
+// request's priority (see WithInstances); the secondary enforces the reserves itself.
+// Default: the zero Reserves, the defaults, as on the backends. New panics on reserves
+// that ratelimit.Reserves.Validate refuses.
+func WithReserves(r ratelimit.Reserves) Option {
+	return func(o *options) { o.reserves = r }
 }
 
 // WithFailureThreshold sets how many failures of the primary in a row open the circuit
@@ -103,6 +122,25 @@ func WithDenialCacheSize(n int) Option {
 	}
 }
 
+// WithDenialCacheTTL sets the longest the denial cache denies requests on the strength of
+// one denial by the primary: until the denial's RetryAfter, but for no more than d after
+// the denied request was sent. Resets and refunds made through this Limiter take effect at
+// once; d bounds how long one made through another instance (or a bucket Redis lost) goes
+// unseen, while each hammered, denied key costs a call to the primary every d. Default:
+// DefaultDenialCacheTTL (1 s). A negative value removes the bound: a denial is served until
+// its RetryAfter, which may be hours (PerDay limits).
+func WithDenialCacheTTL(d time.Duration) Option {
+	return func(o *options) {
+		switch {
+		case d == 0:
+			d = DefaultDenialCacheTTL
+		case d < 0:
+			d = math.MaxInt64
+		}
+		o.cacheTTL = d
+	}
+}
+
 // WithErrorHandler sets a function told of every failure of the primary, before the
 // secondary decides in its place: an error from Redis, a deadline passed. It is not told of
 // calls the open breaker keeps off the primary (StateChange reports those periods), nor of
@@ -114,9 +152,11 @@ func WithErrorHandler(f func(ctx context.Context, key string, err error)) Option
 
 // WithStateHook sets a function told of every change of the circuit breaker's state,
 // such as Closed → Open when the primary has failed too often (decisions are degraded
-// from then on) and HalfOpen → Closed when it has come back (recovered). It runs on the
-// goroutine of the call that made the change, after the change, holding no lock; other
-// calls go on meanwhile. Keep it quick, as slog is. Default: none.
+// from then on) and HalfOpen → Closed when it has come back (recovered). While the primary
+// stays down, each probe flips the breaker Open → HalfOpen → Open: a hook that logs should
+// log only the changes for which StateChange.Edge is true, once per outage each way. It
+// runs on the goroutine of the call that made the change, after the change, holding no
+// lock; other calls go on meanwhile. Keep it quick, as slog is. Default: none.
 func WithStateHook(f func(StateChange)) Option {
 	return func(o *options) { o.onState = f }
 }
