@@ -18,12 +18,20 @@ var (
 // cannot decide several limits at once, and an error wrapping ErrUnavailable when it
 // fails and the secondary cannot either. The denial cache plays no part.
 func (l *Limiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratelimit.MultiResult, error) {
+	mr, _, err := l.AllowAllOrigin(ctx, reqs)
+	return mr, err
+}
+
+// AllowAllOrigin is AllowAll, and also says which limiter decided, as AllowNOrigin does:
+// the primary or the secondary, or the Limiter itself ("fallback") for ratelimit.ErrClosed
+// and the errors it returns alone.
+func (l *Limiter) AllowAllOrigin(ctx context.Context, reqs []ratelimit.Request) (ratelimit.MultiResult, ratelimit.Origin, error) {
 	if l.closed.Load() {
-		return ratelimit.MultiResult{}, ratelimit.ErrClosed
+		return ratelimit.MultiResult{}, l.origins.self, ratelimit.ErrClosed
 	}
 	primary, ok := l.primary.(ratelimit.MultiLimiter)
 	if !ok {
-		return ratelimit.MultiResult{}, fmt.Errorf("%w: AllowAll: the primary %T", ratelimit.ErrNotSupported, l.primary)
+		return ratelimit.MultiResult{}, l.origins.self, fmt.Errorf("%w: AllowAll: the primary %T", ratelimit.ErrNotSupported, l.primary)
 	}
 	var mr ratelimit.MultiResult
 	var err error
@@ -32,11 +40,11 @@ func (l *Limiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratel
 		return err
 	})
 	if !fell {
-		return mr, err
+		return mr, l.origins.primary, err
 	}
 	secondary, ok := l.secondary.(ratelimit.MultiLimiter)
 	if !ok {
-		return ratelimit.MultiResult{}, cause
+		return ratelimit.MultiResult{}, l.origins.self, cause
 	}
 	shares := make([]ratelimit.Request, len(reqs))
 	p := ratelimit.PriorityFrom(ctx)
@@ -51,7 +59,8 @@ func (l *Limiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratel
 		}
 		shares[i] = q
 	}
-	return secondary.AllowAll(ctx, shares)
+	mr, err = secondary.AllowAll(ctx, shares)
+	return mr, l.origins.secondary, err
 }
 
 // Peek answers as the primary would, through the breaker, and while it is unavailable as

@@ -150,8 +150,15 @@ func (m *interceptor) trailer(d pipeline.Decision, pushback string) metadata.MD 
 	return md
 }
 
-// logError is the default error handler: it logs err and lets the interceptor go on.
-func logError(_ context.Context, fullMethod string, err error) error {
-	logger.Errorf("%s: %v", fullMethod, err)
-	return nil
+// logErrors returns the default error handler: it logs err, at most once a second (see
+// pipeline.LogEvery) with the number of errors left out since the last line, and lets the
+// interceptor go on.
+func logErrors() func(context.Context, string, error) error {
+	t := pipeline.NewThrottle()
+	return func(_ context.Context, fullMethod string, err error) error {
+		if ok, dropped := t.Allow(); ok {
+			logger.Errorf("%s: %v (%d more errors since the last line)", fullMethod, err, dropped)
+		}
+		return nil
+	}
 }

@@ -33,7 +33,7 @@ type options struct {
 func defaultOptions() options {
 	return options{
 		Options: pipeline.Defaults(keyOf(grpckeys.FullMethod())),
-		onError: logError,
+		onError: logErrors(),
 	}
 }
 
@@ -168,11 +168,12 @@ func WithDeniedHandler(f func(ctx context.Context, fullMethod string, res rateli
 // WithErrorHandler sets what is told about a key function's failure and the limiter's
 // errors, before the interceptor acts on them. If f returns an error, the call ends with it
 // (make it with status.Error, such as codes.Unauthenticated for a call without an API
-// key). Default: the error is logged with grpclog at error level and nil is returned.
+// key). Default: the error is logged with grpclog at error level, at most once a second
+// with the number of errors left out since the last line, and nil is returned.
 func WithErrorHandler(f func(ctx context.Context, fullMethod string, err error) error) Option {
 	return func(o *options) {
 		if f == nil {
-			f = logError
+			f = logErrors()
 		}
 		o.onError = f
 	}

@@ -139,8 +139,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v) // the client may have gone; there is no one to tell
 }
 
-// logError is the default error handler: it logs err and lets the middleware go on.
-func logError(_ http.ResponseWriter, r *http.Request, err error) bool {
-	slog.ErrorContext(r.Context(), "rate limiter", "method", r.Method, "error", err)
-	return false
+// logErrors returns the default error handler: it logs err, at most once a second (see
+// pipeline.LogEvery) with the number of errors left out since the last line, and lets the
+// middleware go on.
+func logErrors() func(http.ResponseWriter, *http.Request, error) bool {
+	t := pipeline.NewThrottle()
+	return func(_ http.ResponseWriter, r *http.Request, err error) bool {
+		if ok, dropped := t.Allow(); ok {
+			slog.ErrorContext(r.Context(), "rate limiter", "method", r.Method, "error", err, "suppressed", dropped)
+		}
+		return false
+	}
 }

@@ -30,7 +30,7 @@ func defaultOptions() options {
 	return options{
 		Options: pipeline.Defaults(keyOf(httpkeys.ClientIP())),
 		denied:  DeniedJSON,
-		onError: logError,
+		onError: logErrors(),
 	}
 }
 
@@ -165,11 +165,12 @@ func WithDeniedHandler(f func(w http.ResponseWriter, r *http.Request, res rateli
 // WithErrorHandler sets what is told about a key function's failure and the limiter's
 // errors, before the middleware acts on them. A handler that answers the request itself
 // (with a 401, say) returns true, and the middleware does nothing more. Default: the error
-// is logged with slog.Default() at error level and false is returned.
+// is logged with slog.Default() at error level, at most once a second with the number of
+// errors left out since the last line, and false is returned.
 func WithErrorHandler(f func(w http.ResponseWriter, r *http.Request, err error) (answered bool)) Option {
 	return func(o *options) {
 		if f == nil {
-			f = logError
+			f = logErrors()
 		}
 		o.onError = f
 	}

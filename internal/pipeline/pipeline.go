@@ -85,9 +85,10 @@ type Pipeline[R any] struct {
 	prefix  string
 
 	// observer, when not nil, is told of each decision: see decide.
-	observer ratelimit.Observer
-	backend  string
-	origin   ratelimit.OriginReporter
+	observer    ratelimit.Observer
+	backend     string
+	origin      ratelimit.OriginReporter
+	multiOrigin multiOriginReporter
 
 	// shadowResume is when shadow decisions resume after a backend failure, in nanoseconds
 	// since epoch on the monotonic clock: see ShadowPause.
@@ -142,8 +143,15 @@ func New[R any](prefix string, l ratelimit.Limiter, o *Options[R], onError func(
 	if p.observer = ratelimit.Observers(o.Observer); p.observer != nil {
 		p.backend = ratelimit.BackendName(l)
 		p.origin, _ = l.(ratelimit.OriginReporter)
+		p.multiOrigin, _ = l.(multiOriginReporter)
 	}
 	return p, nil
+}
+
+// multiOriginReporter is ratelimit.OriginReporter for AllowAll (fallback.Limiter), so that
+// the decisions over several limits report the backend that made them too.
+type multiOriginReporter interface {
+	AllowAllOrigin(ctx context.Context, reqs []ratelimit.Request) (ratelimit.MultiResult, ratelimit.Origin, error)
 }
 
 // isNil reports whether l is nil, or an interface holding a nil pointer (a *local.Limiter
@@ -262,13 +270,22 @@ func (p *Pipeline[R]) decideAll(ctx context.Context, r R) Decision {
 		ctx, cancel = context.WithTimeout(ctx, ShadowBudget)
 		defer cancel()
 	}
-	var start time.Time
-	if p.observer != nil {
-		start = time.Now()
-	}
-	mr, err := p.limiter.(ratelimit.MultiLimiter).AllowAll(ctx, reqs)
-	if p.observer != nil {
-		p.observeAll(rctx, reqs, mr, err, time.Since(start))
+	var (
+		mr     ratelimit.MultiResult
+		origin ratelimit.Origin
+		err    error
+	)
+	switch {
+	case p.observer == nil:
+		mr, err = p.limiter.(ratelimit.MultiLimiter).AllowAll(ctx, reqs)
+	default:
+		start := time.Now()
+		if p.multiOrigin != nil {
+			mr, origin, err = p.multiOrigin.AllowAllOrigin(ctx, reqs)
+		} else {
+			mr, err = p.limiter.(ratelimit.MultiLimiter).AllowAll(ctx, reqs)
+		}
+		p.observeAll(rctx, reqs, mr, origin, err, time.Since(start))
 	}
 	d.Multi = mr
 	if b := mr.Binding; b >= 0 && b < len(reqs) {
@@ -342,12 +359,17 @@ func nameOf(q ratelimit.Request) string {
 // observeAll tells the observer of each limit of a decision over several, under its name:
 // what AllowN alone would have said of it, but that a request denied by one limit is denied
 // by all (nothing was taken from any bucket).
-func (p *Pipeline[R]) observeAll(ctx context.Context, reqs []ratelimit.Request, mr ratelimit.MultiResult, err error, took time.Duration) {
+func (p *Pipeline[R]) observeAll(ctx context.Context, reqs []ratelimit.Request, mr ratelimit.MultiResult,
+	origin ratelimit.Origin, err error, took time.Duration) {
+	backend := p.backend
+	if origin.Backend != "" {
+		backend = origin.Backend
+	}
 	for i, q := range reqs {
 		if q.Limit.IsZero() {
 			continue
 		}
-		od := ratelimit.Decision{Policy: nameOf(q), Backend: p.backend, Shadow: p.opts.Shadow,
+		od := ratelimit.Decision{Policy: nameOf(q), Backend: backend, Shadow: p.opts.Shadow, Cached: origin.Cached,
 			Cost: max(q.N, 1), Priority: ratelimit.PriorityFrom(ctx), Limit: q.Limit, Duration: took}
 		var res ratelimit.Result
 		if i < len(mr.Results) {
@@ -431,6 +453,7 @@ func (p *Pipeline[R]) shadow(ctx context.Context, d Decision, res ratelimit.Resu
 	d.Charged = res.Allowed
 	if d.Reqs != nil {
 		d.Charged = d.Multi.Allowed
+		d.Multi.Allowed, d.Multi.RetryAfter = true, 0
 	}
 	res.Allowed, res.RetryAfter, res.Delay = true, 0, 0
 	d.Decided, d.Result = true, res

@@ -40,6 +40,29 @@ type setup struct {
 	limits   []ratelimit.Request       // with WithLimits, instead of limit
 	refundOK bool                      // WithRefundIf: refund the requests that succeeded
 	priority func() ratelimit.Priority // WithPriorityFunc; nil: none
+
+	key      string                     // WithKeyFunc returning key; "": the default key
+	limitsFn func() []ratelimit.Request // WithLimits, the limits of each request; nil: limits
+	refund   func() bool                // WithRefundIf, deciding each charged request; nil: refundOK
+}
+
+// multi reports whether s gives its limits through WithLimits.
+func (s setup) multi() bool { return s.limits != nil || s.limitsFn != nil }
+
+// reqs returns the limits of a request under WithLimits.
+func (s setup) reqs() []ratelimit.Request {
+	if s.limitsFn != nil {
+		return s.limitsFn()
+	}
+	return s.limits
+}
+
+// refunds reports whether a charged request that succeeded is refunded.
+func (s setup) refunds() bool {
+	if s.refund != nil {
+		return s.refund()
+	}
+	return true
 }
 
 // answer is what a request got, in terms every framework shares.
@@ -167,7 +190,7 @@ func get(t *testing.T, ctx context.Context, url string, rec *record) answer {
 func serveGin(t *testing.T, s setup) func(context.Context) answer {
 	opts := []ginmw.Option{ginmw.WithErrorPolicy(s.policy)}
 	switch {
-	case s.limits != nil:
+	case s.multi():
 	case s.limitFn:
 		opts = append(opts, ginmw.WithLimitFunc(func(*gin.Context) ratelimit.Limit { return s.limit }))
 	default:
@@ -176,14 +199,17 @@ func serveGin(t *testing.T, s setup) func(context.Context) answer {
 	if s.keyFails {
 		opts = append(opts, ginmw.WithKeyFunc(func(*gin.Context) (string, error) { return "", errNoKey }))
 	}
+	if s.key != "" {
+		opts = append(opts, ginmw.WithKeyFunc(func(*gin.Context) (string, error) { return s.key, nil }))
+	}
 	if s.cost != nil {
 		opts = append(opts, ginmw.WithCostFunc(func(*gin.Context) int { return s.cost() }))
 	}
-	if s.limits != nil {
-		opts = append(opts, ginmw.WithLimits(func(*gin.Context) []ratelimit.Request { return s.limits }))
+	if s.multi() {
+		opts = append(opts, ginmw.WithLimits(func(*gin.Context) []ratelimit.Request { return s.reqs() }))
 	}
-	if s.refundOK {
-		opts = append(opts, ginmw.WithRefundIf(func(c *gin.Context) bool { return c.Writer.Status() == http.StatusOK }))
+	if s.refundOK || s.refund != nil {
+		opts = append(opts, ginmw.WithRefundIf(func(c *gin.Context) bool { return c.Writer.Status() == http.StatusOK && s.refunds() }))
 	}
 	if s.observer != nil {
 		opts = append(opts, ginmw.WithObserver(s.observer), ginmw.WithPolicyName(s.name))
@@ -213,7 +239,7 @@ func serveGin(t *testing.T, s setup) func(context.Context) answer {
 func serveHTTP(t *testing.T, s setup) func(context.Context) answer {
 	opts := []httpmw.Option{httpmw.WithErrorPolicy(s.policy)}
 	switch {
-	case s.limits != nil:
+	case s.multi():
 	case s.limitFn:
 		opts = append(opts, httpmw.WithLimitFunc(func(*http.Request) ratelimit.Limit { return s.limit }))
 	default:
@@ -222,14 +248,17 @@ func serveHTTP(t *testing.T, s setup) func(context.Context) answer {
 	if s.keyFails {
 		opts = append(opts, httpmw.WithKeyFunc(func(*http.Request) (string, error) { return "", errNoKey }))
 	}
+	if s.key != "" {
+		opts = append(opts, httpmw.WithKeyFunc(func(*http.Request) (string, error) { return s.key, nil }))
+	}
 	if s.cost != nil {
 		opts = append(opts, httpmw.WithCostFunc(func(*http.Request) int { return s.cost() }))
 	}
-	if s.limits != nil {
-		opts = append(opts, httpmw.WithLimits(func(*http.Request) []ratelimit.Request { return s.limits }))
+	if s.multi() {
+		opts = append(opts, httpmw.WithLimits(func(*http.Request) []ratelimit.Request { return s.reqs() }))
 	}
-	if s.refundOK {
-		opts = append(opts, httpmw.WithRefundIf(func(_ *http.Request, status int) bool { return status == http.StatusOK }))
+	if s.refundOK || s.refund != nil {
+		opts = append(opts, httpmw.WithRefundIf(func(_ *http.Request, status int) bool { return status == http.StatusOK && s.refunds() }))
 	}
 	if s.observer != nil {
 		opts = append(opts, httpmw.WithObserver(s.observer), httpmw.WithPolicyName(s.name))
@@ -296,7 +325,7 @@ func serviceDesc(rec *record) *grpc.ServiceDesc {
 func serveGRPC(t *testing.T, s setup, stream bool) func(context.Context) answer {
 	opts := []grpcmw.Option{grpcmw.WithErrorPolicy(s.policy)}
 	switch {
-	case s.limits != nil:
+	case s.multi():
 	case s.limitFn:
 		opts = append(opts, grpcmw.WithLimitFunc(func(context.Context, string) ratelimit.Limit { return s.limit }))
 	default:
@@ -305,14 +334,17 @@ func serveGRPC(t *testing.T, s setup, stream bool) func(context.Context) answer 
 	if s.keyFails {
 		opts = append(opts, grpcmw.WithKeyFunc(func(context.Context, string) (string, error) { return "", errNoKey }))
 	}
+	if s.key != "" {
+		opts = append(opts, grpcmw.WithKeyFunc(func(context.Context, string) (string, error) { return s.key, nil }))
+	}
 	if s.cost != nil {
 		opts = append(opts, grpcmw.WithCostFunc(func(context.Context, string) int { return s.cost() }))
 	}
-	if s.limits != nil {
-		opts = append(opts, grpcmw.WithLimits(func(context.Context, string) []ratelimit.Request { return s.limits }))
+	if s.multi() {
+		opts = append(opts, grpcmw.WithLimits(func(context.Context, string) []ratelimit.Request { return s.reqs() }))
 	}
-	if s.refundOK {
-		opts = append(opts, grpcmw.WithRefundIf(func(_ context.Context, _ string, err error) bool { return err == nil }))
+	if s.refundOK || s.refund != nil {
+		opts = append(opts, grpcmw.WithRefundIf(func(_ context.Context, _ string, err error) bool { return err == nil && s.refunds() }))
 	}
 	if s.observer != nil {
 		opts = append(opts, grpcmw.WithObserver(s.observer), grpcmw.WithPolicyName(s.name))
