@@ -186,6 +186,10 @@ func TestAnswersAreNotFailures(t *testing.T) {
 		{"Closed", context.Background(), ratelimit.ErrClosed},
 		{"InvalidState", context.Background(), fmt.Errorf("distributed: %w", ratelimit.ErrInvalidState)},
 		{"KeyTooLong", context.Background(), ratelimit.ErrKeyTooLong},
+		// Refusals of a list of limits, about the arguments too: six cross-slot refusals
+		// must not open the breaker for every key while Redis is healthy.
+		{"InvalidRequest", context.Background(), fmt.Errorf("%w: entry 1 repeats entry 0", ratelimit.ErrInvalidRequest)},
+		{"CrossSlot", context.Background(), fmt.Errorf("distributed: %w", ratelimit.ErrCrossSlot)},
 		{"CallerCanceled", canceled, fmt.Errorf("distributed: %w", context.Canceled)},
 		{"CallerDeadline", expired, fmt.Errorf("distributed: %w", context.DeadlineExceeded)},
 	}

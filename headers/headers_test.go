@@ -233,3 +233,18 @@ func TestSetMulti(t *testing.T) {
 		"ratelimit":        {`"second";r=0;t=1`},
 	}, md)
 }
+
+// The headers describe the limits applied: while fallback is degraded, each Result carries
+// the instance's share of its limit, and RateLimit-Policy lists the shares (q=2 of the
+// 5 a minute asked, at WithInstances(2)), as X-RateLimit-Limit reports the binding share.
+func TestSetMultiAppliedLimits(t *testing.T) {
+	share := ratelimit.Limit{Rate: ratelimit.PerMinute(5).Rate / 2, Burst: 2}
+	reqs := []ratelimit.Request{{Key: "k", Limit: ratelimit.PerMinute(5), Name: "minute"}}
+	mr := ratelimit.MultiResult{Allowed: true, Results: []ratelimit.Result{
+		{Allowed: true, Limit: share, Remaining: 1, ResetAfter: 24 * time.Second},
+	}}
+	h := http.Header{}
+	headers.SetMulti(h, headers.StyleBoth, reqs, mr)
+	assert.Equal(t, []string{"2"}, h["X-Ratelimit-Limit"])
+	assert.Equal(t, []string{`"minute";q=2;w=48`}, h["Ratelimit-Policy"])
+}

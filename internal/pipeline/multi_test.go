@@ -13,6 +13,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/internal/limitertest"
+	"github.com/sluice-go/ratelimit/internal/metrictest"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 	"github.com/sluice-go/ratelimit/local"
 )
@@ -126,4 +127,53 @@ func TestRefundAndLimits(t *testing.T) {
 			})
 		}
 	}
+}
+
+// One rule for a missing key, whatever gives the limits: a request whose key is empty is
+// limited under UnkeyedKey, with WithLimit (a key function that fails) as with WithLimits
+// (an entry with no key), and the error handler is told.
+func TestMissingKeySameAnswer(t *testing.T) {
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			single := tg.serve(t, setup{limiter: localLimiter(t), limit: ratelimit.PerMinute(1), keyFails: true})
+			multi := tg.serve(t, setup{limiter: localLimiter(t),
+				limits: []ratelimit.Request{{Limit: ratelimit.PerMinute(1), Name: "m"}}})
+			for _, want := range []string{"ok", "denied", "denied"} {
+				assert.Equal(t, want, single(context.Background()).kind)
+				assert.Equal(t, want, multi(context.Background()).kind)
+			}
+		})
+	}
+}
+
+// A list of limits the limiter cannot decide as a whole (the same bucket twice) is a
+// mistake in the program: refused (500), never let through by the default fail-open.
+func TestInvalidRequestIsRefused(t *testing.T) {
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			twice := []ratelimit.Request{{Key: "k", Limit: ratelimit.PerMinute(3)}, {Key: "k", Limit: ratelimit.PerMinute(3)}}
+			do := tg.serve(t, setup{limiter: localLimiter(t), limits: twice})
+			assert.Equal(t, "invalid", do(context.Background()).kind)
+		})
+	}
+}
+
+// WithPolicyName names the limits of WithLimits that have no name of their own, in the
+// headers and in the metrics, as it names the one limit of WithLimit.
+func TestPolicyNameNamesUnnamedLimits(t *testing.T) {
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			obs, reader := metrictest.NewObserver(t)
+			do := tg.serve(t, setup{limiter: localLimiter(t), observer: obs, name: "login", ietf: true,
+				limits: []ratelimit.Request{{Key: "k", Limit: ratelimit.PerMinute(5)}, {Key: "k", Limit: ratelimit.PerHour(20), Name: "hour"}}})
+			got := do(context.Background())
+			assert.Equal(t, `"login";q=5;w=60, "hour";q=20;w=3600`, got.fields["ratelimit-policy"])
+			counts := metrictest.Collect(t, reader).Counts(t, "ratelimit.requests")
+			assert.Equal(t, map[string]int64{allowedPolicy("login"): 1, allowedPolicy("hour"): 1}, counts)
+		})
+	}
+}
+
+func allowedPolicy(name string) string {
+	return "ratelimit.policy=" + name + ",ratelimit.priority=critical,ratelimit.result=allowed,ratelimit.shadow=false"
 }

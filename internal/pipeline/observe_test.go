@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -141,6 +142,24 @@ func TestObservedOutageWithoutSecondary(t *testing.T) {
 			}, got.Counts(t, "ratelimit.requests"))
 			assert.Equal(t, map[string]int64{"ratelimit.fallback.from=closed,ratelimit.fallback.to=open": 1},
 				got.Counts(t, "ratelimit.fallback.transitions"))
+		})
+	}
+}
+
+// A shadow decision never holds the request more than pipeline.ShadowBudget: a limiter that
+// never answers is given up on, the request proceeds, and after that failure shadow
+// decisions pause (pipeline.ShadowPause), so that the next requests do not wait at all.
+func TestShadowBudget(t *testing.T) {
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			stub := &limitertest.Stub{Block: true}
+			do := tg.serve(t, setup{limiter: stub, limit: ratelimit.PerMinute(1), shadow: true})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			for range 3 {
+				assert.Equal(t, "ok", do(ctx).kind)
+			}
+			assert.Len(t, stub.Keys(), 1, "asked once, then paused")
 		})
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/ginmw"
 	"github.com/sluice-go/ratelimit/grpcmw"
+	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/httpmw"
 )
 
@@ -44,6 +45,7 @@ type setup struct {
 	key      string                     // WithKeyFunc returning key; "": the default key
 	limitsFn func() []ratelimit.Request // WithLimits, the limits of each request; nil: limits
 	refund   func() bool                // WithRefundIf, deciding each charged request; nil: refundOK
+	ietf     bool                       // WithHeaderStyle(headers.StyleBoth)
 }
 
 // multi reports whether s gives its limits through WithLimits.
@@ -128,7 +130,7 @@ func httpKind(status int, body string) string {
 // httpFields returns the rate-limit fields of h.
 func httpFields(h http.Header) map[string]string {
 	f := map[string]string{}
-	for _, name := range []string{"Retry-After", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} {
+	for _, name := range []string{"Retry-After", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit-Policy"} {
 		if v := h.Get(name); v != "" {
 			f[strings.ToLower(name)] = v
 		}
@@ -217,6 +219,9 @@ func serveGin(t *testing.T, s setup) func(context.Context) answer {
 	if s.shadow {
 		opts = append(opts, ginmw.WithShadow())
 	}
+	if s.ietf {
+		opts = append(opts, ginmw.WithHeaderStyle(headers.StyleBoth))
+	}
 	if s.skip {
 		opts = append(opts, ginmw.WithSkipFunc(func(*gin.Context) bool { return true }))
 	}
@@ -265,6 +270,9 @@ func serveHTTP(t *testing.T, s setup) func(context.Context) answer {
 	}
 	if s.shadow {
 		opts = append(opts, httpmw.WithShadow())
+	}
+	if s.ietf {
+		opts = append(opts, httpmw.WithHeaderStyle(headers.StyleBoth))
 	}
 	if s.skip {
 		opts = append(opts, httpmw.WithSkipFunc(func(*http.Request) bool { return true }))
@@ -352,6 +360,9 @@ func serveGRPC(t *testing.T, s setup, stream bool) func(context.Context) answer 
 	if s.shadow {
 		opts = append(opts, grpcmw.WithShadow())
 	}
+	if s.ietf {
+		opts = append(opts, grpcmw.WithHeaderStyle(headers.StyleBoth))
+	}
 	if s.skip {
 		opts = append(opts, grpcmw.WithSkipFunc(func(context.Context, string) bool { return true }))
 	}
@@ -429,7 +440,7 @@ func grpcKind(err error) string {
 // grpcFields returns the rate-limit fields of a trailer.
 func grpcFields(md metadata.MD) map[string]string {
 	f := map[string]string{}
-	for _, name := range []string{"retry-after", "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"} {
+	for _, name := range []string{"retry-after", "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "ratelimit-policy"} {
 		if v := md.Get(name); len(v) > 0 {
 			f[name] = v[0]
 		}
