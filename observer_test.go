@@ -68,6 +68,8 @@ func TestClassifyError(t *testing.T) {
 		{"burst", live, ratelimit.ErrExceedsBurst, ratelimit.KindInvalidInput},
 		{"not supported", live, ratelimit.ErrNotSupported, ratelimit.KindInvalidInput},
 		{"bucket state", live, ratelimit.ErrInvalidState, ratelimit.KindInvalidInput},
+		{"invalid request list", live, fmt.Errorf("distributed: %w", ratelimit.ErrInvalidRequest), ratelimit.KindInvalidInput},
+		{"cross slot", live, fmt.Errorf("distributed: %w", ratelimit.ErrCrossSlot), ratelimit.KindInvalidInput},
 		{"backend deadline", live, fmt.Errorf("redis: %w", ratelimit.ErrTimeout), ratelimit.KindTimeout},
 		// The limiter's own context.WithTimeout passed while the caller's did not.
 		{"own deadline", live, fmt.Errorf("redis: %w", context.DeadlineExceeded), ratelimit.KindTimeout},
