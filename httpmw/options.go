@@ -210,7 +210,9 @@ func WithObserver(obs ratelimit.Observer) Option {
 
 // WithShadow makes the middleware decide and report every request, but let every one
 // proceed (no denial, no Retry-After, headers only when WithHeaderStyle asks), in buckets
-// apart from the enforced ones: a safe rollout of a new limit. Default: off. See
+// apart from the enforced ones: a safe rollout of a new limit. A shadow decision waits for
+// the limiter at most 10 ms, and after the limiter fails, shadow decisions pause for a
+// second: a shadow limit never slows the real traffic by more. Default: off. See
 // docs/middleware.md.
 func WithShadow() Option {
 	return func(o *options) { o.Shadow = true }
