@@ -11,7 +11,8 @@ import (
 
 // Observer is a ratelimit.Observer and ratelimit.BreakerObserver that writes records to a
 // *slog.Logger: denials at one level, errors at another, a bounded number of each per
-// interval, and every change of a circuit breaker's state. Allowed decisions are not
+// interval, and the edges of an outage (the circuit breaker opening, then closing; the flips
+// between open and half-open at Debug). Allowed decisions are not
 // logged. It is safe for concurrent use.
 type Observer struct {
 	logger      *slog.Logger
@@ -110,13 +111,17 @@ func (o *Observer) ObserveDecision(ctx context.Context, d ratelimit.Decision) {
 	o.logger.LogAttrs(ctx, level, msg, attrs...)
 }
 
-// ObserveBreaker logs every change of a circuit breaker's state, never dropped: at Warn
-// when decisions are degraded from then on (to open or half-open), at Info when the
-// breaker closes (recovered).
+// ObserveBreaker logs the two edges of an outage, never dropped: at Warn when the breaker
+// opens from closed (decisions degraded from then on), at Info when it closes again
+// (recovered). The flips between open and half-open in between, one per probe, are logged
+// at Debug, so that an outage is two lines at the default level, however long it lasts.
 func (o *Observer) ObserveBreaker(t ratelimit.BreakerTransition) {
-	level, msg := slog.LevelWarn, "rate limit: circuit breaker "+t.To+", decisions degraded"
-	if t.To == "closed" {
+	level, msg := slog.LevelDebug, "rate limit: circuit breaker "+t.To+", still degraded"
+	switch {
+	case t.To == "closed":
 		level, msg = slog.LevelInfo, "rate limit: circuit breaker closed, recovered"
+	case t.From == "closed":
+		level, msg = slog.LevelWarn, "rate limit: circuit breaker "+t.To+", decisions degraded"
 	}
 	attrs := []slog.Attr{slog.String("from", t.From), slog.String("to", t.To)}
 	if t.Err != nil {
