@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -51,8 +52,8 @@ var _ ratelimit.Limiter = (*Limiter)(nil)
 //
 // New does not contact Redis, so a service starts while Redis is down; the script is loaded
 // on first use, and again whenever Redis has lost it (SCRIPT FLUSH, restart, failover).
-// It returns an error only for a nil client or reserves that cannot be enforced
-// (WithReserves).
+// It returns an error only for a nil client (also a nil *redis.Client or other nil
+// pointer) or reserves that cannot be enforced (WithReserves).
 //
 // For the limiter's deadline (WithTimeout) to cut a stalled network read short without
 // extra cost, build the client with ContextTimeoutEnabled: true. Otherwise go-redis ignores
@@ -60,7 +61,7 @@ var _ ratelimit.Limiter = (*Limiter)(nil)
 // the limiter instead waits for each reply in a goroutine of its own, returning at the
 // deadline while the abandoned call finishes in the background.
 func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
-	if client == nil {
+	if isNil(client) {
 		return nil, errors.New("distributed: New: nil client")
 	}
 	o := defaultOptions()
@@ -90,6 +91,16 @@ func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 		l.reload = c.ReloadState
 	}
 	return l, nil
+}
+
+// isNil reports whether client is nil, or a nil pointer in an interface (a
+// (*redis.Client)(nil), say), on which the first method called would panic.
+func isNil(client redis.Scripter) bool {
+	if client == nil {
+		return true
+	}
+	v := reflect.ValueOf(client)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // honoursContext reports whether client stops waiting on the network when a context ends.
