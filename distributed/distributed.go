@@ -42,6 +42,8 @@ type Limiter struct {
 	// reload, for a Cluster client, asks it to read the cluster's slots again: see run.
 	reload func(context.Context)
 	closed atomic.Bool
+	// stop is closed by Close, to end the Waits that hold for their turn.
+	stop chan struct{}
 }
 
 var _ ratelimit.Limiter = (*Limiter)(nil)
@@ -83,6 +85,7 @@ func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 		crossSlot: o.crossSlot,
 		reserves:  o.reserves,
 		guard:     !honoursContext(client),
+		stop:      make(chan struct{}),
 	}
 	if p, ok := client.(pipeliner); ok {
 		l.batch = &batcher{client: p, timeout: o.timeout}
@@ -215,8 +218,8 @@ func resultOf(r []int64, limit ratelimit.Limit) ratelimit.Result {
 //
 // With any other algorithm Wait returns ratelimit.ErrNotSupported: waiting on a shared
 // bucket would need a reservation that a policing algorithm cannot hold fairly across
-// instances. Use Allow and the Result's RetryAfter. After Close, Wait returns
-// ratelimit.ErrClosed.
+// instances. Use Allow and the Result's RetryAfter. After Close, and when Close is called
+// while it sleeps, Wait returns ratelimit.ErrClosed.
 func (l *Limiter) Wait(ctx context.Context, key string, limit ratelimit.Limit) error {
 	if l.closed.Load() {
 		return ratelimit.ErrClosed
@@ -227,10 +230,13 @@ func (l *Limiter) Wait(ctx context.Context, key string, limit ratelimit.Limit) e
 	return l.waitInQueue(ctx, key, limit)
 }
 
-// Close makes every later call return ratelimit.ErrClosed. It does not close the client,
-// which belongs to the caller. Close is idempotent and always returns nil.
+// Close makes every later call return ratelimit.ErrClosed, and so do the Waits holding for
+// their turn, at once. It does not close the client, which belongs to the caller. Close is
+// idempotent and always returns nil.
 func (l *Limiter) Close() error {
-	l.closed.Store(true)
+	if l.closed.CompareAndSwap(false, true) {
+		close(l.stop)
+	}
 	return nil
 }
 
