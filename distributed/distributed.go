@@ -131,8 +131,9 @@ func (l *Limiter) Allow(ctx context.Context, key string, limit ratelimit.Limit) 
 // and n above that is refused with ratelimit.ErrExceedsBurst. Invalid arguments are
 // rejected before any round trip, with the same errors as every backend. When Redis fails or the deadline passes, AllowN returns the error with a Result
 // that has only Limit set, and the caller's ErrorPolicy decides. A bucket whose key holds a
-// value no script of this package writes (another type, text, a number out of range) gives
-// an error wrapping ratelimit.ErrInvalidState, and is left as it is.
+// value no script of this package writes (another type, text, a number out of range) is
+// decided as a new bucket, whose first request is always admitted and replaces the value
+// with the bucket's own: the key is limited from its first call on.
 func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
 	if err := l.check(key, limit, n); err != nil {
 		return ratelimit.Result{Limit: limit}, err
