@@ -44,6 +44,12 @@ type Limiter struct {
 	closed atomic.Bool
 	// stop is closed by Close, to end the Waits that hold for their turn.
 	stop chan struct{}
+	// warm: a Cluster client has answered once, so it holds its map of the slots. Until
+	// then the limiter guards its calls as it does a client's that ignores deadlines: the
+	// first load of the map dials the seeds and retries without regard to the context.
+	warm atomic.Bool
+	// netErr holds the client's last dial error, or nil: see network.
+	netErr atomic.Pointer[error]
 }
 
 var _ ratelimit.Limiter = (*Limiter)(nil)
@@ -55,7 +61,9 @@ var _ ratelimit.Limiter = (*Limiter)(nil)
 // New does not contact Redis, so a service starts while Redis is down; the script is loaded
 // on first use, and again whenever Redis has lost it (SCRIPT FLUSH, restart, failover).
 // It returns an error only for a nil client (also a nil *redis.Client or other nil
-// pointer) or reserves that cannot be enforced (WithReserves).
+// pointer) or reserves that cannot be enforced (WithReserves). Call Check to ask Redis at
+// start-up. New adds a hook to the client (on a Cluster or a Ring, to the node clients it
+// creates from then on) that keeps its last dial error, for the limiter's errors to name.
 //
 // For the limiter's deadline (WithTimeout) to cut a stalled network read short without
 // extra cost, build the client with ContextTimeoutEnabled: true. Otherwise go-redis ignores
@@ -93,6 +101,7 @@ func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 	if c, ok := client.(*redis.ClusterClient); ok {
 		l.reload = c.ReloadState
 	}
+	watchDials(client, &l.netErr)
 	return l, nil
 }
 
@@ -309,7 +318,13 @@ func (l *Limiter) runKeys(ctx context.Context, script *redis.Script, keys []stri
 			l.reload(context.Background())
 		}
 	}
-	return vals, err
+	if err != nil {
+		return nil, l.network(err)
+	}
+	if l.reload != nil && !l.warm.Load() {
+		l.warm.Store(true)
+	}
+	return vals, nil
 }
 
 // call is run without the reload.
@@ -327,7 +342,7 @@ func (l *Limiter) call(ctx context.Context, script *redis.Script, keys []string,
 		}
 		defer l.batch.release()
 	}
-	if !l.guard || ctx.Done() == nil {
+	if guard := l.guard || (l.reload != nil && !l.warm.Load()); !guard || ctx.Done() == nil {
 		vals, err := script.Run(ctx, l.client, keys, argv...).Int64Slice()
 		return reply(ctx, vals, err)
 	}
@@ -353,6 +368,9 @@ func (l *Limiter) call(ctx context.Context, script *redis.Script, keys []string,
 func reply(ctx context.Context, vals []int64, err error) ([]int64, error) {
 	if err != nil {
 		if cause := ended(ctx); cause != nil && !errors.Is(err, cause) {
+			if errors.Is(err, ctx.Err()) { // go-redis's report of the deadline: no news
+				return nil, fmt.Errorf("distributed: %w", cause)
+			}
 			return nil, fmt.Errorf("distributed: %w: %w", cause, err)
 		}
 		return nil, fmt.Errorf("distributed: %w", err)
