@@ -63,7 +63,8 @@ var _ ratelimit.Limiter = (*Limiter)(nil)
 // It returns an error only for a nil client (also a nil *redis.Client or other nil
 // pointer) or reserves that cannot be enforced (WithReserves). Call Check to ask Redis at
 // start-up. New adds a hook to the client (on a Cluster or a Ring, to the node clients it
-// creates from then on) that keeps its last dial error, for the limiter's errors to name.
+// creates from then on) that keeps its last dial error, for the limiter's errors to name;
+// the hook stays with the client, so build a limiter once per client, not per request.
 //
 // For the limiter's deadline (WithTimeout) to cut a stalled network read short without
 // extra cost, build the client with ContextTimeoutEnabled: true. Otherwise go-redis ignores
