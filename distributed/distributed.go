@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -41,6 +42,14 @@ type Limiter struct {
 	// reload, for a Cluster client, asks it to read the cluster's slots again: see run.
 	reload func(context.Context)
 	closed atomic.Bool
+	// stop is closed by Close, to end the Waits that hold for their turn.
+	stop chan struct{}
+	// warm: a Cluster client has answered once, so it holds its map of the slots. Until
+	// then the limiter guards its calls as it does a client's that ignores deadlines: the
+	// first load of the map dials the seeds and retries without regard to the context.
+	warm atomic.Bool
+	// netErr holds the client's last dial error, or nil: see network.
+	netErr atomic.Pointer[error]
 }
 
 var _ ratelimit.Limiter = (*Limiter)(nil)
@@ -51,8 +60,11 @@ var _ ratelimit.Limiter = (*Limiter)(nil)
 //
 // New does not contact Redis, so a service starts while Redis is down; the script is loaded
 // on first use, and again whenever Redis has lost it (SCRIPT FLUSH, restart, failover).
-// It returns an error only for a nil client or reserves that cannot be enforced
-// (WithReserves).
+// It returns an error only for a nil client (also a nil *redis.Client or other nil
+// pointer) or reserves that cannot be enforced (WithReserves). Call Check to ask Redis at
+// start-up. New adds a hook to the client (on a Cluster or a Ring, to the node clients it
+// creates from then on) that keeps its last dial error, for the limiter's errors to name;
+// the hook stays with the client, so build a limiter once per client, not per request.
 //
 // For the limiter's deadline (WithTimeout) to cut a stalled network read short without
 // extra cost, build the client with ContextTimeoutEnabled: true. Otherwise go-redis ignores
@@ -60,7 +72,7 @@ var _ ratelimit.Limiter = (*Limiter)(nil)
 // the limiter instead waits for each reply in a goroutine of its own, returning at the
 // deadline while the abandoned call finishes in the background.
 func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
-	if client == nil {
+	if isNil(client) {
 		return nil, errors.New("distributed: New: nil client")
 	}
 	o := defaultOptions()
@@ -82,6 +94,7 @@ func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 		crossSlot: o.crossSlot,
 		reserves:  o.reserves,
 		guard:     !honoursContext(client),
+		stop:      make(chan struct{}),
 	}
 	if p, ok := client.(pipeliner); ok {
 		l.batch = &batcher{client: p, timeout: o.timeout}
@@ -89,7 +102,18 @@ func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 	if c, ok := client.(*redis.ClusterClient); ok {
 		l.reload = c.ReloadState
 	}
+	watchDials(client, &l.netErr)
 	return l, nil
+}
+
+// isNil reports whether client is nil, or a nil pointer in an interface (a
+// (*redis.Client)(nil), say), on which the first method called would panic.
+func isNil(client redis.Scripter) bool {
+	if client == nil {
+		return true
+	}
+	v := reflect.ValueOf(client)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // honoursContext reports whether client stops waiting on the network when a context ends.
@@ -117,8 +141,9 @@ func (l *Limiter) Allow(ctx context.Context, key string, limit ratelimit.Limit) 
 // and n above that is refused with ratelimit.ErrExceedsBurst. Invalid arguments are
 // rejected before any round trip, with the same errors as every backend. When Redis fails or the deadline passes, AllowN returns the error with a Result
 // that has only Limit set, and the caller's ErrorPolicy decides. A bucket whose key holds a
-// value no script of this package writes (another type, text, a number out of range) gives
-// an error wrapping ratelimit.ErrInvalidState, and is left as it is.
+// value no script of this package writes (another type, text, a number out of range) is
+// decided as a new bucket, whose first request is always admitted and replaces the value
+// with the bucket's own: the key is limited from its first call on.
 func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
 	if err := l.check(key, limit, n); err != nil {
 		return ratelimit.Result{Limit: limit}, err
@@ -204,8 +229,8 @@ func resultOf(r []int64, limit ratelimit.Limit) ratelimit.Result {
 //
 // With any other algorithm Wait returns ratelimit.ErrNotSupported: waiting on a shared
 // bucket would need a reservation that a policing algorithm cannot hold fairly across
-// instances. Use Allow and the Result's RetryAfter. After Close, Wait returns
-// ratelimit.ErrClosed.
+// instances. Use Allow and the Result's RetryAfter. After Close, and when Close is called
+// while it sleeps, Wait returns ratelimit.ErrClosed.
 func (l *Limiter) Wait(ctx context.Context, key string, limit ratelimit.Limit) error {
 	if l.closed.Load() {
 		return ratelimit.ErrClosed
@@ -216,10 +241,13 @@ func (l *Limiter) Wait(ctx context.Context, key string, limit ratelimit.Limit) e
 	return l.waitInQueue(ctx, key, limit)
 }
 
-// Close makes every later call return ratelimit.ErrClosed. It does not close the client,
-// which belongs to the caller. Close is idempotent and always returns nil.
+// Close makes every later call return ratelimit.ErrClosed, and so do the Waits holding for
+// their turn, at once. It does not close the client, which belongs to the caller. Close is
+// idempotent and always returns nil.
 func (l *Limiter) Close() error {
-	l.closed.Store(true)
+	if l.closed.CompareAndSwap(false, true) {
+		close(l.stop)
+	}
 	return nil
 }
 
@@ -291,7 +319,13 @@ func (l *Limiter) runKeys(ctx context.Context, script *redis.Script, keys []stri
 			l.reload(context.Background())
 		}
 	}
-	return vals, err
+	if err != nil {
+		return nil, l.network(err)
+	}
+	if l.reload != nil && !l.warm.Load() {
+		l.warm.Store(true)
+	}
+	return vals, nil
 }
 
 // call is run without the reload.
@@ -309,7 +343,7 @@ func (l *Limiter) call(ctx context.Context, script *redis.Script, keys []string,
 		}
 		defer l.batch.release()
 	}
-	if !l.guard || ctx.Done() == nil {
+	if guard := l.guard || (l.reload != nil && !l.warm.Load()); !guard || ctx.Done() == nil {
 		vals, err := script.Run(ctx, l.client, keys, argv...).Int64Slice()
 		return reply(ctx, vals, err)
 	}
@@ -335,6 +369,9 @@ func (l *Limiter) call(ctx context.Context, script *redis.Script, keys []string,
 func reply(ctx context.Context, vals []int64, err error) ([]int64, error) {
 	if err != nil {
 		if cause := ended(ctx); cause != nil && !errors.Is(err, cause) {
+			if errors.Is(err, ctx.Err()) { // go-redis's report of the deadline: no news
+				return nil, fmt.Errorf("distributed: %w", cause)
+			}
 			return nil, fmt.Errorf("distributed: %w: %w", cause, err)
 		}
 		return nil, fmt.Errorf("distributed: %w", err)

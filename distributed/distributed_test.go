@@ -174,9 +174,24 @@ func TestNewDoesNotContactRedis(t *testing.T) {
 	_, err := distributed.New(client)
 	require.NoError(t, err)
 	assert.Zero(t, conns.accepted.Load())
+}
 
-	_, err = distributed.New(nil)
-	require.Error(t, err)
+// TestNewNilClient: a nil client, typed or not, is refused with the same error, not a panic.
+func TestNewNilClient(t *testing.T) {
+	clients := map[string]redis.Scripter{
+		"untyped":                 nil,
+		"*redis.Client":           (*redis.Client)(nil),
+		"*redis.ClusterClient":    (*redis.ClusterClient)(nil),
+		"*redis.Ring":             (*redis.Ring)(nil),
+		"UniversalClient(Client)": redis.UniversalClient((*redis.Client)(nil)),
+	}
+	for name, client := range clients {
+		t.Run(name, func(t *testing.T) {
+			l, err := distributed.New(client)
+			require.EqualError(t, err, "distributed: New: nil client")
+			require.Nil(t, l)
+		})
+	}
 }
 
 func TestCloseLeavesClientOpen(t *testing.T) {

@@ -22,8 +22,7 @@
 -- moment after its window ended, or under the test clock, carries another window's index
 -- and counts as zero.
 --
--- Returns {allowed (1 or 0), remaining, retry-after us, reset-after us}, all integers, or an
--- error reply starting with INVALIDSTATE when the key holds something else.
+-- Returns {allowed (1 or 0), remaining, retry-after us, reset-after us}, all integers.
 
 local burst = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
@@ -48,7 +47,8 @@ local index = (now - elapsed) / window
 local left = window - elapsed -- us until the window ends
 
 -- A value this script cannot have written (not "i:count" with count <= burst: text, nan,
--- inf, another type) is an error for this bucket alone, and nothing is written to it.
+-- inf, another type) counts as zero, as a missing key does: the request, the window's first,
+-- is admitted and its SET replaces the value (see gcra.lua).
 local count = 0
 local stored = redis.pcall('GET', KEYS[1])
 if stored then
@@ -57,10 +57,7 @@ if stored then
     i, c = string.match(stored, '^(%d+):(%d+)$')
   end
   c = tonumber(c)
-  if not c or c > burst then
-    return redis.error_reply('INVALIDSTATE the key holds no value this script writes')
-  end
-  if tonumber(i) == index then
+  if c and c <= burst and tonumber(i) == index then
     count = c
   end
 end

@@ -74,61 +74,122 @@ func foreignValues(alg ratelimit.Algorithm) []foreign {
 	return values
 }
 
+// foreignCase is a bucket to put foreign values at: an algorithm, a limit of Burst 3 and
+// the tag and limit its key ends with.
+type foreignCase struct {
+	name   string
+	alg    ratelimit.Algorithm
+	limit  ratelimit.Limit
+	suffix string
+}
+
+func foreignCases() []foreignCase {
+	var cases []foreignCase
+	for _, alg := range conformance.Algorithms() {
+		cases = append(cases, foreignCase{alg.String(), alg, ratelimit.Limit{Rate: 1, Burst: 3}, ":" + tags[alg] + ":1:3"})
+	}
+	return append(cases, foreignCase{"Warmup", ratelimit.TokenBucket,
+		ratelimit.Limit{Rate: 1, Burst: 3, Warmup: 10 * time.Second}, ":tbw:1:3:10000000"})
+}
+
 // TestForeignValues puts, at a bucket's key, each value no script can read, with no
-// expiry, and asks for a token: every algorithm answers with an error wrapping
-// ratelimit.ErrInvalidState that does not name the key, and writes nothing (the value and
-// its lack of expiry stay as they were). Other buckets of the same limiter keep working.
+// expiry, then asks for a token Burst + 2 times at one instant, by AllowN, by AllowAll and,
+// for the leaky bucket, first by Wait: every algorithm decides exactly as for a new bucket
+// (the answers are a fresh key's: Burst admitted, a third of it for a cold warm-up), and
+// the admission replaces the value with the bucket's own, which expires.
 func TestForeignValues(t *testing.T) {
 	server := redistest.NewServer(t)
 	client := newClient(t, server.Addr())
 	ctx := context.Background()
-	limit := ratelimit.Limit{Rate: 1, Burst: 1}
-	const user = "alice@example.com" // personal data: no error may print it
-	for _, alg := range conformance.Algorithms() {
-		tag := tags[alg]
-		for _, f := range foreignValues(alg) {
-			t.Run(alg.String()+"/"+f.name, func(t *testing.T) {
-				prefix := uniquePrefix()
-				l := newLimiter(t, client, conformance.NewClock(),
-					distributed.WithAlgorithm(alg), distributed.WithPrefix(prefix))
-				key := prefix + user + ":" + tag + ":1:1"
-				write := append([]string(nil), f.write...)
-				write[1] = key
-				_, err := server.Do(write...)
-				require.NoError(t, err)
-				before, err := server.Do("DUMP", key)
-				require.NoError(t, err)
+	const user = "alice@example.com"
+	for _, c := range foreignCases() {
+		values := foreignValues(c.alg)
+		if c.limit.Warmup != 0 {
+			// A plain bucket's TAT is one: the tags keep the two apart.
+			values = append(values,
+				foreign{"PlainTAT", []string{"SET", "%k", "5"}},
+				foreign{"NaNPair", []string{"SET", "%k", "1:nan"}},
+				foreign{"InfPair", []string{"SET", "%k", "1:inf"}},
+				foreign{"StartNotWhole", []string{"SET", "%k", "1.5:1"}},
+				foreign{"StartText", []string{"SET", "%k", "x:1"}},
+				foreign{"ThreeFields", []string{"SET", "%k", "1:2:3"}},
+				foreign{"StartTwoTo53", []string{"SET", "%k", "9007199254740992:1"}},
+				foreign{"TATTwoTo53", []string{"SET", "%k", "1:9007199254740992"}},
+				foreign{"HugePair", []string{"SET", "%k", "1:1e300"}},
+			)
+		}
+		paths := []string{"AllowN", "AllowAll"}
+		admits := c.limit.Burst
+		if c.limit.Warmup != 0 {
+			paths = paths[:1] // AllowAll refuses a warm-up
+			admits = 1        // a cold bucket holds a third of its burst
+		}
+		if c.alg == ratelimit.LeakyBucket {
+			paths = append(paths, "Wait")
+		}
+		for _, f := range values {
+			for _, path := range paths {
+				t.Run(c.name+"/"+f.name+"/"+path, func(t *testing.T) {
+					prefix := uniquePrefix()
+					l := newLimiter(t, client, conformance.NewClock(),
+						distributed.WithAlgorithm(c.alg), distributed.WithPrefix(prefix))
+					key := prefix + user + c.suffix
+					write := append([]string(nil), f.write...)
+					write[1] = key
+					_, err := server.Do(write...)
+					require.NoError(t, err)
 
-				for range 2 {
-					res, err := l.Allow(ctx, user, limit)
-					require.ErrorIs(t, err, ratelimit.ErrInvalidState)
-					require.NotContains(t, err.Error(), "alice")
-					require.Equal(t, ratelimit.Result{Limit: limit}, res)
-				}
-				if alg == ratelimit.LeakyBucket {
-					waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
-					err := l.Wait(waitCtx, user, limit)
-					cancel()
-					require.ErrorIs(t, err, ratelimit.ErrInvalidState)
-					require.NotContains(t, err.Error(), "alice")
-				}
+					decide := func(key string, i int) ratelimit.Result {
+						t.Helper()
+						switch {
+						case path == "Wait" && i == 0:
+							waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
+							defer cancel()
+							require.NoError(t, l.Wait(waitCtx, key, c.limit))
+							return ratelimit.Result{Allowed: true} // Wait says no more
+						case path == "AllowAll":
+							m, err := l.AllowAll(ctx, []ratelimit.Request{{Key: key, Limit: c.limit, N: 1}})
+							require.NoError(t, err)
+							return m.Results[0]
+						}
+						res, err := l.Allow(ctx, key, c.limit)
+						require.NoError(t, err)
+						return res
+					}
+					// Peek, too, answers as for a new bucket, and writes nothing.
+					before, err := server.Do("DUMP", key)
+					require.NoError(t, err)
+					got, err := l.Peek(ctx, user, c.limit, 1)
+					require.NoError(t, err)
+					want, err := l.Peek(ctx, "bob", c.limit, 1)
+					require.NoError(t, err)
+					require.Equal(t, want, got, "Peek")
+					peeked, err := server.Do("DUMP", key)
+					require.NoError(t, err)
+					require.Equal(t, before, peeked, "Peek wrote")
 
-				after, err := server.Do("DUMP", key)
-				require.NoError(t, err)
-				require.Equal(t, before, after, "the value was written to")
-				ttl, err := server.Do("PTTL", key)
-				require.NoError(t, err)
-				require.Equal(t, int64(-1), ttl, "the key was given an expiry")
+					admitted := 0
+					for i := range c.limit.Burst + 2 {
+						got, want := decide(user, i), decide("bob", i) // bob's bucket is new
+						require.Equal(t, want, got, "request %d", i)
+						if got.Allowed {
+							admitted++
+						}
+					}
+					require.Equal(t, admits, admitted)
 
-				// Another bucket: its token back in 1 s (W = 1 s; the counter's weighs for two).
-				reset := time.Second
-				if alg == ratelimit.SlidingWindowCounter {
-					reset = 2 * time.Second
-				}
-				res, err := l.Allow(ctx, "bob", limit)
-				require.NoError(t, err)
-				require.Equal(t, ratelimit.Result{Allowed: true, Limit: limit, ResetAfter: reset}, res)
-			})
+					after, err := server.Do("DUMP", key)
+					require.NoError(t, err)
+					bob, err := server.Do("DUMP", prefix+"bob"+c.suffix)
+					require.NoError(t, err)
+					if f.name != "EntryAtInf" { // which is left to expire with the key
+						require.Equal(t, bob, after, "the bucket's value is not a new bucket's")
+					}
+					ttl, err := server.Do("PTTL", key)
+					require.NoError(t, err)
+					require.Positive(t, ttl, "the key has no expiry")
+				})
+			}
 		}
 	}
 }

@@ -19,8 +19,7 @@
 -- now, and resolving a microsecond or two even when tau is 2^53 us, the longest allowed.
 --
 -- Returns {allowed (1 or 0), remaining tokens, retry-after us, reset-after us}, all
--- integers: Redis would truncate a fractional Lua number. Or an error reply starting with
--- INVALIDSTATE when the key holds something else.
+-- integers: Redis would truncate a fractional Lua number.
 
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
@@ -40,20 +39,14 @@ if not now_us then
 end
 local now = now_us * rate / 1000000
 
--- A missing key is a full bucket: its TAT is now or earlier. A value this script cannot
--- have written (not a number between -2^53 and 2^53: text, nan, inf, another type) is an
--- error for this bucket alone, and nothing is written to it. (Only a test clock reads before
--- 2020, hence negative TATs.)
-local stored = redis.pcall('GET', KEYS[1])
-local tat = now
-if stored then
-  tat = tonumber(stored)
-  if not (tat and tat > -9007199254740992 and tat < 9007199254740992) then -- nil: an error
-    return redis.error_reply('INVALIDSTATE the key holds no value this script writes')
-  end
-  if tat < now then
-    tat = now
-  end
+-- A missing key is a full bucket: its TAT is now or earlier. So is a value this script
+-- cannot have written (not a number below 2^53: text, nan, inf, another type, whose pcall
+-- error tonumber reads as nil): a new bucket admits its first request, whose SET replaces the
+-- value whatever its type, so something else's value limits the key at once and is gone
+-- after one call. (A full Redis refuses that SET, as it refuses every admission.)
+local tat = tonumber(redis.pcall('GET', KEYS[1]))
+if not (tat and tat > now and tat < 9007199254740992) then -- nan too
+  tat = now
 end
 
 -- Taking cost tokens moves the TAT by cost intervals; the request conforms when the new TAT

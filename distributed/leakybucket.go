@@ -33,5 +33,5 @@ func (l *Limiter) waitInQueue(ctx context.Context, key string, limit ratelimit.L
 			return ratelimit.Result{Limit: limit}, invalidState(err)
 		}
 		return resultOf(r, limit), nil
-	}, nil)
+	}, l.stop)
 }

@@ -22,8 +22,7 @@
 --
 -- Returns {allowed (1 or 0), remaining places, retry-after us, reset-after us, delay us},
 -- all integers. A request refused only because its turn comes after ARGV[5] gets retry-after
--- 0 and the delay it would have had. Or an error reply starting with INVALIDSTATE when the
--- key holds something else.
+-- 0 and the delay it would have had.
 
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
@@ -41,18 +40,11 @@ end
 local now = now_us * rate / 1000000
 
 -- start: when the request's first token leaves, once the tokens queued before it have.
--- A missing key is an empty queue. A value this script cannot have written is an error for
--- this bucket alone, and nothing is written to it (see gcra.lua).
-local stored = redis.pcall('GET', KEYS[1])
-local start = now
-if stored then
-  start = tonumber(stored)
-  if not (start and start > -9007199254740992 and start < 9007199254740992) then -- nil: an error
-    return redis.error_reply('INVALIDSTATE the key holds no value this script writes')
-  end
-  if start < now then
-    start = now
-  end
+-- A missing key is an empty queue, and so is a value this script cannot have written: the
+-- request, first in an empty queue, is admitted and its SET replaces the value (see gcra.lua).
+local start = tonumber(redis.pcall('GET', KEYS[1]))
+if not (start and start > now and start < 9007199254740992) then -- nan too
+  start = now
 end
 -- The request fits when its last token leaves at most usable after now:
 -- start + cost - now <= usable, tested as ahead <= room, where room is exact (gcra.lua says

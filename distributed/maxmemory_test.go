@@ -59,7 +59,8 @@ func fillMemory(t *testing.T, server *redistest.Server) {
 // Every script's first write is the one that admits, so once Redis is full every admission
 // fails with Redis's OOM error and writes nothing, and denials, which write nothing, are
 // still answered. (The sliding log used to trim its sorted set before adding to it: that
-// first write let every ZADD after it through, and Redis grew without bound.)
+// first write let every ZADD after it through, and Redis grew without bound.) A key holding
+// a value no script writes is refused too: the admission that would replace it is refused.
 func TestMaxmemoryNoEviction(t *testing.T) {
 	server := redistest.NewServer(t)
 	client := newClient(t, server.Addr())
@@ -79,6 +80,11 @@ func TestMaxmemoryNoEviction(t *testing.T) {
 		res, err = l.AllowN(ctx, "half", limit, 500)
 		require.NoError(t, err)
 		require.True(t, res.Allowed)
+		// And a value no script writes, which an admission would replace.
+		foreignKey := prefix + alg.String() + ":foreign:" + tags[alg] + ":" +
+			strconv.FormatFloat(limit.Rate, 'g', -1, 64) + ":1000"
+		_, err = server.Do("HSET", foreignKey, "field", "1")
+		require.NoError(t, err)
 	}
 	fillMemory(t, server)
 	before := usedMemory(t, server)
@@ -88,7 +94,7 @@ func TestMaxmemoryNoEviction(t *testing.T) {
 			l := limiters[alg]
 			keys, err := server.Do("KEYS", prefix+alg.String()+":*")
 			require.NoError(t, err)
-			require.Len(t, keys, 2)
+			require.Len(t, keys, 3)
 			dump := func() []string {
 				var values []string
 				for _, k := range keys.([]any) {
@@ -99,7 +105,7 @@ func TestMaxmemoryNoEviction(t *testing.T) {
 				return values
 			}
 			stored := dump()
-			for _, key := range []string{"new", "half"} {
+			for _, key := range []string{"new", "half", "foreign"} {
 				// Ten admissions that would each add 100 tokens' worth: every one refused.
 				for range 10 {
 					_, err := l.AllowN(ctx, key, limit, 100)

@@ -5,7 +5,7 @@
 -- very arithmetic AllowN uses; only three things differ, each a plain substitution:
 --   * it runs as decide(KEYS, ARGV) on one bucket's key and arguments, and its return
 --     statements return from the function;
---   * its writes (SET, ZADD, ZREMRANGEBYSCORE, PEXPIRE) go through write, which, while dry
+--   * its writes (SET, DEL, ZADD, ZREMRANGEBYSCORE, PEXPIRE) go through write, which, while dry
 --     is true, only records them (and tells ZADD's loop that every entry was added);
 --   * it reads Redis TIME through clock, which reads it once per script, so that every
 --     bucket is decided at the same instant, checked and then written.

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -138,8 +139,8 @@ func peekRemaining(t *testing.T, l *distributed.Limiter, key string, limit ratel
 	return res.Remaining
 }
 
-// TestAllowAllForeignValue: a bucket holding a value no script writes fails the whole
-// decision with ErrInvalidState, and the other bucket is not charged.
+// TestAllowAllForeignValue: a bucket holding a value no script writes is decided as a new
+// one, in the same decision as the others, and its value is replaced.
 func TestAllowAllForeignValue(t *testing.T) {
 	server := redistest.NewServer(t)
 	prefix := uniquePrefix()
@@ -147,10 +148,15 @@ func TestAllowAllForeignValue(t *testing.T) {
 	limit := ratelimit.Limit{Rate: 1, Burst: 2}
 	_, err := server.Do("SET", prefix+"bad:tb:1:2", "not a number")
 	require.NoError(t, err)
-	_, err = l.AllowAll(context.Background(), []ratelimit.Request{{Key: "good", Limit: limit}, {Key: "bad", Limit: limit}})
-	require.ErrorIs(t, err, ratelimit.ErrInvalidState)
-	assert.NotContains(t, err.Error(), "bad:")
-	exists, err := server.Do("EXISTS", prefix+"good:tb:1:2")
+	res, err := l.AllowAll(context.Background(), []ratelimit.Request{{Key: "good", Limit: limit}, {Key: "bad", Limit: limit}})
 	require.NoError(t, err)
-	assert.Equal(t, int64(0), exists, "nothing written")
+	require.True(t, res.Allowed)
+	// Two new buckets, each charged one token of two: back in 1 s.
+	fresh := ratelimit.Result{Allowed: true, Limit: limit, Remaining: 1, ResetAfter: time.Second}
+	assert.Equal(t, []ratelimit.Result{fresh, fresh}, res.Results)
+	good, err := server.Do("GET", prefix+"good:tb:1:2")
+	require.NoError(t, err)
+	bad, err := server.Do("GET", prefix+"bad:tb:1:2")
+	require.NoError(t, err)
+	assert.Equal(t, good, bad, "the foreign value is a new bucket's TAT now")
 }

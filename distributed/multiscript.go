@@ -45,7 +45,7 @@ var warmupMulti = redis.NewScript(multiScript(warmupSource, refundWarmupSource, 
 
 // writes are the commands by which the single-key scripts write. In decide they go through
 // multi.lua's write, so that a first pass can decide every bucket without writing.
-var writes = []string{"SET", "ZADD", "ZREMRANGEBYSCORE", "PEXPIRE"}
+var writes = []string{"SET", "DEL", "ZADD", "ZREMRANGEBYSCORE", "PEXPIRE"}
 
 // multiScript returns multi.lua with single, a single-key script, made into its function
 // decide, and refund, the algorithm's refund function, in their places. redecide says that

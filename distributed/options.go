@@ -49,13 +49,18 @@ func WithPrefix(p string) Option {
 // times a healthy round trip inside a data centre, so that a dead or stalled Redis costs a
 // request that long and no more. Zero means the default; a negative value removes the
 // limiter's own bound: only the caller's context (and the client's own timeouts) apply.
-// Errors from this bound wrap ratelimit.ErrTimeout; when the caller's context ends first,
-// the error is the context's.
+// Errors from this bound wrap ratelimit.ErrTimeout and name the client's last dial error,
+// if its last dial failed ("connection refused", "no such host"), which the deadline would
+// hide; when the caller's context ends first, the error is the context's.
 //
 // The bound holds whatever the client's settings. Clients built with
 // ContextTimeoutEnabled: true honour it themselves; with any other client the limiter
 // stops waiting at the bound and leaves the call to finish in the background, which costs a
-// goroutine per call (see New).
+// goroutine per call (see New). A Cluster client's first load of its map of the slots
+// ignores the context while it retries a seed that cannot be reached: until the client has
+// answered once, the limiter waits for its calls in that way too, so that the first
+// decisions fail at the bound rather than hundreds of milliseconds later. Limiter.Check
+// loads the map at start-up.
 func WithTimeout(d time.Duration) Option {
 	return func(o *options) {
 		if d == 0 {

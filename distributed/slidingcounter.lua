@@ -28,8 +28,7 @@
 -- The value is "i:cur:prev", written only on allow, expiring at the end of window i+1, after
 -- which neither count weighs anything.
 --
--- Returns {allowed (1 or 0), remaining, retry-after us, reset-after us}, all integers, or an
--- error reply starting with INVALIDSTATE when the key holds something else.
+-- Returns {allowed (1 or 0), remaining, retry-after us, reset-after us}, all integers.
 
 local burst = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
@@ -50,7 +49,8 @@ local index = (now - x) / w
 -- The counts as seen from window index: the stored window's, or, one window on, its count
 -- as the previous one; anything older weighs nothing.
 -- A value this script cannot have written (not "i:cur:prev" with both counts <= burst: text,
--- nan, inf, another type) is an error for this bucket alone, and nothing is written to it.
+-- nan, inf, another type) weighs nothing, as a missing key: the request is admitted and its
+-- SET replaces the value (see gcra.lua).
 local prev, cur = 0, 0
 local stored = redis.pcall('GET', KEYS[1])
 if stored then
@@ -59,14 +59,13 @@ if stored then
     i, c, p = string.match(stored, '^(%d+):(%d+):(%d+)$')
   end
   c, p = tonumber(c), tonumber(p)
-  if not c or c > burst or p > burst then
-    return redis.error_reply('INVALIDSTATE the key holds no value this script writes')
-  end
-  i = tonumber(i)
-  if i == index then
-    prev, cur = p, c
-  elseif i == index - 1 then
-    prev = c
+  if c and c <= burst and p <= burst then
+    i = tonumber(i)
+    if i == index then
+      prev, cur = p, c
+    elseif i == index - 1 then
+      prev = c
+    end
   end
 end
 

@@ -18,8 +18,7 @@
 -- Times are whole microseconds since 2020-01-01, far below 2^53 for centuries, so scores
 -- (doubles) hold them exactly and every sum below is exact.
 --
--- Returns {allowed (1 or 0), remaining tokens, retry-after us, reset-after us}, integers, or
--- an error reply starting with INVALIDSTATE when the key holds something else.
+-- Returns {allowed (1 or 0), remaining tokens, retry-after us, reset-after us}, integers.
 
 local burst = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
@@ -39,15 +38,24 @@ end
 -- microseconds): one exactly W old has left. Count them without writing: under maxmemory
 -- with noeviction, Redis refuses a command that may grow memory only while the script has
 -- written nothing, so the write that admits (ZADD) must be the first. The entries that have
--- left are trimmed after it. A key of another type is an error for this bucket alone, and
--- nothing is written to it.
+-- left are trimmed after it.
+-- Entries at 2^53 or later (+inf), which this script never writes and which would never
+-- leave, are not counted: (9007199254740992 is the bound. A key of another type is an empty
+-- log: the request is admitted and replaces the value.
 local first = now - window + 1
-local count = redis.pcall('ZCOUNT', KEYS[1], first, '+inf')
-if type(count) ~= 'number' then
-  return redis.error_reply('INVALIDSTATE the key holds no value this script writes')
+local count = redis.pcall('ZCOUNT', KEYS[1], first, '(9007199254740992')
+local foreign = type(count) ~= 'number'
+if foreign then
+  count = 0
 end
 
 if count + cost <= usable then
+  if foreign then
+    -- SET, which a full Redis refuses, is the first write, as every admission's is; it
+    -- replaces the value whatever its type, and DEL makes way for the log.
+    redis.call('SET', KEYS[1], '')
+    redis.call('DEL', KEYS[1])
+  end
   -- Add cost entries at now. Members must be unique, or ZADD would move an entry instead of
   -- adding one: each is named "<now>:<position in the window>". Requests in the same
   -- microsecond find the count grown by the ones before, so their names differ, and an
@@ -80,11 +88,8 @@ end
 -- admitted. The window is empty once the newest has left.
 -- The window holds more than usable when the request keeps a reserve, or more than burst if
 -- Redis TIME stepped back: then nothing remains.
--- An entry at +inf, which this script never writes, would hold the bucket for ever: an error.
 local k = count + cost - usable
-local kth = redis.call('ZRANGEBYSCORE', KEYS[1], first, '+inf', 'WITHSCORES', 'LIMIT', k - 1, 1)
-local newest = tonumber(redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
-if not (newest < 9007199254740992) then
-  return redis.error_reply('INVALIDSTATE the key holds no value this script writes')
-end
+local kth = redis.call('ZRANGEBYSCORE', KEYS[1], first, '(9007199254740992', 'WITHSCORES', 'LIMIT', k - 1, 1)
+local newest = tonumber(redis.call('ZREVRANGEBYSCORE', KEYS[1], '(9007199254740992', '-inf', 'WITHSCORES',
+  'LIMIT', 0, 1)[2])
 return {0, math.max(usable - count, 0), tonumber(kth[2]) + window - now, newest + window - now}

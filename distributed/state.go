@@ -10,14 +10,16 @@ import (
 )
 
 // invalidState returns err, or, when Redis answered that the bucket holds a value the
-// script cannot read (the scripts' INVALIDSTATE reply, or Redis's WRONGTYPE), an error
-// wrapping ratelimit.ErrInvalidState and Redis's reply: a fault of that bucket alone, not of
-// Redis. Neither reply names the key.
+// script cannot read (the refund scripts' INVALIDSTATE reply, or Redis's WRONGTYPE), an
+// error wrapping ratelimit.ErrInvalidState and Redis's reply: a fault of that bucket alone,
+// not of Redis, which the bucket's next decision mends (the decision scripts read such a
+// value as a new bucket and replace it). Neither reply names the key.
 func invalidState(err error) error {
 	var reply redis.Error
 	if errors.As(err, &reply) &&
 		(redis.HasErrorPrefix(reply, "INVALIDSTATE") || redis.HasErrorPrefix(reply, "WRONGTYPE")) {
-		return fmt.Errorf("%w (Redis: %w)", ratelimit.ErrInvalidState, reply)
+		return fmt.Errorf("%w (Redis: %w): the bucket's next decision replaces it with a new bucket",
+			ratelimit.ErrInvalidState, reply)
 	}
 	return err
 }

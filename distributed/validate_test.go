@@ -1,6 +1,8 @@
 package distributed_test
 
 import (
+	"context"
+	"math"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -25,4 +27,27 @@ func TestValidateLimit(t *testing.T) {
 	other, err := distributed.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), distributed.WithAlgorithm(ratelimit.Algorithm(99)))
 	require.NoError(t, err)
 	assert.ErrorIs(t, other.ValidateLimit(ratelimit.PerSecond(10)), ratelimit.ErrNotSupported)
+}
+
+// TestRateBelowResolution: a rate faster than the clock's microsecond, math.MaxFloat64
+// (x/time/rate's Inf) among them, is refused by ValidateLimit, AllowN, AllowAll and Wait
+// without a round trip, as the local backend refuses a bucket that refills in less than
+// 1 µs.
+func TestRateBelowResolution(t *testing.T) {
+	ctx := context.Background()
+	l, err := distributed.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}),
+		distributed.WithAlgorithm(ratelimit.LeakyBucket))
+	require.NoError(t, err)
+	for _, limit := range []ratelimit.Limit{
+		{Rate: math.MaxFloat64, Burst: 1},
+		{Rate: 1e7, Burst: 9},
+		{Rate: 1e300, Burst: ratelimit.MaxBurst},
+	} {
+		require.ErrorIs(t, l.ValidateLimit(limit), ratelimit.ErrInvalidLimit)
+		_, err := l.Allow(ctx, "k", limit)
+		require.ErrorIs(t, err, ratelimit.ErrInvalidLimit)
+		_, err = l.AllowAll(ctx, []ratelimit.Request{{Key: "k", Limit: limit}})
+		require.ErrorIs(t, err, ratelimit.ErrInvalidLimit)
+		require.ErrorIs(t, l.Wait(ctx, "k", limit), ratelimit.ErrInvalidLimit)
+	}
 }

@@ -52,3 +52,36 @@ func TestWaitOtherAlgorithms(t *testing.T) {
 		require.ErrorIs(t, l.Wait(context.Background(), "k", ratelimit.PerSecond(1)), ratelimit.ErrNotSupported, "%v", alg)
 	}
 }
+
+// TestWaitClose: Close ends a Wait that holds for its turn, at once, with
+// ratelimit.ErrClosed, as the local backend's does.
+func TestWaitClose(t *testing.T) {
+	server := redistest.NewServer(t)
+	inBubble(t, server, func(t *testing.T, l *distributed.Limiter) {
+		ctx := context.Background()
+		limit := ratelimit.Limit{Rate: 1, Burst: 2}
+		res, err := l.Allow(ctx, "k", limit) // the queue's first place: no delay
+		require.NoError(t, err)
+		require.True(t, res.Allowed)
+
+		start := time.Now()
+		done := make(chan error, 1)
+		go func() { done <- l.Wait(ctx, "k", limit) }() // the second place: its turn in 1 s
+		synctest.Wait()                                 // Wait holds for its turn
+		select {
+		case err := <-done:
+			t.Fatalf("Wait returned %v before Close", err)
+		default:
+		}
+
+		require.NoError(t, l.Close())
+		synctest.Wait()
+		select {
+		case err := <-done:
+			require.ErrorIs(t, err, ratelimit.ErrClosed)
+			require.Zero(t, time.Since(start), "Wait held on after Close")
+		default:
+			t.Fatal("Wait still holds after Close")
+		}
+	})
+}

@@ -35,7 +35,7 @@
 -- move, or it would be denied for ever. That is the one write a denial makes.
 --
 -- Returns {allowed (1 or 0), remaining tokens, retry-after us, reset-after us}, all
--- integers. Or an error reply starting with INVALIDSTATE when the key holds something else.
+-- integers.
 
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
@@ -139,8 +139,8 @@ local function least(guess, ok)
   return hi
 end
 
--- A missing key is a cold bucket. A value this script cannot have written is an error for
--- this bucket alone, and nothing is written to it.
+-- A missing key is a cold bucket, and so is a value this script cannot have written: a cold
+-- bucket writes whatever it decides, and that SET replaces the value (see gcra.lua).
 local stored = redis.pcall('GET', KEYS[1])
 local s, tat, d
 if stored then
@@ -149,10 +149,11 @@ if stored then
     sv, tv = string.match(stored, '^(%-?%d+):([^:]+)$')
   end
   s, tat = tonumber(sv), tonumber(tv)
-  if not (s and tat and s > -cap and s < cap and tat > -cap and tat < cap) then -- nil: an error
-    return redis.error_reply('INVALIDSTATE the key holds no value this script writes')
+  if s and tat and s > -cap and s < cap and tat > -cap and tat < cap then -- nil: an error
+    d = math.max(now_us - s, 0) -- a clock that stepped back reads as the start of the warm-up
+  else
+    stored = false
   end
-  d = math.max(now_us - s, 0) -- a clock that stepped back reads as the start of the warm-up
 end
 local restarted = false
 if not stored or math.max(tat, clock(p)) + burst <= clock(d) then

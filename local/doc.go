@@ -24,7 +24,9 @@
 // rarely share one; looking a bucket up allocates nothing. A token bucket up to 10⁶ tokens a
 // second, and a window counter whose window index and counts fit in 64 bits, decide with one
 // compare-and-swap; the other buckets, token buckets with a warm-up among them, decide under
-// a mutex of their own.
+// a mutex of their own. The clock is read in whole microseconds, so a token bucket must hold
+// a microsecond's tokens (Burst ≥ Rate/10⁶): ValidateLimit and every call refuse a faster
+// one with ratelimit.ErrInvalidLimit, math.MaxFloat64 (x/time/rate's Inf) included.
 //
 // # Several limits at once, and priorities
 //

@@ -82,7 +82,7 @@ func (l *Limiter) Allow(ctx context.Context, key string, limit ratelimit.Limit) 
 // keep more than 64 bits of state.
 func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
 	var w int64 // the window of a window algorithm, µs
-	if !l.tokenBucket || !args.Valid(key, limit, n) || !args.RefillOK(limit) || limit.Warmup != 0 || l.closed.Load() {
+	if !l.tokenBucket || !args.Valid(key, limit, n) || !args.RefillOK(limit) || !resolutionOK(limit) || limit.Warmup != 0 || l.closed.Load() {
 		var err error
 		if w, err = l.validate(key, limit, n); err != nil {
 			return ratelimit.Result{Limit: limit}, err
@@ -192,7 +192,7 @@ func (l *Limiter) validate(key string, limit ratelimit.Limit, n int) (int64, err
 	case ratelimit.SlidingWindowLog:
 		return args.LogWindow(limit)
 	}
-	return 0, args.CheckAlgorithm(l.algorithm, limit)
+	return 0, l.checkAlgorithm(limit)
 }
 
 // reserve returns the tokens a request for n under limit must leave in its bucket at the

@@ -56,7 +56,7 @@ func (l *Limiter) AllowAllInto(ctx context.Context, reqs []ratelimit.Request, re
 	i, err := args.CheckAll("local: AllowAll", reqs, func(i int) error {
 		r := &reqs[i]
 		n := max(r.N, 1)
-		if l.tokenBucket && args.Valid(r.Key, r.Limit, n) && args.RefillOK(r.Limit) {
+		if l.tokenBucket && args.Valid(r.Key, r.Limit, n) && args.RefillOK(r.Limit) && resolutionOK(r.Limit) {
 			window[i] = 0 // as AllowN: a token bucket needs no more checks (Close is below)
 		} else {
 			var err error

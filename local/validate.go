@@ -1,6 +1,8 @@
 package local
 
 import (
+	"fmt"
+
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/args"
 )
@@ -8,13 +10,43 @@ import (
 var _ ratelimit.LimitValidator = (*Limiter)(nil)
 
 // ValidateLimit returns nil if the limiter's algorithm accepts limit, or an error wrapping
-// ratelimit.ErrInvalidLimit that says why not: limit.Validate's reasons, and the
-// algorithm's own bounds (a sliding log's ratelimit.MaxLogBurst, a window between 1 µs and
-// 2⁵³ µs, a shaper's rate of at most 10⁶ a second, as a warm-up's); or one wrapping
-// ratelimit.ErrNotSupported for a warm-up on any algorithm but the token bucket.
+// ratelimit.ErrInvalidLimit that says why not: limit.Validate's reasons, a token bucket that
+// refills in less than 1 µs (see checkResolution), and the algorithm's own bounds (a sliding
+// log's ratelimit.MaxLogBurst, a window between 1 µs and 2⁵³ µs, a shaper's rate of at most
+// 10⁶ a second, as a warm-up's); or one wrapping ratelimit.ErrNotSupported for a warm-up on
+// any algorithm but the token bucket.
 func (l *Limiter) ValidateLimit(limit ratelimit.Limit) error {
 	if err := limit.Validate(); err != nil {
 		return err
 	}
-	return args.CheckAlgorithm(l.algorithm, limit)
+	return l.checkAlgorithm(limit)
+}
+
+// checkAlgorithm is args.CheckAlgorithm, and checkResolution for a token bucket.
+func (l *Limiter) checkAlgorithm(limit ratelimit.Limit) error {
+	if err := args.CheckAlgorithm(l.algorithm, limit); err != nil || l.algorithm != ratelimit.TokenBucket {
+		return err
+	}
+	return checkResolution(limit)
+}
+
+// resolutionOK reports whether a drained bucket of a valid limit takes at least 1 µs to
+// refill: Burst/Rate ≥ 1 µs, tested without the division. The limiter reads its clock in
+// whole microseconds, so a bucket that refills faster is full again at every reading and
+// admits Burst per microsecond, less than Rate: at math.MaxFloat64 (x/time/rate's Inf) and
+// Burst 1, one request in a microsecond instead of all of them. Every window algorithm
+// already refuses such a limit (its window is Burst/Rate), a shaper or a warm-up any rate
+// above 10⁶; and so does the Redis backend, whose MaxRate is 10⁶.
+func resolutionOK(limit ratelimit.Limit) bool {
+	return limit.Rate <= float64(limit.Burst)*1e6
+}
+
+// checkResolution returns an error wrapping ratelimit.ErrInvalidLimit when resolutionOK does
+// not hold.
+func checkResolution(limit ratelimit.Limit) error {
+	if !resolutionOK(limit) {
+		return fmt.Errorf("%w: burst/rate = %g s, the time a drained bucket takes to refill, is shorter than 1 µs, the clock's resolution: it would admit %d per µs, not %v per second; raise the burst to at least rate/10⁶",
+			ratelimit.ErrInvalidLimit, float64(limit.Burst)/limit.Rate, limit.Burst, limit.Rate)
+	}
+	return nil
 }
