@@ -18,8 +18,9 @@
 -- Times are whole microseconds since 2020-01-01, far below 2^53 for centuries, so scores
 -- (doubles) hold them exactly and every sum below is exact.
 --
--- Returns {allowed (1 or 0), remaining tokens, retry-after us, reset-after us}, integers, or
--- an error reply starting with INVALIDSTATE when the key holds something else.
+-- Returns {allowed (1 or 0), remaining tokens, retry-after us, reset-after us, delay us (0),
+-- now in us since 2020 (the decision's instant, which a refund of it names)}, integers, or an
+-- error reply starting with INVALIDSTATE when the key holds something else.
 
 local burst = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
@@ -72,7 +73,7 @@ if count + cost <= usable then
     ttl = math.max(ttl, 3600000) -- test clock: Redis's own clock, which expires keys, runs on
   end
   redis.call('PEXPIRE', KEYS[1], ttl)
-  return {1, usable - count - cost, 0, window}
+  return {1, usable - count - cost, 0, window, 0, now}
 end
 
 -- Denied, nothing written. k = count + cost - usable entries must leave the window first
@@ -87,4 +88,4 @@ local newest = tonumber(redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
 if not (newest < 9007199254740992) then
   return redis.error_reply('INVALIDSTATE the key holds no value this script writes')
 end
-return {0, math.max(usable - count, 0), tonumber(kth[2]) + window - now, newest + window - now}
+return {0, math.max(usable - count, 0), tonumber(kth[2]) + window - now, newest + window - now, 0, now}

@@ -133,7 +133,7 @@ func TestWarmupForeignValues(t *testing.T) {
 			for _, call := range []func() (ratelimit.Result, error){
 				func() (ratelimit.Result, error) { return l.Allow(ctx, user, limit) },
 				func() (ratelimit.Result, error) { return l.Peek(ctx, user, limit, 1) },
-				func() (ratelimit.Result, error) { return l.Refund(ctx, user, limit, 1) },
+				func() (ratelimit.Result, error) { return l.Refund(ctx, user, limit, 1, ratelimit.Charge{}) },
 			} {
 				res, err := call()
 				require.ErrorIs(t, err, ratelimit.ErrInvalidState)

@@ -130,6 +130,9 @@ func (l *Limiter) decide(ctx context.Context, key string, limit ratelimit.Limit,
 		default:
 			l.cache.store(key, limit, n, p, sent, res)
 		}
+		if res.Allowed {
+			res.Charge = mark(res.Charge, partPrimary)
+		}
 		return res, l.origins.primary, nil
 	case !isFailure(ctx, err):
 		l.breaker.inconclusive(t, l.now())
@@ -197,6 +200,9 @@ func (l *Limiter) degraded(ctx context.Context, key string, limit ratelimit.Limi
 	// passes when the share is full, instead of failing with ErrExceedsBurst for a request
 	// the real limit allows.
 	res, err := l.secondary.AllowN(ctx, key, share, min(n, share.Burst))
+	if res.Allowed {
+		res.Charge = mark(res.Charge, partSecondary)
+	}
 	return res, l.origins.secondary, err
 }
 
