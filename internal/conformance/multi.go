@@ -49,7 +49,8 @@ func RunMulti(t *testing.T, algorithm ratelimit.Algorithm, newHarness func(t *te
 // Inspector.
 func RunInspector(t *testing.T, algorithm ratelimit.Algorithm, newHarness func(t *testing.T) Harness) {
 	t.Run("Inspector", func(t *testing.T) {
-		runRules(t, algorithm, newHarness, inspectorRules, func(l ratelimit.Limiter) bool {
+		rules := append(append([]rule(nil), inspectorRules...), refundRulesOf(algorithm)...)
+		runRules(t, algorithm, newHarness, rules, func(l ratelimit.Limiter) bool {
 			_, ok := l.(ratelimit.Inspector)
 			return ok
 		})
