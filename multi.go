@@ -68,8 +68,11 @@ type Inspector interface {
 	// the refunded ones had not been made. A limiter made of several (package fallback)
 	// refunds the part that decided, or nothing. The algorithms that keep a theoretical
 	// arrival time (TokenBucket, LeakyBucket) move it back by n at the refund's instant,
-	// whatever c.At. The zero Charge gives n tokens back to the bucket's current state (its
-	// current window, its newest entries, the part of a fallback that would decide now): an
+	// whatever c.At: exact unless, without the refunded request, the bucket would have
+	// filled up between the charge and the refund, when the refund also gives back the
+	// refill the full bucket would have lost (at most n tokens, at most the refill of that
+	// time). The zero Charge gives n tokens back to the bucket's current state (its current
+	// window, its newest entries, the part of a fallback that would decide now): an
 	// operator's manual refund, not the undoing of one decision.
 	Refund(ctx context.Context, key string, limit Limit, n int, c Charge) (Result, error)
 	// Reset makes the bucket full again.
