@@ -57,15 +57,31 @@ type Inspector interface {
 	// Peek returns what AllowN(ctx, key, limit, n) would answer now, and writes nothing:
 	// a bucket that does not exist is not created.
 	Peek(ctx context.Context, key string, limit Limit, n int) (Result, error)
-	// Refund gives n tokens back to the bucket, never beyond a full bucket, and returns
-	// its state afterwards as Peek would for one token. A missing bucket is a no-op.
-	Refund(ctx context.Context, key string, limit Limit, n int) (Result, error)
+	// Refund gives back n tokens that the decision whose Result.Charge is c took from the
+	// bucket, never beyond a full bucket, and returns the bucket's state afterwards as Peek
+	// would for one token. A missing bucket is a no-op.
+	//
+	// A refund with c gives back only what that decision took, where it took it: a window
+	// algorithm gives back to the window that held c.At, and nothing once that window no
+	// longer counts; the sliding log drops the entries it recorded at c.At, and nothing
+	// once they have left the window. So refunds never let more requests through than if
+	// the refunded ones had not been made. A limiter made of several (package fallback)
+	// refunds the part that decided, or nothing. The algorithms that keep a theoretical
+	// arrival time (TokenBucket, LeakyBucket) move it back by n at the refund's instant,
+	// whatever c.At: exact unless, without the refunded request, the bucket would have
+	// filled up between the charge and the refund, when the refund also gives back the
+	// refill the full bucket would have lost (at most n tokens, at most the refill of that
+	// time). The zero Charge gives n tokens back to the bucket's current state (its current
+	// window, its newest entries, the part of a fallback that would decide now): an
+	// operator's manual refund, not the undoing of one decision.
+	Refund(ctx context.Context, key string, limit Limit, n int, c Charge) (Result, error)
 	// Reset makes the bucket full again.
 	Reset(ctx context.Context, key string, limit Limit) error
 }
 
 // ErrInvalidRequest is returned by AllowAll for a list of requests it cannot decide as a
-// whole: an empty list, or the same (key, limit) twice.
+// whole: an empty list, or the same (key, limit) twice; and by Refund for a Charge that
+// names no part of the limiter.
 var ErrInvalidRequest = errors.New("ratelimit: invalid request list")
 
 // ErrCrossSlot is returned by a Redis Cluster limiter told to refuse, rather than decide

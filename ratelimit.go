@@ -121,6 +121,21 @@ type Result struct {
 	// Delay is, when a shaping algorithm (LeakyBucket) allowed the request, how long to hold
 	// it before it proceeds. It is zero for every policing algorithm.
 	Delay time.Duration
+	// Charge is, when the request was allowed, what it took its tokens from: pass it to
+	// Inspector.Refund to give them back there. It is zero on a denial, and on Peek.
+	Charge Charge
+}
+
+// Charge identifies what an allowing decision took its tokens from, so that a refund gives
+// them back there and nowhere else (see Inspector.Refund). The zero Charge names nothing:
+// a refund with it goes to the bucket's current state.
+type Charge struct {
+	// At is the instant of the decision on the clock of the backend that made it (Redis's
+	// clock on the Redis backend), to the microsecond. Zero when nothing was taken.
+	At time.Time
+	// Part says which part of a limiter made of several (package fallback's) decided. It is
+	// opaque to callers, and empty for a single backend.
+	Part string
 }
 
 // Limiter decides whether requests identified by a key may proceed under a limit. Each

@@ -22,8 +22,9 @@ import (
 //	         1 <= reserve <= burst - cost): the request is decided as under a burst of
 //	         burst - reserve, while the bucket's state and its expiry stay its own
 //
-// and returns {allowed (1 or 0), remaining, retry-after µs, reset-after µs}, all integers
-// (Redis would truncate a fractional Lua number), with delay µs as a fifth for a shaper.
+// and returns {allowed (1 or 0), remaining, retry-after µs, reset-after µs, delay µs (0 but
+// for a shaper), now}, all integers (Redis would truncate a fractional Lua number); now is
+// the instant of the decision in µs since epoch, the Result's Charge.At.
 //
 // A script's first write is the one that admits (SET, or the sliding log's ZADD), and a
 // denial writes nothing: under maxmemory with noeviction, Redis refuses a command that may

@@ -98,6 +98,13 @@ func (l *Limiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratel
 		}
 		break
 	}
+	if mr.Allowed {
+		for _, g := range groups {
+			for _, i := range g.indexes {
+				mr.Results[i].Charge.At = instant(g.at)
+			}
+		}
+	}
 	args.Bind(&mr, reqs)
 	return mr, nil
 }

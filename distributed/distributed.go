@@ -203,8 +203,9 @@ func (l *Limiter) argv(alg algorithm, limit ratelimit.Limit, n int, own any, res
 	return argv
 }
 
-// resultOf reads a script's answer: {allowed, remaining, retry-after µs, reset-after µs}
-// and, from a shaper, delay µs. Remaining is held to [0, Burst] whatever the script says.
+// resultOf reads a script's answer: {allowed, remaining, retry-after µs, reset-after µs},
+// then, if present, delay µs and the instant of the decision, µs since epoch, which an
+// admission's Charge holds. Remaining is held to [0, Burst] whatever the script says.
 func resultOf(r []int64, limit ratelimit.Limit) ratelimit.Result {
 	res := ratelimit.Result{
 		Allowed:    r[0] == 1,
@@ -215,6 +216,9 @@ func resultOf(r []int64, limit ratelimit.Limit) ratelimit.Result {
 	}
 	if len(r) > 4 {
 		res.Delay = time.Duration(r[4]) * time.Microsecond
+	}
+	if len(r) > 5 && res.Allowed {
+		res.Charge.At = instant(r[5])
 	}
 	return res
 }
@@ -292,6 +296,9 @@ func (l *Limiter) testNow() any {
 	}
 	return l.clock().Sub(epoch).Microseconds()
 }
+
+// instant returns the time u µs after epoch, a script's reading of the Redis clock.
+func instant(u int64) time.Time { return epoch.Add(time.Duration(u) * time.Microsecond) }
 
 // errTimeout is the cause of the limiter's own deadline (WithTimeout), so that its errors
 // tell a Redis too slow to answer (ratelimit.ErrTimeout, a failure of the backend) from a

@@ -147,8 +147,12 @@ func TestRedisClock(t *testing.T) {
 	ctx := context.Background()
 	limit := ratelimit.Limit{Rate: 1.0 / 3600, Burst: 2} // a token an hour: no refill here
 
+	before := time.Now()
 	first, err := l.Allow(ctx, "k", limit)
 	require.NoError(t, err)
+	// The charge is the instant Redis read, on its own clock: this machine's, here.
+	assert.WithinRange(t, first.Charge.At, before.Add(-time.Second), time.Now().Add(time.Second))
+	first.Charge = ratelimit.Charge{}
 	assert.Equal(t, ratelimit.Result{Allowed: true, Limit: limit, Remaining: 1, ResetAfter: time.Hour}, first)
 	second, err := l.Allow(ctx, "k", limit)
 	require.NoError(t, err)

@@ -22,7 +22,8 @@
 -- moment after its window ended, or under the test clock, carries another window's index
 -- and counts as zero.
 --
--- Returns {allowed (1 or 0), remaining, retry-after us, reset-after us}, all integers.
+-- Returns {allowed (1 or 0), remaining, retry-after us, reset-after us, delay us (0), now in
+-- us since 2020 (the decision's instant, which a refund of it names)}, all integers.
 
 local burst = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
@@ -70,7 +71,7 @@ if count + cost <= usable then
   end
   -- %d, not tostring or "..": those print 14 significant digits, and an index has up to 16.
   redis.call('SET', KEYS[1], string.format('%d:%d', index, count), 'PX', ttl)
-  return {1, usable - count, 0, left}
+  return {1, usable - count, 0, left, 0, now - 1577836800000000}
 end
 
 -- Denied: the request fits once the window has ended and the count starts again from zero
@@ -79,4 +80,4 @@ local reset = 0
 if count > 0 then
   reset = left
 end
-return {0, math.max(usable - count, 0), left, reset}
+return {0, math.max(usable - count, 0), left, reset, 0, now - 1577836800000000}

@@ -18,8 +18,9 @@
 -- The TAT is stored as a float: now plus at most tau, below 2^53 tokens until centuries from
 -- now, and resolving a microsecond or two even when tau is 2^53 us, the longest allowed.
 --
--- Returns {allowed (1 or 0), remaining tokens, retry-after us, reset-after us}, all
--- integers: Redis would truncate a fractional Lua number.
+-- Returns {allowed (1 or 0), remaining tokens, retry-after us, reset-after us, delay us (0),
+-- now in us since 2020 (the decision's instant, which a refund of it names)}, all integers:
+-- Redis would truncate a fractional Lua number.
 
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
@@ -78,7 +79,7 @@ if allowed then
     ttl = math.max(ttl, 3600000) -- test clock: Redis's own clock, which expires keys, runs on
   end
   redis.call('SET', KEYS[1], tat, 'PX', ttl)
-  return {1, remaining, 0, reset}
+  return {1, remaining, 0, reset, 0, now_us}
 end
 
 -- Denied: nothing is written. The request would conform once now has caught up ahead - room
@@ -93,4 +94,4 @@ if retry < cap then
     retry = retry + 1
   end
 end
-return {0, remaining, math.max(retry, 1), reset}
+return {0, remaining, math.max(retry, 1), reset, 0, now_us}

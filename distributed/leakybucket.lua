@@ -20,9 +20,10 @@
 -- request of n tokens moves the schedule by exactly n: no fraction of T is ever rounded away.
 -- The value stored is the TAT, the time at which the queue is empty again.
 --
--- Returns {allowed (1 or 0), remaining places, retry-after us, reset-after us, delay us},
--- all integers. A request refused only because its turn comes after ARGV[5] gets retry-after
--- 0 and the delay it would have had.
+-- Returns {allowed (1 or 0), remaining places, retry-after us, reset-after us, delay us, now
+-- in us since 2020 (the decision's instant, which a refund of it names)}, all integers. A
+-- request refused only because its turn comes after ARGV[5] gets retry-after 0 and the delay
+-- it would have had.
 
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
@@ -74,7 +75,7 @@ if ahead > room then
     end
     retry = retry + 1
   end
-  return {0, remaining, math.max(retry, 1), wait, 0}
+  return {0, remaining, math.max(retry, 1), wait, 0, now_us}
 end
 
 -- Allowed: the request waits for its turn, start - now: wait, to the nearest microsecond as
@@ -83,7 +84,7 @@ end
 -- deadline takes nothing.
 local max_delay = tonumber(ARGV[5])
 if max_delay and wait > max_delay then
-  return {0, remaining, 0, wait, wait}
+  return {0, remaining, 0, wait, wait, now_us}
 end
 
 -- Keep the key until the queue is empty; after that a missing key means the same.
@@ -98,4 +99,4 @@ remaining = math.floor(usable - (new - now))
 if remaining < 0 then
   remaining = 0
 end
-return {1, remaining, 0, reset, wait}
+return {1, remaining, 0, reset, wait, now_us}

@@ -182,6 +182,8 @@ func TestRedisClockLogAndQueue(t *testing.T) {
 	for _, remaining := range []int{1, 0} {
 		res, err := log.Allow(ctx, "k", limit)
 		require.NoError(t, err)
+		assert.False(t, res.Charge.At.IsZero())
+		res.Charge = ratelimit.Charge{} // Redis's clock: TestRedisClock checks it
 		assert.Equal(t, ratelimit.Result{Allowed: true, Limit: limit, Remaining: remaining, ResetAfter: 2 * time.Hour}, res)
 	}
 	res, err := log.Allow(ctx, "k", limit)
@@ -194,6 +196,8 @@ func TestRedisClockLogAndQueue(t *testing.T) {
 	require.NoError(t, err)
 	res, err = queue.Allow(ctx, "k", limit)
 	require.NoError(t, err)
+	assert.False(t, res.Charge.At.IsZero())
+	res.Charge = ratelimit.Charge{}
 	assert.Equal(t, ratelimit.Result{Allowed: true, Limit: limit, Remaining: 1, ResetAfter: time.Hour}, res)
 	res, err = queue.Allow(ctx, "k", limit)
 	require.NoError(t, err)

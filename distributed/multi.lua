@@ -13,15 +13,17 @@
 -- KEYS     the buckets' keys, all distinct, all in one hash slot
 -- ARGV[1]  mode: "all", "peek", "refund" or "reset"
 -- ARGV[2]  empty, or, for tests only, "now" in whole microseconds since 2020-01-01T00:00:00Z
--- ARGV[3]  refund only: empty, or the instant to refund at, in microseconds since 2020: the
---          instant the refunded request was charged, so that a window refunds the window it
---          charged (and a window that has ended gives nothing back)
+-- ARGV[3]  refund only: empty, or the instant the refunded request was charged, in
+--          microseconds since 2020 (Result.Charge.At), so that a window algorithm gives back
+--          to the window it charged (nothing once that window no longer counts) and the
+--          sliding log drops the entries it added; empty refunds the bucket's current state
 -- ARGV[4 + 5(i-1)] .. ARGV[8 + 5(i-1)]  KEYS[i]'s rate, burst, cost, the algorithm's own
 --          argument (its window in µs, or empty) and the reserve of the request's priority
 --          (0 for none): the single-key script's ARGV[1..3], [5] and [6]
 --
--- Returns {all allowed (1 or 0), now in µs since 2020, then for each key the five integers
--- of its answer: allowed, remaining, retry-after µs, reset-after µs, delay µs}. Or the first
+-- Returns {all allowed (1 or 0), now in µs since 2020 (the instant every bucket was decided
+-- at, the Charge.At of an admission), then for each key the first five integers of its
+-- answer: allowed, remaining, retry-after µs, reset-after µs, delay µs}. Or the first
 -- error reply a bucket gives (INVALIDSTATE), before anything is written.
 --
 -- all:    decides every bucket without writing; if each admits, writes what each decision
@@ -33,7 +35,8 @@
 --         Redis refuses it before anything is written. Each answer is what AllowN alone
 --         would have said.
 -- peek:   the first pass only: what AllowN would say, nothing written.
--- refund: gives each bucket its cost back (refund), then answers as peek does for one token.
+-- refund: gives each bucket its cost back (refund(key, argv, at or nil, now)), then answers as
+--         peek does for one token.
 -- reset:  deletes every bucket: a missing bucket is a full one.
 
 local dry = true
@@ -90,9 +93,9 @@ end
 
 local cost
 if mode == 'refund' then
-  local at = tonumber(ARGV[3]) or now
+  local at = tonumber(ARGV[3])
   for i = 1, #KEYS do
-    local err = refund(KEYS[i], args(i), at)
+    local err = refund(KEYS[i], args(i), at, now)
     if err then
       return err
     end

@@ -1,16 +1,19 @@
--- Refund for the fixed window (fixedwindow.lua): the count of the window that holds at is
--- decreased by cost, never below zero. A count of another window (one that has ended) is
--- left alone: what it charged is gone with it. A count of zero is deleted: a missing key
--- means the same.
+-- Refund for the fixed window (fixedwindow.lua): the count of the window that holds at, the
+-- instant the refunded request was charged, is decreased by cost, never below zero, if that
+-- window is still the current one at now. A count of another window is left alone: a
+-- window that has ended took its charges with it, and one the request was not charged in
+-- owes it nothing. A count of zero is deleted: a missing key means the same.
 --
 -- key  the bucket's key
 -- a    the single-key script's ARGV: a[2] burst, a[3] cost, a[4] empty or the test clock,
 --      a[5] the window W in µs
--- at   the instant to refund at, µs since 2020
+-- at   the instant the refunded request was charged, µs since 2020, or nil to refund the
+--      current window (an operator's refund)
+-- now  the instant of the refund, µs since 2020
 --
 -- Returns nil, or an INVALIDSTATE error reply, having written nothing, for a value the
 -- script cannot have written.
-local function refund(key, a, at)
+local function refund(key, a, at, now)
   local stored = redis.pcall('GET', key)
   if not stored then
     return nil
@@ -24,10 +27,16 @@ local function refund(key, a, at)
     return redis.error_reply('INVALIDSTATE the key holds no value this script writes')
   end
   local window = tonumber(a[5])
-  local now = at + 1577836800000000 -- windows count from 1970
-  local elapsed = math.fmod(now, window)
-  local index = (now - elapsed) / window
-  if tonumber(i) ~= index then
+  -- Windows count from 1970; fmod is exact on these integers (see fixedwindow.lua).
+  local t = now + 1577836800000000
+  local elapsed = math.fmod(t, window)
+  local index = (t - elapsed) / window
+  local charged = index
+  if at then
+    local u = at + 1577836800000000
+    charged = (u - math.fmod(u, window)) / window
+  end
+  if tonumber(i) ~= index or charged ~= index then
     return nil
   end
   c = math.max(c - tonumber(a[3]), 0)

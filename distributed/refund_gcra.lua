@@ -3,14 +3,18 @@
 -- now (a TAT at or before now is a full bucket, or an empty queue, and is deleted: a missing
 -- key means the same). A missing key is a full bucket: nothing to give back.
 --
+-- The refund happens at now, whatever instant the request was charged at: a TAT keeps no
+-- trace of when its tokens were taken (docs/limits.md says what that gives back).
+--
 -- key  the bucket's key
 -- a    the single-key script's ARGV: a[1] rate, a[3] cost (tokens to give back), a[4] empty
 --      or the test clock
--- at   the instant to refund at, µs since 2020
+-- at   unused: nil, or the instant the refunded request was charged, µs since 2020
+-- now  the instant of the refund, µs since 2020
 --
 -- Returns nil, or an INVALIDSTATE error reply, having written nothing, for a value the
 -- scripts cannot have written.
-local function refund(key, a, at)
+local function refund(key, a, at, now_us)
   local stored = redis.pcall('GET', key)
   if not stored then
     return nil
@@ -20,7 +24,7 @@ local function refund(key, a, at)
     return redis.error_reply('INVALIDSTATE the key holds no value this script writes')
   end
   local rate = tonumber(a[1])
-  local now = at * rate / 1000000
+  local now = now_us * rate / 1000000
   tat = tat - tonumber(a[3])
   if tat <= now then
     redis.call('DEL', key)

@@ -1,16 +1,19 @@
 -- Refund for the token bucket with a warm-up (warmup.lua): giving back cost tokens moves the
 -- TAT back by cost on the warm clock, never below W + (burst - tau), where the bucket holds
 -- all it can (a refund never fills it beyond that). The warm-up is left as it is: s does not
--- move. A missing key, or a bucket cold at `at`, is as good as new: nothing to give back.
+-- move. A missing key, or a bucket cold at now, is as good as new: nothing to give back.
+-- The refund happens at now, whatever instant the request was charged at, as refund_gcra.lua
+-- does.
 --
 -- key  the bucket's key
 -- a    the single-key script's ARGV: a[1] rate, a[2] burst, a[3] cost (tokens to give back),
 --      a[4] empty or the test clock, a[5] the warm-up period p in µs
--- at   the instant to refund at, µs since 2020
+-- at   unused: nil, or the instant the refunded request was charged, µs since 2020
+-- now  the instant of the refund, µs since 2020
 --
 -- Returns nil, or an INVALIDSTATE error reply, having written nothing, for a value the
 -- script cannot have written.
-local function refund(key, a, at)
+local function refund(key, a, at, now)
   local stored = redis.pcall('GET', key)
   if not stored then
     return nil
@@ -37,7 +40,7 @@ local function refund(key, a, at)
     end
     return v + p / 3
   end
-  local d = math.max(at - s, 0)
+  local d = math.max(now - s, 0)
   local w = clock(d)
   if math.max(tat, clock(p)) + burst <= w then
     return nil -- cold: full, and as good as new

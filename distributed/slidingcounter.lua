@@ -28,7 +28,8 @@
 -- The value is "i:cur:prev", written only on allow, expiring at the end of window i+1, after
 -- which neither count weighs anything.
 --
--- Returns {allowed (1 or 0), remaining, retry-after us, reset-after us}, all integers.
+-- Returns {allowed (1 or 0), remaining, retry-after us, reset-after us, delay us (0), now in
+-- us since 2020 (the decision's instant, which a refund of it names)}, all integers.
 
 local burst = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
@@ -107,7 +108,7 @@ if allowed then
   end
   -- %d, not tostring or "..": those print 14 significant digits, and an index has up to 16.
   redis.call('SET', KEYS[1], string.format('%d:%d:%d', index, cur, prev), 'PX', ttl)
-  return {1, remaining, 0, reset}
+  return {1, remaining, 0, reset, 0, now - 1577836800000000}
 end
 
 -- Denied. A point in the future is a window k = 0, 1 or 2 after this one and an offset y in
@@ -174,4 +175,4 @@ for _ = 1, steps do
 end
 
 local retry = math.min((k * w - x) + y, cap)
-return {0, remaining, retry, reset}
+return {0, remaining, retry, reset, 0, now - 1577836800000000}

@@ -18,7 +18,8 @@
 -- Times are whole microseconds since 2020-01-01, far below 2^53 for centuries, so scores
 -- (doubles) hold them exactly and every sum below is exact.
 --
--- Returns {allowed (1 or 0), remaining tokens, retry-after us, reset-after us}, integers.
+-- Returns {allowed (1 or 0), remaining tokens, retry-after us, reset-after us, delay us (0),
+-- now in us since 2020 (the decision's instant, which a refund of it names)}, integers.
 
 local burst = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
@@ -80,7 +81,7 @@ if count + cost <= usable then
     ttl = math.max(ttl, 3600000) -- test clock: Redis's own clock, which expires keys, runs on
   end
   redis.call('PEXPIRE', KEYS[1], ttl)
-  return {1, usable - count - cost, 0, window}
+  return {1, usable - count - cost, 0, window, 0, now}
 end
 
 -- Denied, nothing written. k = count + cost - usable entries must leave the window first
@@ -92,4 +93,4 @@ local k = count + cost - usable
 local kth = redis.call('ZRANGEBYSCORE', KEYS[1], first, '(9007199254740992', 'WITHSCORES', 'LIMIT', k - 1, 1)
 local newest = tonumber(redis.call('ZREVRANGEBYSCORE', KEYS[1], '(9007199254740992', '-inf', 'WITHSCORES',
   'LIMIT', 0, 1)[2])
-return {0, math.max(usable - count, 0), tonumber(kth[2]) + window - now, newest + window - now}
+return {0, math.max(usable - count, 0), tonumber(kth[2]) + window - now, newest + window - now, 0, now}

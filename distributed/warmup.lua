@@ -34,8 +34,8 @@
 -- the request is then denied: a request for more than a third of the burst must see the ramp
 -- move, or it would be denied for ever. That is the one write a denial makes.
 --
--- Returns {allowed (1 or 0), remaining tokens, retry-after us, reset-after us}, all
--- integers.
+-- Returns {allowed (1 or 0), remaining tokens, retry-after us, reset-after us, delay us (0),
+-- now in us since 2020 (the decision's instant, which a refund of it names)}, all integers.
 
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
@@ -194,7 +194,7 @@ if allowed or restarted then
   redis.call('SET', KEYS[1], string.format('%.17g:%.17g', s, tat), 'PX', ttl)
 end
 if allowed then
-  return {1, remaining, 0, reset}
+  return {1, remaining, 0, reset, 0, now_us}
 end
 
 -- Denied: the least microsecond at which the same test admits the request. A warm-up is not
@@ -207,4 +207,4 @@ end
 local retry = least(guess_us(at - d, 1), function(y)
   return ahead_at(tat, d + y) <= room
 end)
-return {0, remaining, retry, reset}
+return {0, remaining, retry, reset, 0, now_us}

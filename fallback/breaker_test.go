@@ -65,7 +65,8 @@ func TestBreakerTimeline(t *testing.T) {
 	for i := range 5 {
 		// Each failed call is decided by the secondary: its bucket loses one token each time.
 		res := r.allow(t, roomy)
-		require.Equal(t, ratelimit.Result{Allowed: true, Limit: roomy, Remaining: 99 - i, ResetAfter: time.Duration(i+1) * time.Second}, res)
+		require.Equal(t, ratelimit.Result{Allowed: true, Limit: roomy, Remaining: 99 - i, ResetAfter: time.Duration(i+1) * time.Second,
+			Charge: ratelimit.Charge{At: r.clock.Now(), Part: "secondary"}}, res)
 		require.Equal(t, int64(i+1), r.primary.calls.Load())
 	}
 	require.Equal(t, fallback.Open, r.l.State())

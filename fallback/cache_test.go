@@ -42,6 +42,9 @@ func TestDenialCacheTimeline(t *testing.T) {
 	for i, s := range steps {
 		r.clock.Advance(s.advance)
 		s.want.Limit = limit
+		if s.want.Allowed {
+			s.want.Charge = ratelimit.Charge{At: r.clock.Now(), Part: "primary"}
+		}
 		require.Equal(t, s.want, r.allow(t, limit), "step %d", i)
 		require.Equal(t, s.calls, r.primary.calls.Load(), "step %d", i)
 	}
@@ -115,6 +118,9 @@ func TestDenialCacheChangesNoAnswer(t *testing.T) {
 		require.NoError(t, err)
 		want, err := bare.AllowN(ctx, "k", limit, n)
 		require.NoError(t, err)
+		if want.Allowed {
+			want.Charge.Part = "primary"
+		}
 		require.Equal(t, want, got, "step %d, n = %d", i, n)
 		if !got.Allowed && n == 1 {
 			denials++
@@ -236,7 +242,7 @@ func TestDenialCacheResetWins(t *testing.T) {
 	for name, restore := range map[string]func(l *fallback.Limiter) error{
 		"Reset": func(l *fallback.Limiter) error { return l.Reset(ctx, "k", limit) },
 		"Refund": func(l *fallback.Limiter) error {
-			_, err := l.Refund(ctx, "k", limit, 1)
+			_, err := l.Refund(ctx, "k", limit, 1, ratelimit.Charge{})
 			return err
 		},
 	} {

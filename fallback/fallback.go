@@ -138,6 +138,9 @@ func (l *Limiter) decide(ctx context.Context, key string, limit ratelimit.Limit,
 		default:
 			l.cache.store(key, limit, n, p, sent, gen, res)
 		}
+		if res.Allowed {
+			res.Charge = mark(res.Charge, partPrimary)
+		}
 		return res, l.origins.primary, nil
 	case !isFailure(ctx, err):
 		l.breaker.inconclusive(t, l.now())
@@ -202,6 +205,9 @@ func (l *Limiter) degraded(ctx context.Context, key string, limit ratelimit.Limi
 	}
 	share := l.share(limit)
 	res, err := l.secondary.AllowN(ctx, key, share, l.shareCost(ratelimit.PriorityFrom(ctx), limit, share, n))
+	if res.Allowed {
+		res.Charge = mark(res.Charge, partSecondary)
+	}
 	return res, l.origins.secondary, err
 }
 

@@ -62,6 +62,15 @@ func (s *switched) Wait(ctx context.Context, key string, limit ratelimit.Limit) 
 	return s.Limiter.Wait(ctx, key, limit)
 }
 
+// Refund refunds the real limiter's bucket, or, while down, answers errDown as AllowN does.
+func (s *switched) Refund(ctx context.Context, key string, limit ratelimit.Limit, n int, c ratelimit.Charge) (ratelimit.Result, error) {
+	s.calls.Add(1)
+	if s.down.Load() {
+		return ratelimit.Result{Limit: limit}, errDown
+	}
+	return s.Limiter.Refund(ctx, key, limit, n, c)
+}
+
 // fail makes every later call answer err (errDown if nil).
 func (s *switched) fail(err error) {
 	s.mu.Lock()

@@ -3,6 +3,7 @@ package fallback
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/sluice-go/ratelimit"
 )
@@ -40,7 +41,7 @@ func (l *Limiter) AllowAllOrigin(ctx context.Context, reqs []ratelimit.Request) 
 		return err
 	})
 	if !fell {
-		return mr, l.origins.primary, err
+		return charged(mr, reqs, partPrimary), l.origins.primary, err
 	}
 	secondary, ok := l.secondary.(ratelimit.MultiLimiter)
 	if !ok {
@@ -60,7 +61,20 @@ func (l *Limiter) AllowAllOrigin(ctx context.Context, reqs []ratelimit.Request) 
 		shares[i] = q
 	}
 	mr, err = secondary.AllowAll(ctx, shares)
-	return mr, l.origins.secondary, err
+	return charged(mr, reqs, partSecondary), l.origins.secondary, err
+}
+
+// charged marks the Charges of mr, an admission of reqs by the part named part, as this
+// Limiter's. A denial, and an entry skipped for its zero Limit, charged nothing.
+func charged(mr ratelimit.MultiResult, reqs []ratelimit.Request, part string) ratelimit.MultiResult {
+	if mr.Allowed && len(mr.Results) == len(reqs) {
+		for i := range mr.Results {
+			if !reqs[i].Limit.IsZero() {
+				mr.Results[i].Charge = mark(mr.Results[i].Charge, part)
+			}
+		}
+	}
+	return mr
 }
 
 // Peek answers as the primary would, through the breaker, and while it is unavailable as
@@ -74,14 +88,90 @@ func (l *Limiter) Peek(ctx context.Context, key string, limit ratelimit.Limit, n
 	})
 }
 
-// Refund gives n tokens back to the primary's bucket, or, while the primary is
-// unavailable, to the secondary's under the scaled limit; the denial cache forgets the
-// bucket's denials, those decided before the refund and answered after it too.
-func (l *Limiter) Refund(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
+// Refund gives n tokens back to the limiter that charged them, which c.Part names, and
+// nowhere else, with that limiter's own part of c; a denial the cache holds for the bucket
+// is forgotten.
+//
+//   - Charged by the secondary, it refunds the secondary, under the scaled limit it was
+//     charged under (WithInstances), whatever the breaker's state now.
+//   - Charged by the primary, it refunds the primary through the breaker, as AllowN would
+//     call it. While the breaker keeps calls off the primary, or when the primary fails,
+//     nothing is refunded: the error wraps ErrUnavailable. The secondary never took those
+//     tokens, and refunding it would let one more request through than either limiter
+//     allows; a refund held back only leaves tokens taken until they refill.
+//   - With the zero Charge (an operator's refund), it refunds the primary's bucket, or,
+//     while the primary is unavailable, the secondary's under the scaled limit.
+//
+// A Charge that names no part of this Limiter is refused with an error wrapping
+// ratelimit.ErrInvalidRequest, having refunded nothing.
+func (l *Limiter) Refund(ctx context.Context, key string, limit ratelimit.Limit, n int, c ratelimit.Charge) (ratelimit.Result, error) {
 	defer l.invalidate(key, limit)
-	return l.inspect(ctx, key, limit, func(ins ratelimit.Inspector, limit ratelimit.Limit) (ratelimit.Result, error) {
-		return ins.Refund(ctx, key, limit, n)
+	part, own := unmark(c)
+	switch part {
+	case "":
+		return l.inspect(ctx, key, limit, func(ins ratelimit.Inspector, limit ratelimit.Limit) (ratelimit.Result, error) {
+			return ins.Refund(ctx, key, limit, n, c)
+		})
+	case partPrimary:
+		return l.refundPrimary(ctx, key, limit, n, own)
+	case partSecondary:
+		if l.closed.Load() {
+			return ratelimit.Result{Limit: limit}, ratelimit.ErrClosed
+		}
+		secondary, ok := l.secondary.(ratelimit.Inspector)
+		if !ok {
+			return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: the secondary %T cannot refund", ratelimit.ErrNotSupported, l.secondary)
+		}
+		share := l.share(limit)
+		return secondary.Refund(ctx, key, share, min(n, share.Burst), own)
+	}
+	return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: Refund: the charge's part %q is none of this limiter's", ratelimit.ErrInvalidRequest, c.Part)
+}
+
+// refundPrimary refunds the primary through the breaker, with the primary's own charge c,
+// or nothing when the primary cannot be reached (see Refund).
+func (l *Limiter) refundPrimary(ctx context.Context, key string, limit ratelimit.Limit, n int, c ratelimit.Charge) (ratelimit.Result, error) {
+	if l.closed.Load() {
+		return ratelimit.Result{Limit: limit}, ratelimit.ErrClosed
+	}
+	primary, ok := l.primary.(ratelimit.Inspector)
+	if !ok {
+		return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: the primary %T cannot inspect buckets", ratelimit.ErrNotSupported, l.primary)
+	}
+	var res ratelimit.Result
+	var err error
+	fell, cause := l.call(ctx, key, func() error {
+		res, err = primary.Refund(ctx, key, limit, n, c)
+		return err
 	})
+	if fell {
+		return ratelimit.Result{Limit: limit}, fmt.Errorf("fallback: Refund: nothing refunded to the primary, which charged the tokens: %w", cause)
+	}
+	return res, err
+}
+
+// The parts of a Limiter that a Charge names: the limiter that decided, followed, after a
+// slash, by the Part of that limiter's own Charge, if it has one (a fallback Limiter within
+// a fallback Limiter).
+const (
+	partPrimary   = "primary"
+	partSecondary = "secondary"
+)
+
+// mark returns c, the Charge of the part named part, as this Limiter's.
+func mark(c ratelimit.Charge, part string) ratelimit.Charge {
+	if c.Part != "" {
+		part += "/" + c.Part
+	}
+	c.Part = part
+	return c
+}
+
+// unmark is mark undone: the part c names, and that part's own Charge.
+func unmark(c ratelimit.Charge) (string, ratelimit.Charge) {
+	part, own, _ := strings.Cut(c.Part, "/")
+	c.Part = own
+	return part, c
 }
 
 // Reset makes the primary's bucket full again, or, while the primary is unavailable, the

@@ -81,8 +81,9 @@ type lockedState interface {
 	// peek returns what take would answer at u, with no bound on a shaper's Delay, and
 	// changes nothing.
 	peek(limit ratelimit.Limit, u int64, n int) (verdict, time.Duration)
-	// refund gives n tokens back at u, never beyond a full bucket (see Limiter.Refund).
-	refund(limit ratelimit.Limit, u int64, n int)
+	// refund gives n tokens back at u, never beyond a full bucket, for a request charged at
+	// at, or noCharge (see Limiter.Refund).
+	refund(limit ratelimit.Limit, u, at int64, n int)
 	// full reports whether the bucket, asked at u, is as it would be had it never been used,
 	// so that dropping it changes no decision. Asked about a time before its last update it
 	// must not claim more than it knew then.
@@ -151,7 +152,7 @@ func (ts timeState) peek(limit ratelimit.Limit, u int64, n int) (verdict, time.D
 	return verdictOf(ts.st.peek(limit, time.UnixMicro(u), n))
 }
 
-func (ts timeState) refund(limit ratelimit.Limit, u int64, n int) {
+func (ts timeState) refund(limit ratelimit.Limit, u, _ int64, n int) {
 	ts.st.refund(limit, time.UnixMicro(u), n)
 }
 

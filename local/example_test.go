@@ -45,11 +45,13 @@ func ExampleLimiter_Refund() {
 	ctx := context.Background()
 	limit := ratelimit.PerHour(3)
 	for _, ok := range []bool{true, true, true, true, false} {
-		if _, err := limiter.Allow(ctx, "login:alice", limit); err != nil {
+		res, err := limiter.Allow(ctx, "login:alice", limit)
+		if err != nil {
 			panic(err)
 		}
-		if ok {
-			if _, err := limiter.Refund(ctx, "login:alice", limit, 1); err != nil {
+		if ok && res.Allowed {
+			// res.Charge: the refund goes back to where the attempt took its token.
+			if _, err := limiter.Refund(ctx, "login:alice", limit, 1, res.Charge); err != nil {
 				panic(err)
 			}
 		}

@@ -69,15 +69,23 @@ func (fw *fixedWindow) peek(limit ratelimit.Limit, u int64, n int) (verdict, tim
 	return v, 0
 }
 
-func (fw *fixedWindow) refund(_ ratelimit.Limit, u int64, n int) {
-	fw.count = fixedRefund(fw.index, fw.count, u, fw.window, n)
+func (fw *fixedWindow) refund(_ ratelimit.Limit, u, at int64, n int) {
+	fw.count = fixedRefund(fw.index, fw.count, u, at, fw.window, n)
 }
 
 // fixedRefund returns the count of a bucket that last admitted count tokens in window index,
-// with n tokens given back at u: the current window's count less n, not below zero. A count
-// of an ended window is left as it is: what it charged is gone with it.
-func fixedRefund(index, count, u, w int64, n int) int64 {
-	if now, _ := split(u, w); now == index {
+// with n tokens given back at u to a request charged at at (noCharge: in the current
+// window): the count less n, not below zero, if the window that held at is index and still
+// the current one. Otherwise the count is left as it is: an ended window took its charges
+// with it, and a window the request was not charged in owes it nothing. As
+// refund_fixedwindow.lua does.
+func fixedRefund(index, count, u, at, w int64, n int) int64 {
+	now, _ := split(u, w)
+	charged := now
+	if at != noCharge {
+		charged, _ = split(at, w)
+	}
+	if now == index && charged == index {
 		return max(count-int64(n), 0)
 	}
 	return count
@@ -119,10 +127,10 @@ func takeFixedWindow(word *atomic.Uint64, burst int, limit ratelimit.Limit, u, w
 }
 
 // fixedWordRefund is fixedRefund on a packed word.
-func fixedWordRefund(old uint64, limit ratelimit.Limit, u, w int64, n int) uint64 {
+func fixedWordRefund(old uint64, limit ratelimit.Limit, u, at, w int64, n int) uint64 {
 	k := bits.Len64(uint64(limit.Burst))
 	index := old >> k
-	return index<<k | uint64(fixedRefund(int64(index), int64(old&(1<<k-1)), u, w, n))
+	return index<<k | uint64(fixedRefund(int64(index), int64(old&(1<<k-1)), u, at, w, n))
 }
 
 // fixedWindowFull is fixedFull on a packed word.

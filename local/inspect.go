@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/sluice-go/ratelimit"
@@ -26,16 +27,30 @@ func (l *Limiter) Peek(ctx context.Context, key string, limit ratelimit.Limit, n
 	return v.result(limit, delay), nil
 }
 
-// Refund gives n tokens back to the bucket of (key, limit), never beyond a full bucket, and
-// returns its state afterwards as Peek would for one token, at ctx's priority. A missing bucket is a no-op. Per
-// algorithm, as on the Redis backend: the token bucket moves its TAT back by n, not before
-// now (with a warm-up, on its warm clock, never past where the bucket holds all it can, and
-// its warm-up goes on); the leaky bucket frees n places in its queue (requests admitted
-// meanwhile keep the Delay they were given); the fixed window and the sliding window counter
-// take n from the current window's count, not below zero (a count of an ended window is gone
-// already); the sliding log drops its n newest entries still in the window. n above Burst
-// gives back Burst. docs/limits.md says what a refund can and cannot undo.
-func (l *Limiter) Refund(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
+// Refund gives back n tokens that the decision whose Result.Charge is c took from the
+// bucket of (key, limit), never beyond a full bucket, and returns the bucket's state
+// afterwards as Peek would for one token, at ctx's priority; see ratelimit.Inspector. A
+// missing bucket is a no-op. n above Burst gives back Burst. Per algorithm, as on the Redis
+// backend:
+//
+//   - The fixed window takes n from the count of the window that held c.At, if that is
+//     still the current window; otherwise it gives nothing back.
+//   - The sliding window counter takes n from the count of the window that held c.At, if
+//     that is the current window or the one before (whose count still weighs in the
+//     estimate); otherwise it gives nothing back.
+//   - The sliding log drops n of its entries recorded at c.At that are still in the
+//     window; once they have left it, nothing. (Should the clock have read earlier than
+//     the log's newest entry when the request was decided, its entries were recorded at
+//     that newest one, and the refund finds none.)
+//   - The token bucket moves its TAT back by n, not before now, whatever c.At (with a
+//     warm-up, on its warm clock, never past where the bucket holds all it can, and its
+//     warm-up goes on); the leaky bucket frees n places in its queue (requests admitted
+//     meanwhile keep the Delay they were given).
+//
+// With the zero Charge the windows refund their current window and the sliding log drops
+// its n newest entries still in the window: an operator's refund. docs/limits.md says what
+// a refund can and cannot undo.
+func (l *Limiter) Refund(ctx context.Context, key string, limit ratelimit.Limit, n int, c ratelimit.Charge) (ratelimit.Result, error) {
 	if n < 1 {
 		return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: n = %d", ratelimit.ErrInvalidCost, n)
 	}
@@ -47,8 +62,11 @@ func (l *Limiter) Refund(ctx context.Context, key string, limit ratelimit.Limit,
 	if err != nil {
 		return ratelimit.Result{Limit: limit}, err
 	}
-	u := l.micros()
-	l.store.refund(key, limit, u, w, min(n, limit.Burst))
+	u, at := l.micros(), int64(noCharge)
+	if !c.At.IsZero() {
+		at = c.At.UnixMicro()
+	}
+	l.store.refund(key, limit, u, at, w, min(n, limit.Burst))
 	v, delay := l.store.peek(key, limit, u, w, 1, reserve)
 	return v.result(limit, delay), nil
 }
@@ -85,13 +103,18 @@ func (s *store) peek(key string, limit ratelimit.Limit, u, w int64, n, reserve i
 	return v, 0
 }
 
-// refund gives n tokens back at u to the bucket of (key, limit), if there is one.
-func (s *store) refund(key string, limit ratelimit.Limit, u, w int64, n int) {
+// noCharge is the charge instant of a refund with the zero ratelimit.Charge: it goes to
+// the bucket's current state. No clock reads it (it is before the year −290000).
+const noCharge = math.MinInt64
+
+// refund gives n tokens back at u to the bucket of (key, limit), if there is one, for a
+// request charged at at (Unix µs), or noCharge.
+func (s *store) refund(key string, limit ratelimit.Limit, u, at, w int64, n int) {
 	s.adjust(key, limit, func(st lockedState) lockedState {
-		st.refund(limit, u, n)
+		st.refund(limit, u, at, n)
 		return st
 	}, func(old uint64) uint64 {
-		return s.refundWord(old, limit, u, w, n)
+		return s.refundWord(old, limit, u, at, w, n)
 	})
 }
 

@@ -97,11 +97,12 @@ func TestLeakyBucketExtremes(t *testing.T) {
 	h := harness(t, ratelimit.LeakyBucket)
 	ctx := context.Background()
 	us, day := time.Microsecond, 24*time.Hour
+	charge := ratelimit.Charge{At: conformance.NewClock().Now()} // the clock never moves here
 
 	fast := ratelimit.Limit{Rate: 1e6, Burst: 1e9}
 	res, err := h.Limiter.AllowN(ctx, "fast", fast, 1e9)
 	require.NoError(t, err)
-	assert.Equal(t, ratelimit.Result{Allowed: true, Limit: fast, ResetAfter: 1000 * time.Second}, res)
+	assert.Equal(t, ratelimit.Result{Allowed: true, Limit: fast, ResetAfter: 1000 * time.Second, Charge: charge}, res)
 	res, err = h.Limiter.Allow(ctx, "fast", fast)
 	require.NoError(t, err)
 	assert.Equal(t, ratelimit.Result{Limit: fast, RetryAfter: us, ResetAfter: 1000 * time.Second}, res)
@@ -111,7 +112,7 @@ func TestLeakyBucketExtremes(t *testing.T) {
 	slow := ratelimit.Limit{Rate: 1.0 / 86400, Burst: longest}
 	res, err = h.Limiter.AllowN(ctx, "slow", slow, 2)
 	require.NoError(t, err)
-	assert.Equal(t, ratelimit.Result{Allowed: true, Limit: slow, Remaining: longest - 2, ResetAfter: 2 * day}, res)
+	assert.Equal(t, ratelimit.Result{Allowed: true, Limit: slow, Remaining: longest - 2, ResetAfter: 2 * day, Charge: charge}, res)
 	res, err = h.Limiter.AllowN(ctx, "slow", slow, longest-2)
 	require.NoError(t, err)
 	assert.Equal(t, longest*day, res.ResetAfter)

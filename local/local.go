@@ -104,14 +104,18 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit,
 	v, delay := l.store.decideAt(key, limit, u, w, n, reserve, unbounded)
 	// Built here, field by field, rather than by v.result: a Result made in a callee and
 	// returned from here would be copied once more.
-	return ratelimit.Result{
+	res := ratelimit.Result{
 		Allowed:    v.allowed,
 		Limit:      limit,
 		Remaining:  v.remaining,
 		RetryAfter: v.retry,
 		ResetAfter: v.reset,
 		Delay:      delay,
-	}, nil
+	}
+	if v.allowed {
+		res.Charge.At = chargeAt(u)
+	}
+	return res, nil
 }
 
 // Wait blocks until one token of the bucket of (key, limit) can be taken, and takes it. It
@@ -238,6 +242,10 @@ func (l *Limiter) micros() int64 {
 }
 
 func (l *Limiter) clockMicros() int64 { return l.clock().UnixMicro() }
+
+// chargeAt is the Charge.At of a decision made at u (Unix µs): in UTC, as the Redis backend
+// reports its own.
+func chargeAt(u int64) time.Time { return time.UnixMicro(u).UTC() }
 
 // now is micros as a time.Time, for the leaky bucket's Wait.
 func (l *Limiter) now() time.Time {

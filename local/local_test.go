@@ -52,7 +52,8 @@ func TestSystemClock(t *testing.T) {
 		time.Sleep(1400 * time.Millisecond)
 		res, err := l.Allow(ctx, "seed", limit)
 		require.NoError(t, err)
-		want := ratelimit.Result{Allowed: true, Limit: limit, ResetAfter: 1600 * time.Millisecond}
+		want := ratelimit.Result{Allowed: true, Limit: limit, ResetAfter: 1600 * time.Millisecond,
+			Charge: ratelimit.Charge{At: time.Now().Truncate(time.Microsecond).UTC()}}
 		require.Equal(t, want, res)
 	})
 }

@@ -100,6 +100,9 @@ func (l *Limiter) AllowAllInto(ctx context.Context, reqs []ratelimit.Request, re
 			mr.Results[i] = overflowRefusal(limit).result(limit, 0)
 		default:
 			mr.Results[i] = hs[j].v.result(limit, hs[j].delay)
+			if mr.Allowed {
+				mr.Results[i].Charge.At = chargeAt(u)
+			}
 		}
 	}
 	args.Bind(&mr, reqs)

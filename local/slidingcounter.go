@@ -94,18 +94,38 @@ func (sc *slidingCounter) peek(limit ratelimit.Limit, u int64, n int) (verdict, 
 	return v, 0
 }
 
-func (sc *slidingCounter) refund(_ ratelimit.Limit, u int64, n int) {
-	sc.cur = counterRefund(sc.index, sc.cur, u, sc.window, n)
+func (sc *slidingCounter) refund(_ ratelimit.Limit, u, at int64, n int) {
+	sc.cur, sc.prev = counterRefund(sc.index, sc.cur, sc.prev, u, at, sc.window, n)
 }
 
-// counterRefund returns the current count of a bucket that counts cur in window index, with
-// n tokens given back at u: less n, not below zero, if index is the current window. A count
-// of an ended window is left as it is: its weight falls with time anyway.
-func counterRefund(index, cur, u, w int64, n int) int64 {
-	if now, _ := split(u, w); now == index {
-		return max(cur-int64(n), 0)
+// counterRefund returns the counts (cur, prev) of a bucket that counts cur in window index
+// and prev in the one before, with n tokens given back at u to a request charged at at
+// (noCharge: in the current window). The count of the window that held at loses n, not
+// below zero, while that window weighs in the estimate at u: when it is the current window
+// or the previous one. That count is cur if the bucket has admitted nothing in a later
+// window since, prev if it has admitted in the next one. Other counts are left as they are:
+// an older window weighs nothing any more, and one the request was not charged in owes it
+// nothing. As refund_slidingcounter.lua does.
+//
+// Taking the request's n from the very count it was added to leaves the counts of the other
+// requests, as if it had never come; est only grows with the counts, so the bucket then
+// admits no more than it would have without the request. Taking it from another window's
+// count (the current one, for a request charged in the previous window) would free room
+// that no admitted request had taken.
+func counterRefund(index, cur, prev, u, at, w int64, n int) (int64, int64) {
+	now, _ := split(u, w)
+	charged := now
+	if at != noCharge {
+		charged, _ = split(at, w)
 	}
-	return cur
+	switch {
+	case charged < now-1 || charged > now:
+	case index == charged:
+		cur = max(cur-int64(n), 0)
+	case index == charged+1:
+		prev = max(prev-int64(n), 0)
+	}
+	return cur, prev
 }
 
 func (sc *slidingCounter) full(_ ratelimit.Limit, u int64) bool {
@@ -145,11 +165,12 @@ func takeSlidingCounter(word *atomic.Uint64, burst int, limit ratelimit.Limit, u
 }
 
 // counterWordRefund is counterRefund on a packed word.
-func counterWordRefund(old uint64, limit ratelimit.Limit, u, w int64, n int) uint64 {
+func counterWordRefund(old uint64, limit ratelimit.Limit, u, at, w int64, n int) uint64 {
 	k := bits.Len64(uint64(limit.Burst))
 	mask := uint64(1)<<k - 1
-	cur := counterRefund(int64(old>>(2*k)), int64(old&mask), u, w, n)
-	return old&^mask | uint64(cur)
+	index := old >> (2 * k)
+	cur, prev := counterRefund(int64(index), int64(old&mask), int64(old>>k&mask), u, at, w, n)
+	return index<<(2*k) | uint64(prev)<<k | uint64(cur)
 }
 
 // slidingCounterFull is counterFull on a packed word.

@@ -47,11 +47,39 @@ func (sl *slidingLog) peek(limit ratelimit.Limit, u int64, n int) (verdict, time
 	return v, 0
 }
 
-// refund drops the n newest entries still in the window at u.
-func (sl *slidingLog) refund(_ ratelimit.Limit, u int64, n int) {
-	for ; n > 0 && sl.n > 0 && sl.newest() > u-sl.window; n-- {
-		sl.n--
+// refund drops, at u, up to n entries recorded at at, the instant the refunded request was
+// charged, if they are still in the window: the ones it added, or others of the same
+// microsecond, which are interchangeable with them. Every window then holds only the times
+// of requests that were not refunded, as if the refunded one had never come. With noCharge
+// it drops the n newest entries still in the window (an operator's refund). As
+// refund_slidinglog.lua does.
+func (sl *slidingLog) refund(_ ratelimit.Limit, u, at int64, n int) {
+	if at == noCharge {
+		for ; n > 0 && sl.n > 0 && sl.newest() > u-sl.window; n-- {
+			sl.n--
+		}
+		return
 	}
+	if at <= u-sl.window {
+		return // gone already
+	}
+	// The entries at at are consecutive: find them, then move the newer ones down over
+	// the k dropped.
+	first := 0
+	for first < sl.n && sl.at(first) < at {
+		first++
+	}
+	k := 0
+	for first+k < sl.n && k < n && sl.at(first+k) == at {
+		k++
+	}
+	if k == 0 {
+		return
+	}
+	for i := first + k; i < sl.n; i++ {
+		sl.times[(sl.head+i-k)%len(sl.times)] = sl.at(i)
+	}
+	sl.n -= k
 }
 
 // decide decides n tokens at u and changes nothing: it returns the time to record entries

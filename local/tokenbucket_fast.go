@@ -131,7 +131,7 @@ func (ft *fastTokens) peek(limit ratelimit.Limit, u int64, n int) (verdict, time
 	return v, 0
 }
 
-func (ft *fastTokens) refund(limit ratelimit.Limit, u int64, n int) {
+func (ft *fastTokens) refund(limit ratelimit.Limit, u, _ int64, n int) {
 	ft.tokens, ft.last = min(float64(ft.burst), ft.at(limit.Rate, u)+float64(n)), max(u, ft.last)
 }
 

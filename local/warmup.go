@@ -213,7 +213,7 @@ func (wb *warmBucket) peek(limit ratelimit.Limit, u int64, n int) (verdict, time
 // refund gives n tokens back at u: the TAT moves back by n on the warm clock, never below
 // W + (b − τ), where the bucket holds all it can; the warm-up stays as it is. A bucket that
 // is cold (or new) is as good as new: nothing to give back. As refund_warmup.lua does.
-func (wb *warmBucket) refund(limit ratelimit.Limit, u int64, n int) {
+func (wb *warmBucket) refund(limit ratelimit.Limit, u, _ int64, n int) {
 	p, r, b := float64(wb.period.Microseconds()), limit.Rate, float64(limit.Burst)
 	d := float64(max(u-tokenEpochUS-wb.start, 0))
 	if !wb.used || wb.cold(d, p, r, b) {

@@ -54,13 +54,14 @@ func (s *store) decideWord(old uint64, burst int, limit ratelimit.Limit, u, w in
 	return v, word.Load()
 }
 
-// refundWord returns the state old with n tokens given back at u (see Limiter.Refund).
-func (s *store) refundWord(old uint64, limit ratelimit.Limit, u, w int64, n int) uint64 {
+// refundWord returns the state old with n tokens given back at u to a request charged at at,
+// or noCharge (see Limiter.Refund).
+func (s *store) refundWord(old uint64, limit ratelimit.Limit, u, at, w int64, n int) uint64 {
 	switch {
 	case s.alg == ratelimit.FixedWindow:
-		return fixedWordRefund(old, limit, u, w, n)
+		return fixedWordRefund(old, limit, u, at, w, n)
 	case s.alg == ratelimit.SlidingWindowCounter:
-		return counterWordRefund(old, limit, u, w, n)
+		return counterWordRefund(old, limit, u, at, w, n)
 	case limit.Rate <= scriptMaxRate:
 		return gcraRefund(old, limit, u, n)
 	}

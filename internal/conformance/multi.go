@@ -49,7 +49,8 @@ func RunMulti(t *testing.T, algorithm ratelimit.Algorithm, newHarness func(t *te
 // Inspector.
 func RunInspector(t *testing.T, algorithm ratelimit.Algorithm, newHarness func(t *testing.T) Harness) {
 	t.Run("Inspector", func(t *testing.T) {
-		runRules(t, algorithm, newHarness, inspectorRules, func(l ratelimit.Limiter) bool {
+		rules := append(append([]rule(nil), inspectorRules...), refundRulesOf(algorithm)...)
+		runRules(t, algorithm, newHarness, rules, func(l ratelimit.Limiter) bool {
 			_, ok := l.(ratelimit.Inspector)
 			return ok
 		})
@@ -270,7 +271,7 @@ func peekIsAllowN(t *testing.T, h Harness) {
 		want := peek(t, h, "k", limit, n)
 		got, err := h.Limiter.AllowN(context.Background(), "k", limit, n)
 		require.NoError(t, err)
-		require.Equal(t, want, got, "step %d", i)
+		require.Equal(t, want, uncharged(t, got), "step %d", i)
 		if i%3 == 2 {
 			h.Advance(40 * time.Millisecond)
 		}
@@ -284,7 +285,7 @@ func refundGivesBack(t *testing.T, h Harness) {
 	res, err := h.Limiter.AllowN(context.Background(), "k", limit, 3)
 	require.NoError(t, err)
 	require.True(t, res.Allowed)
-	_, err = ins.Refund(context.Background(), "k", limit, 2)
+	_, err = ins.Refund(context.Background(), "k", limit, 2, res.Charge)
 	require.NoError(t, err)
 	res, err = h.Limiter.AllowN(context.Background(), "k", limit, 2)
 	require.NoError(t, err)
@@ -298,12 +299,12 @@ func refundGivesBack(t *testing.T, h Harness) {
 func refundNeverBeyondFull(t *testing.T, h Harness) {
 	ins := h.Limiter.(ratelimit.Inspector)
 	limit := ratelimit.Limit{Rate: 1.0 / 3600, Burst: 5}
-	_, err := h.Limiter.AllowN(context.Background(), "k", limit, 3)
+	res, err := h.Limiter.AllowN(context.Background(), "k", limit, 3)
 	require.NoError(t, err)
-	_, err = ins.Refund(context.Background(), "k", limit, 10)
+	_, err = ins.Refund(context.Background(), "k", limit, 10, res.Charge)
 	require.NoError(t, err)
 	assert.Equal(t, 4, peek(t, h, "k", limit, 1).Remaining, "full: 5, less the one Peek asks about")
-	res, err := h.Limiter.AllowN(context.Background(), "k", limit, 5)
+	res, err = h.Limiter.AllowN(context.Background(), "k", limit, 5)
 	require.NoError(t, err)
 	assert.True(t, res.Allowed)
 	res, err = h.Limiter.Allow(context.Background(), "k", limit)
@@ -315,7 +316,7 @@ func refundNeverBeyondFull(t *testing.T, h Harness) {
 func refundMissingBucket(t *testing.T, h Harness) {
 	ins := h.Limiter.(ratelimit.Inspector)
 	limit := ratelimit.Limit{Rate: 1.0 / 3600, Burst: 2}
-	_, err := ins.Refund(context.Background(), "nobody", limit, 1)
+	_, err := ins.Refund(context.Background(), "nobody", limit, 1, ratelimit.Charge{})
 	require.NoError(t, err)
 	res, err := h.Limiter.AllowN(context.Background(), "nobody", limit, 2)
 	require.NoError(t, err)

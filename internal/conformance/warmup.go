@@ -303,13 +303,13 @@ func warmInspector(t *testing.T, h Harness) {
 	check(denied(16, 10*ms, 0), res, err)
 	res, err = in.Peek(ctx, "in", warmRamp, 1)
 	check(allowed(15, 631371*us), res, err)
-	res, err = in.Refund(ctx, "in", warmRamp, 5) // a missing bucket: nothing to give back
+	res, err = in.Refund(ctx, "in", warmRamp, 5, ratelimit.Charge{}) // a missing bucket: nothing to give back
 	check(allowed(15, 631371*us), res, err)
 	h.Advance(5 * ms)
 	play(t, h, "in", warmRamp, []step{{n: 16, want: allowed(0, 815295*us)}})
-	res, err = in.Refund(ctx, "in", warmRamp, 10)
+	res, err = in.Refund(ctx, "in", warmRamp, 10, ratelimit.Charge{})
 	check(allowed(9, 708305*us), res, err)
-	res, err = in.Refund(ctx, "in", warmRamp, 50)
+	res, err = in.Refund(ctx, "in", warmRamp, 50, ratelimit.Charge{})
 	check(allowed(15, 631371*us), res, err)
 	require.NoError(t, in.Reset(ctx, "in", warmRamp))
 	play(t, h, "in", warmRamp, []step{{n: 17, want: denied(16, 10*ms, 0)}})

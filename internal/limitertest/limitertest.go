@@ -144,11 +144,16 @@ func (m *Multi) Peek(_ context.Context, _ string, limit ratelimit.Limit, _ int) 
 	return res, m.Err
 }
 
-// Refund records the refund.
-func (m *Multi) Refund(_ context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
+// Refund records the refund: "key n", followed by the charge's instant (Unix µs) and part
+// when the charge is not zero.
+func (m *Multi) Refund(_ context.Context, key string, limit ratelimit.Limit, n int, c ratelimit.Charge) (ratelimit.Result, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.refunds = append(m.refunds, fmt.Sprintf("%s %d", key, n))
+	r := fmt.Sprintf("%s %d", key, n)
+	if c != (ratelimit.Charge{}) {
+		r += fmt.Sprintf(" charged at %d by %q", c.At.UnixMicro(), c.Part)
+	}
+	m.refunds = append(m.refunds, r)
 	return ratelimit.Result{Allowed: true, Limit: limit}, nil
 }
 

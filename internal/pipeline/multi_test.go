@@ -62,17 +62,23 @@ func TestLimits(t *testing.T) {
 func TestRefundIf(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
+			// Each refund names the charge of its own limit's decision.
+			at := time.UnixMicro(1_000_000)
 			l := &limitertest.Multi{MultiResult: ratelimit.MultiResult{Allowed: true,
-				Results: []ratelimit.Result{{Allowed: true}, {Allowed: true}}}}
+				Results: []ratelimit.Result{{Allowed: true, Charge: ratelimit.Charge{At: at, Part: "a"}},
+					{Allowed: true, Charge: ratelimit.Charge{At: at.Add(time.Microsecond), Part: "b"}}}}}
 			do := tg.serve(t, setup{limiter: l, limits: secondAndMinute, refundOK: true})
 			assert.Equal(t, "ok", do(context.Background()).kind)
-			assert.Equal(t, []string{"ip:192.0.2.1 1", "ip:192.0.2.1 1"}, l.Refunds())
+			assert.Equal(t, []string{`ip:192.0.2.1 1 charged at 1000000 by "a"`, `ip:192.0.2.1 1 charged at 1000001 by "b"`},
+				l.Refunds())
 
-			single := &limitertest.Multi{Stub: limitertest.Stub{Result: ratelimit.Result{Allowed: true, Remaining: 1}}}
+			single := &limitertest.Multi{Stub: limitertest.Stub{Result: ratelimit.Result{Allowed: true, Remaining: 1,
+				Charge: ratelimit.Charge{At: at}}}}
 			do = tg.serve(t, setup{limiter: single, limit: ratelimit.PerSecond(2), refundOK: true,
 				cost: func() int { return 2 }})
 			assert.Equal(t, "ok", do(context.Background()).kind)
 			assert.Len(t, single.Refunds(), 1)
+			assert.Contains(t, single.Refunds()[0], "charged at 1000000")
 
 			deniedOne := &limitertest.Multi{Stub: limitertest.Stub{Result: ratelimit.Result{RetryAfter: time.Second}}}
 			do = tg.serve(t, setup{limiter: deniedOne, limit: ratelimit.PerSecond(2), refundOK: true})

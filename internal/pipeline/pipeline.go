@@ -392,11 +392,11 @@ func (p *Pipeline[R]) Refund(ctx context.Context, r R, d Decision) {
 	ctx = context.WithoutCancel(ctx)
 	var err error
 	if d.Reqs == nil {
-		_, err = ins.Refund(ctx, d.Key, d.Limit, d.Cost)
+		_, err = ins.Refund(ctx, d.Key, d.Limit, d.Cost, d.Result.Charge)
 	} else {
-		for _, q := range d.Reqs {
+		for i, q := range d.Reqs {
 			if !q.Limit.IsZero() {
-				if _, e := ins.Refund(ctx, q.Key, q.Limit, max(q.N, 1)); e != nil && err == nil {
+				if _, e := ins.Refund(ctx, q.Key, q.Limit, max(q.N, 1), d.Multi.Results[i].Charge); e != nil && err == nil {
 					err = e
 				}
 			}

@@ -1,0 +1,435 @@
+package pipeline_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/distributed"
+	"github.com/sluice-go/ratelimit/fallback"
+	"github.com/sluice-go/ratelimit/internal/metrictest"
+	"github.com/sluice-go/ratelimit/internal/pipeline"
+	"github.com/sluice-go/ratelimit/internal/redistest"
+	"github.com/sluice-go/ratelimit/local"
+)
+
+// The cross-feature test: every middleware (Gin, net/http, gRPC unary and stream) × backend
+// (local; Redis; fallback healthy and degraded) × algorithm × every pair of the options
+// below, each case a run of requests checked one by one against a reference model: the
+// answer, the rate-limit headers, what was refunded (through what the next requests get),
+// and, with an observer, the exact metric counts and the backend that decided.
+//
+// The model. Time stands still for the backends (the local clock is fake; the Redis limits
+// refill one token a quarter), so every algorithm is a count per bucket: a request of cost
+// c at priority p is admitted when every bucket has charged + c <= usable(p), where usable
+// is the burst less the priority's reserve, and then takes c from each; a refund gives its
+// cost back. Refunds go to every second charged request. One thing moves time: with
+// refunds, on a local clock, every third charged request from the second on is slow. Its
+// handler outlives two windows (the clock jumps by 2W), and before its refund another
+// request (a direct call) takes one token from each of its buckets in the new window. The windows (fixed, sliding log, sliding counter) must give that refund
+// to the window it charged, which has ended: nothing; the token and leaky buckets, which
+// have no windows, give it back to the bucket, never past full.
+
+// feature is one option of the middlewares under test.
+type feature uint8
+
+const (
+	withLimits   feature = 1 << iota // two limits, all or nothing
+	withRefund                       // refund every second charged request
+	withShadow                       // decide and report, never enforce
+	withPriority                     // priorities Critical, Normal, Sheddable in turn
+	withObserver                     // the OpenTelemetry observer
+	withCost                         // costs 1, 2, 1, -1 in turn: -1 is a mistake of the program
+	numFeatures  = 6
+)
+
+func (f feature) String() string {
+	var names []string
+	for i, n := range [...]string{"limits", "refund", "shadow", "priority", "observer", "cost"} {
+		if f&(1<<i) != 0 {
+			names = append(names, n)
+		}
+	}
+	if names == nil {
+		return "none"
+	}
+	return strings.Join(names, "+")
+}
+
+// featureSets returns none, each feature alone, and each pair.
+func featureSets() []feature {
+	sets := []feature{0}
+	for i := range numFeatures {
+		sets = append(sets, 1<<i)
+	}
+	for i := range numFeatures {
+		for j := i + 1; j < numFeatures; j++ {
+			sets = append(sets, 1<<i|1<<j)
+		}
+	}
+	return sets
+}
+
+type backendKind int
+
+const (
+	onLocal backendKind = iota
+	onRedis
+	onFallback         // Redis healthy behind fallback
+	onFallbackDegraded // Redis unreachable: fallback's local share decides
+)
+
+func (b backendKind) String() string {
+	return [...]string{"local", "redis", "fallback", "degraded"}[b]
+}
+
+// decidedBy is the ratelimit.backend the metrics must report.
+func (b backendKind) decidedBy() string {
+	return [...]string{"local", "distributed", "distributed", "local"}[b]
+}
+
+// fakeClock is a clock that moves only when told to.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+const (
+	year     = 365 * 24 * time.Hour
+	requests = 10
+	// instances is the fallback's WithInstances: the degraded share is half the limit.
+	instances = 2
+)
+
+// crossLimits returns the limits of a case: a tight one, and with withLimits a loose one.
+// Each refills its burst over a year, W, so that real time (which Redis reads) moves no
+// token during a test. The leaky bucket, a shaper, would hold a request admitted behind
+// another for 1/Rate: its bursts are 1, so that no request waits.
+func crossLimits(alg ratelimit.Algorithm) (tight, loose ratelimit.Limit) {
+	per := func(n int) ratelimit.Limit { return ratelimit.Limit{Rate: float64(n) / year.Seconds(), Burst: n} }
+	if alg == ratelimit.LeakyBucket {
+		return per(1), ratelimit.Limit{Rate: 0.5 / year.Seconds(), Burst: 1}
+	}
+	return per(4), per(6)
+}
+
+// windowed reports whether alg keeps windows, to which a refund goes back.
+func windowed(alg ratelimit.Algorithm) bool {
+	return alg == ratelimit.FixedWindow || alg == ratelimit.SlidingWindowLog || alg == ratelimit.SlidingWindowCounter
+}
+
+// crossEnv holds what the cases of one backend and algorithm share.
+type crossEnv struct {
+	kind   backendKind
+	alg    ratelimit.Algorithm
+	redis  ratelimit.Limiter // onRedis, onFallback: the Redis limiter; onFallbackDegraded: one that cannot reach Redis
+	serial int
+}
+
+// limiter returns the limiter of one case, and its clock when it has one to move.
+func (e *crossEnv) limiter(t *testing.T) (ratelimit.Limiter, *fakeClock) {
+	clock := &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	newLocal := func() *local.Limiter {
+		l := local.New(local.WithAlgorithm(e.alg), local.WithClock(clock.Now), local.WithReserves(ratelimit.Reserves{}))
+		t.Cleanup(func() { _ = l.Close() })
+		return l
+	}
+	switch e.kind {
+	case onLocal:
+		return newLocal(), clock
+	case onRedis:
+		return e.redis, nil
+	case onFallback:
+		return fallback.New(e.redis, newLocal(), fallback.WithInstances(instances), fallback.WithClock(clock.Now),
+			fallback.WithReserves(ratelimit.Reserves{})), nil
+	default:
+		return fallback.New(e.redis, newLocal(), fallback.WithInstances(instances), fallback.WithClock(clock.Now),
+			fallback.WithReserves(ratelimit.Reserves{}), fallback.WithErrorHandler(func(context.Context, string, error) {})), clock
+	}
+}
+
+// deadRedis returns the address of a loopback port nothing listens on.
+func deadRedis(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+func TestCrossFeatures(t *testing.T) {
+	server := redistest.NewServer(t)
+	live := redis.NewClient(&redis.Options{Addr: server.Addr(), ContextTimeoutEnabled: true})
+	dead := redis.NewClient(&redis.Options{Addr: deadRedis(t), ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { _ = live.Close(); _ = dead.Close() })
+	// The key of every case is new, as is every bucket of it: the Redis limiters are shared.
+	redisFor := func(client *redis.Client, alg ratelimit.Algorithm) ratelimit.Limiter {
+		l, err := distributed.New(client, distributed.WithAlgorithm(alg), distributed.WithReserves(ratelimit.Reserves{}),
+			distributed.WithPrefix(fmt.Sprintf("cross:%d:", time.Now().UnixNano())))
+		require.NoError(t, err)
+		return l
+	}
+	algorithms := []ratelimit.Algorithm{ratelimit.TokenBucket, ratelimit.FixedWindow, ratelimit.SlidingWindowLog,
+		ratelimit.SlidingWindowCounter, ratelimit.LeakyBucket}
+	for _, kind := range []backendKind{onLocal, onRedis, onFallback, onFallbackDegraded} {
+		for _, alg := range algorithms {
+			env := &crossEnv{kind: kind, alg: alg}
+			switch kind {
+			case onRedis, onFallback:
+				env.redis = redisFor(live, alg)
+			case onFallbackDegraded:
+				env.redis = redisFor(dead, alg)
+			}
+			for _, tg := range targets {
+				for _, fs := range featureSets() {
+					if fs&withCost != 0 && alg == ratelimit.LeakyBucket {
+						continue // bursts of 1: see crossLimits
+					}
+					name := fmt.Sprintf("%v/%v/%s/%v", kind, alg, tg.name, fs)
+					t.Run(name, func(t *testing.T) { env.run(t, tg, fs) })
+				}
+			}
+		}
+	}
+}
+
+// crossModel is the reference model of one case.
+type crossModel struct {
+	limits   []ratelimit.Limit // the limits asked for, tight first
+	applied  []ratelimit.Limit // the limits enforced: the share of each while degraded
+	charged  []int             // tokens taken from each bucket
+	windowed bool
+	reserves ratelimit.Reserves
+}
+
+func (m *crossModel) usable(i int, p ratelimit.Priority) int {
+	b := m.applied[i].Burst
+	return b - m.reserves.Tokens(p, b)
+}
+
+// cost is what a request asking for c at p takes from bucket i: all of c, or, while
+// degraded, at most what the share leaves p (fallback's clamp).
+func (m *crossModel) cost(i, c int, p ratelimit.Priority) int {
+	return min(c, m.usable(i, p))
+}
+
+// decide admits or denies a request and charges it when admitted.
+func (m *crossModel) decide(c int, p ratelimit.Priority) bool {
+	for i := range m.charged {
+		if m.charged[i]+m.cost(i, c, p) > m.usable(i, p) {
+			return false
+		}
+	}
+	for i := range m.charged {
+		m.charged[i] += m.cost(i, c, p)
+	}
+	return true
+}
+
+// binding returns the index of the limit headers report for an admitted request at p, when
+// the buckets hold charged: the fewest remaining, the first of equals; and its remaining.
+func (m *crossModel) binding(p ratelimit.Priority, charged []int) (int, int) {
+	b, left := 0, m.usable(0, p)-charged[0]
+	for i := 1; i < len(charged); i++ {
+		if r := m.usable(i, p) - charged[i]; r < left {
+			b, left = i, r
+		}
+	}
+	return b, left
+}
+
+func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
+	e.serial++
+	key := fmt.Sprintf("cross-%d", e.serial)
+	l, clock := e.limiter(t)
+	tight, loose := crossLimits(e.alg)
+	m := &crossModel{limits: []ratelimit.Limit{tight}, windowed: windowed(e.alg)}
+	if fs&withLimits != 0 {
+		m.limits = append(m.limits, loose)
+	}
+	for _, lim := range m.limits {
+		applied := lim
+		if e.kind == onFallbackDegraded {
+			applied = ratelimit.Limit{Rate: lim.Rate / instances, Burst: max(lim.Burst/instances, 1)}
+		}
+		m.applied = append(m.applied, applied)
+	}
+	m.charged = make([]int, len(m.limits))
+	names := []string{"tight", "loose"}
+
+	// The request being sent: its index, priority and cost, read by the option functions.
+	var (
+		j    int
+		prio = func() ratelimit.Priority {
+			return []ratelimit.Priority{ratelimit.Critical, ratelimit.Normal, ratelimit.Sheddable}[j%3]
+		}
+		cost     = func() int { return []int{1, 2, 1, -1}[j%4] }
+		refunds  int
+		refunded bool
+		slow     bool
+	)
+	if fs&withPriority == 0 {
+		prio = func() ratelimit.Priority { return ratelimit.Critical }
+	}
+	if fs&withCost == 0 {
+		cost = func() int { return 1 }
+	}
+	s := setup{limiter: l, name: "single"}
+	if fs&withLimits != 0 {
+		s.limitsFn = func() []ratelimit.Request {
+			reqs := make([]ratelimit.Request, len(m.limits))
+			for i, lim := range m.limits {
+				reqs[i] = ratelimit.Request{Key: key, Limit: lim, N: cost(), Name: names[i]}
+			}
+			return reqs
+		}
+	} else {
+		s.limit, s.key = tight, key
+		if fs&withCost != 0 {
+			s.cost = cost
+		}
+	}
+	if fs&withPriority != 0 {
+		s.priority = prio
+	}
+	s.shadow = fs&withShadow != 0
+	if fs&withRefund != 0 {
+		s.refund = func() bool {
+			refunds++
+			refunded = refunds%2 == 0
+			slow = clock != nil && refunds%3 == 2
+			if slow {
+				// The handler outlived two windows; meanwhile another request took a token
+				// from each bucket in the window that is now.
+				clock.advance(2 * year)
+				bucketKey := key
+				if s.shadow {
+					bucketKey = pipeline.ShadowPrefix + key
+				}
+				for _, lim := range m.limits {
+					res, err := l.AllowN(context.Background(), bucketKey, lim, 1)
+					require.NoError(t, err)
+					require.True(t, res.Allowed)
+				}
+			}
+			return refunded
+		}
+	}
+	var reader interface{ collect() metrictest.Collected }
+	if fs&withObserver != 0 {
+		obs, r := metrictest.NewObserver(t)
+		s.observer = obs
+		reader = collector(func() metrictest.Collected { return metrictest.Collect(t, r) })
+	}
+	if fs&withLimits != 0 && fs&withCost != 0 {
+		// A cost function beside WithLimits, which gives costs, is refused at construction.
+		assert.Panics(t, func() {
+			tg.serve(t, setup{limiter: l, limits: []ratelimit.Request{{Key: key, Limit: tight}}, cost: cost})
+		})
+	}
+	do := tg.serve(t, s)
+
+	wantCounts := map[string]int64{}
+	for j = range requests {
+		p, c := prio(), cost()
+		before := append([]int(nil), m.charged...)
+		invalid := c < 1 // refused whatever the error policy, nothing charged
+		admitted := !invalid && m.decide(c, p)
+		decided := append([]int(nil), m.charged...) // what the headers tell
+		refunded, slow = false, false
+		got := do(context.Background())
+
+		// The model, after the handler: a slow request moved to a new window, where the
+		// direct call took one token; a refund gives back what the request took.
+		if slow {
+			for i := range m.charged {
+				m.charged[i] = 1
+			}
+		}
+		if refunded {
+			for i := range m.charged {
+				took := m.cost(i, c, p)
+				if slow && m.windowed {
+					took = 0 // its window has ended
+				}
+				m.charged[i] = max(m.charged[i]-took, 0)
+			}
+		}
+
+		step := fmt.Sprintf("request %d (priority %v, cost %d, charged before %v)", j, p, c, before)
+		switch {
+		case s.shadow:
+			assert.Equal(t, "ok", got.kind, step)
+			assert.Empty(t, got.fields, step)
+		case invalid:
+			assert.Equal(t, "invalid", got.kind, step)
+			assert.Empty(t, got.fields, step)
+		case admitted:
+			assert.Equal(t, "ok", got.kind, step)
+			b, left := m.binding(p, decided)
+			assert.Equal(t, strconv.Itoa(m.applied[b].Burst), got.fields["x-ratelimit-limit"], step)
+			assert.Equal(t, strconv.Itoa(left), got.fields["x-ratelimit-remaining"], step)
+		default:
+			assert.Equal(t, "denied", got.kind, step)
+			assert.NotEmpty(t, got.fields["retry-after"], step)
+		}
+		outcome := "denied"
+		if admitted {
+			outcome = "allowed"
+		}
+		policies := []string{"single"}
+		if fs&withLimits != 0 {
+			policies = names[:len(m.limits)]
+		}
+		for _, name := range policies {
+			series := fmt.Sprintf("ratelimit.policy=%s,ratelimit.priority=%v,ratelimit.result=%s,ratelimit.shadow=%t",
+				name, p, outcome, s.shadow)
+			if invalid {
+				series = fmt.Sprintf("error.type=invalid_input,ratelimit.policy=%s,ratelimit.priority=%v,ratelimit.result=error,ratelimit.shadow=%t",
+					name, p, s.shadow)
+			}
+			wantCounts[series]++
+		}
+	}
+	if reader != nil {
+		got := reader.collect()
+		assert.Equal(t, wantCounts, got.Counts(t, "ratelimit.requests"))
+		for attrs := range got.Histogram(t) {
+			if strings.Contains(attrs, "result=error") {
+				continue // the arguments, refused by whichever part checked them first
+			}
+			if e.kind == onFallback && strings.Contains(attrs, "result=denied") &&
+				strings.Contains(attrs, "ratelimit.backend=fallback") {
+				continue // a denial answered by fallback's denial cache, without asking Redis
+			}
+			assert.Contains(t, attrs, "ratelimit.backend="+e.kind.decidedBy())
+		}
+	}
+}
+
+// collector adapts a function to the reader of a case's metrics.
+type collector func() metrictest.Collected
+
+func (c collector) collect() metrictest.Collected { return c() }
