@@ -286,9 +286,10 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 			return []ratelimit.Priority{ratelimit.Critical, ratelimit.Normal, ratelimit.Sheddable}[j%3]
 		}
 		cost     = func() int { return []int{1, 2, 1, -1}[j%4] }
-		refunds  int
-		refunded bool
-		slow     bool
+		charges  int  // charged requests so far, in the model
+		refunded bool // the model refunds the request being sent
+		slow     bool // the model makes the request being sent slow
+		asked    bool // the middleware asked whether to refund the request being sent
 	)
 	if fs&withPriority == 0 {
 		prio = func() ratelimit.Priority { return ratelimit.Critical }
@@ -317,9 +318,7 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 	s.shadow = fs&withShadow != 0
 	if fs&withRefund != 0 {
 		s.refund = func() bool {
-			refunds++
-			refunded = refunds%2 == 0
-			slow = clock != nil && refunds%3 == 2
+			asked = true
 			if slow {
 				// The handler outlived two windows; meanwhile another request took a token
 				// from each bucket in the window that is now.
@@ -358,8 +357,16 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 		invalid := c < 1 // refused whatever the error policy, nothing charged
 		admitted := !invalid && m.decide(c, p)
 		decided := append([]int(nil), m.charged...) // what the headers tell
-		refunded, slow = false, false
+		refunded, slow, asked = false, false, false
+		if admitted && fs&withRefund != 0 {
+			charges++
+			refunded = charges%2 == 0
+			slow = clock != nil && charges%3 == 2
+		}
 		got := do(context.Background())
+		if fs&withRefund != 0 {
+			assert.Equal(t, admitted, asked, "the refund function is asked of every charged request, and only of those")
+		}
 
 		// The model, after the handler: a slow request moved to a new window, where the
 		// direct call took one token; a refund gives back what the request took.
