@@ -57,36 +57,6 @@ func New(l ratelimit.Limiter, opts ...Option) func(http.Handler) http.Handler {
 	}
 }
 
-// statusWriter remembers the status a handler answered, for WithRefundIf.
-type statusWriter struct {
-	http.ResponseWriter
-	code int
-}
-
-func (s *statusWriter) WriteHeader(code int) {
-	if s.code == 0 {
-		s.code = code
-	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusWriter) Write(b []byte) (int, error) {
-	if s.code == 0 {
-		s.code = http.StatusOK
-	}
-	return s.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the writer's other methods (Flush, Hijack).
-func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
-
-func (s *statusWriter) status() int {
-	if s.code == 0 {
-		return http.StatusOK
-	}
-	return s.code
-}
-
 type middleware struct {
 	p *pipeline.Pipeline[exchange]
 	options
