@@ -51,7 +51,7 @@ func New(l ratelimit.Limiter, opts ...Option) func(http.Handler) http.Handler {
 				return
 			}
 			sw := &statusWriter{ResponseWriter: w}
-			next.ServeHTTP(sw, r)
+			next.ServeHTTP(wrap(sw), r)
 			m.p.Refund(r.Context(), exchange{w: w, r: r, status: sw.status()}, d)
 		})
 	}
