@@ -9,12 +9,31 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/otlptranslator"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/otelmetrics"
 	"github.com/sluice-go/ratelimit/prommetrics"
 )
+
+// scrapeHTTP scrapes reg through promhttp over a real server, requires a 200, and returns
+// the exposition.
+func scrapeHTTP(t *testing.T, reg *prometheus.Registry) string {
+	t.Helper()
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}))
+	t.Cleanup(srv.Close)
+	resp, err := http.Get(srv.URL)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	return string(body)
+}
 
 // Names that are not valid UTF-8 ("\xff", "\xfe") reach the labels with each invalid byte
 // replaced by U+FFFD, so the registry still gathers and every scrape succeeds. Two names
@@ -29,15 +48,9 @@ func TestInvalidUTF8Names(t *testing.T) {
 	c.ObserveDecision(ctx, ratelimit.Decision{Policy: "api", Backend: "redis\xff", Outcome: ratelimit.OutcomeAllowed})
 	c.ObserveBreaker(ratelimit.BreakerTransition{From: "closed\xff", To: "open"})
 
-	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}))
-	t.Cleanup(srv.Close)
-	resp, err := http.Get(srv.URL)
-	require.NoError(t, err)
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	require.NoError(t, resp.Body.Close())
-	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	body := scrapeHTTP(t, reg)
 
+	assert.Contains(t, body, "ratelimit_requests_total{ratelimit_policy=\"\uFFFD\",")
 	got := scrape(t, c)
 	// U+FFFD sorts after ASCII, so the "api" series comes first.
 	assert.Equal(t, []string{
@@ -49,4 +62,22 @@ func TestInvalidUTF8Names(t *testing.T) {
 		"ratelimit_requests_total{ratelimit_policy=\"api\",ratelimit_priority=\"critical\",ratelimit_result=\"allowed\",ratelimit_shadow=\"false\"} 1",
 		"ratelimit_requests_total{ratelimit_policy=\"\uFFFD\",ratelimit_priority=\"critical\",ratelimit_result=\"denied\",ratelimit_shadow=\"false\"} 2",
 	}, got)
+}
+
+// Through otelmetrics and the OpenTelemetry Prometheus exporter, a policy that is not
+// valid UTF-8 leaves every scrape successful too, with the same label value.
+func TestInvalidUTF8NamesThroughOTel(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	exporter, err := otelprom.New(otelprom.WithRegisterer(reg),
+		otelprom.WithTranslationStrategy(otlptranslator.UnderscoreEscapingWithSuffixes), otelprom.WithoutTargetInfo())
+	require.NoError(t, err)
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	o, err := otelmetrics.New(otelmetrics.WithMeterProvider(mp))
+	require.NoError(t, err)
+	o.ObserveDecision(context.Background(), ratelimit.Decision{Policy: "\xff", Backend: "local", Outcome: ratelimit.OutcomeDenied})
+
+	body := scrapeHTTP(t, reg)
+	// After the exporter's otel_scope_* labels:
+	assert.Contains(t, body, ",ratelimit_policy=\"\uFFFD\",ratelimit_priority=\"critical\",ratelimit_result=\"denied\",ratelimit_shadow=\"false\"} 1\n")
 }
