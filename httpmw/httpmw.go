@@ -51,40 +51,10 @@ func New(l ratelimit.Limiter, opts ...Option) func(http.Handler) http.Handler {
 				return
 			}
 			sw := &statusWriter{ResponseWriter: w}
-			next.ServeHTTP(sw, r)
+			next.ServeHTTP(wrap(sw), r)
 			m.p.Refund(r.Context(), exchange{w: w, r: r, status: sw.status()}, d)
 		})
 	}
-}
-
-// statusWriter remembers the status a handler answered, for WithRefundIf.
-type statusWriter struct {
-	http.ResponseWriter
-	code int
-}
-
-func (s *statusWriter) WriteHeader(code int) {
-	if s.code == 0 {
-		s.code = code
-	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusWriter) Write(b []byte) (int, error) {
-	if s.code == 0 {
-		s.code = http.StatusOK
-	}
-	return s.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the writer's other methods (Flush, Hijack).
-func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
-
-func (s *statusWriter) status() int {
-	if s.code == 0 {
-		return http.StatusOK
-	}
-	return s.code
 }
 
 type middleware struct {

@@ -88,8 +88,12 @@ func WithLimits(f func(r *http.Request) []ratelimit.Request) Option {
 }
 
 // WithRefundIf gives a request's tokens back after the handler ran, when f says so, given
-// the status the handler answered (200 when it wrote none): count only failed logins
-// (status == 401), only server errors. It needs a limiter that implements
+// the final status the handler answered: count only failed logins (status == 401), only
+// server errors. An informational status before it (103 Early Hints) is not the answer;
+// 200 is given when the handler wrote no final status, as net/http answers then, and
+// when it hijacked the connection. The handler's ResponseWriter has the same optional
+// interfaces (http.Flusher, http.Hijacker, io.ReaderFrom, http.Pusher) as the server's,
+// and http.ResponseController reaches the rest. It needs a limiter that implements
 // ratelimit.Inspector (New panics otherwise). Default: no refunds.
 func WithRefundIf(f func(r *http.Request, status int) bool) Option {
 	return func(o *options) {

@@ -53,7 +53,7 @@ func WithMaxSeries(n int) Option {
 func WithBuckets(backend string, count func() int) Option {
 	return func(o *options) {
 		if count != nil {
-			o.buckets = append(o.buckets, bucketSource{backend, count})
+			o.buckets = append(o.buckets, bucketSource{attrValue(backend), count})
 		}
 	}
 }

@@ -3,7 +3,9 @@ package otelmetrics
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -234,12 +236,12 @@ func registerBuckets(meter metric.Meter, sources []bucketSource) error {
 
 // ObserveDecision records d: one ratelimit.requests, one ratelimit.decision.duration, and
 // one ratelimit.denial_cache.hits when d.Cached. It allocates nothing once the pair
-// (d.Policy, d.Backend) has been seen.
+// (d.Policy, d.Backend) has been seen, unless a name is not valid UTF-8.
 func (o *Observer) ObserveDecision(ctx context.Context, d ratelimit.Decision) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	s := o.series.Lookup(d.Policy, d.Backend)
+	s := o.series.Lookup(attrValue(d.Policy), attrValue(d.Backend))
 	shadow := 0
 	if d.Shadow {
 		shadow = 1
@@ -267,9 +269,20 @@ func (o *Observer) ObserveDecision(ctx context.Context, d ratelimit.Decision) {
 func (o *Observer) ObserveBreaker(t ratelimit.BreakerTransition) {
 	opt, ok := o.states[[2]string{t.From, t.To}]
 	if !ok {
-		opt = transitionOption(t.From, t.To)
+		opt = transitionOption(attrValue(t.From), attrValue(t.To))
 	}
 	o.transitions.Add(context.Background(), 1, opt)
+}
+
+// attrValue returns name with each run of bytes that is not UTF-8 replaced by U+FFFD: the
+// Prometheus exporter fails the whole scrape on such a value, and OTLP's protobuf strings
+// must be UTF-8. Names are cleaned before they are counted, so that two that differ only
+// in such bytes count in one series, as they are exported.
+func attrValue(name string) string {
+	if utf8.ValidString(name) {
+		return name
+	}
+	return strings.ToValidUTF8(name, "\uFFFD")
 }
 
 func transitionOption(from, to string) metric.AddOption {

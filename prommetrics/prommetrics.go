@@ -4,8 +4,10 @@ import (
 	"context"
 	"math"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -119,9 +121,9 @@ func New(opts ...Option) *Collector {
 }
 
 // ObserveDecision counts d. It allocates nothing once the pair (d.Policy, d.Backend) has
-// been seen.
+// been seen, unless a name is not valid UTF-8.
 func (c *Collector) ObserveDecision(_ context.Context, d ratelimit.Decision) {
-	s := c.series.Lookup(d.Policy, d.Backend)
+	s := c.series.Lookup(labelValue(d.Policy), labelValue(d.Backend))
 	shadow := 0
 	if d.Shadow {
 		shadow = 1
@@ -149,7 +151,18 @@ func (c *Collector) ObserveDecision(_ context.Context, d ratelimit.Decision) {
 func (c *Collector) ObserveBreaker(t ratelimit.BreakerTransition) {
 	c.transMu.Lock()
 	defer c.transMu.Unlock()
-	c.transitions[[2]string{t.From, t.To}]++
+	c.transitions[[2]string{labelValue(t.From), labelValue(t.To)}]++
+}
+
+// labelValue returns name with each run of bytes that is not UTF-8 replaced by U+FFFD: the
+// registry refuses a label value that is not valid UTF-8, and fails the whole scrape with
+// it. Names are cleaned before they are counted, so that two that differ only in such
+// bytes count in one series, as they are exported.
+func labelValue(name string) string {
+	if utf8.ValidString(name) {
+		return name
+	}
+	return strings.ToValidUTF8(name, "\uFFFD")
 }
 
 // Describe sends nothing: the Collector is unchecked (see the package documentation).
