@@ -70,8 +70,7 @@ func newMux(limiter ratelimit.Limiter) *http.ServeMux {
 	limits := map[string]ratelimit.Limit{
 		"POST /login":         ratelimit.PerMinute(5),
 		"GET /api/items/{id}": ratelimit.PerMinute(300),
-		"GET /healthz":        {}, // not limited
-	}
+	} // other routes (GET /healthz) get the default, the zero Limit: not limited
 	style := httpmw.WithHeaderStyle(headers.StyleBoth)
 	strict := httpmw.New(limiter, httpmw.WithRouteLimits(limits, ratelimit.Limit{}), style,
 		httpmw.WithPolicyName("login"), httpmw.WithErrorPolicy(ratelimit.FailClosed))
