@@ -56,7 +56,7 @@ func (m *middleware) handle(c *gin.Context) {
 	case d.Reqs != nil:
 		headers.SetMulti(c.Writer.Header(), m.Style, d.Reqs, d.Multi)
 	default:
-		headers.Set(c.Writer.Header(), m.Style, m.PolicyName, d.Result)
+		headers.Set(c.Writer.Header(), m.Style, d.Policy, d.Result)
 	}
 	switch d.Verdict {
 	case pipeline.Proceed:

@@ -247,3 +247,17 @@ func TestSkipFunc(t *testing.T) {
 	}
 	assert.Equal(t, []int{200, 429}, codes(r, 2, client), "skipped requests took no tokens")
 }
+
+// Policies own their buckets: two routes with the same limit, for the same client, keep a
+// bucket each; each route is named by its pattern in RateLimit-Policy.
+func TestRoutesKeepTheirBuckets(t *testing.T) {
+	l, _ := newLimiter(t)
+	r := newRouter(ginmw.New(l, ginmw.WithRouteLimits(map[string]ratelimit.Limit{
+		"/login": ratelimit.PerMinute(1), "/v1/items/:id": ratelimit.PerMinute(1),
+	}, ratelimit.Limit{}), ginmw.WithHeaderStyle(headers.StyleIETF)))
+	w := perform(r, http.MethodPost, "/login", client)
+	assert.Equal(t, http.StatusOK, w.Code)
+	assert.Equal(t, `"/login";q=1;w=60`, w.Header().Get("RateLimit-Policy"))
+	assert.Equal(t, []int{200, 429}, codes(r, 2, client), "/v1/items/1 has a bucket of its own")
+	assert.Equal(t, http.StatusTooManyRequests, perform(r, http.MethodPost, "/login", client).Code)
+}

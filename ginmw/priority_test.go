@@ -21,6 +21,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/ginmw"
+	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 )
 
@@ -139,11 +140,12 @@ func TestPriorityLoad(t *testing.T) {
 
 	// What Redis holds: a Critical Peek would leave left − 1, a Sheddable one is denied.
 	left := int64(limit.Burst) - shed - logins
-	peeked, err := limiter.Peek(context.Background(), key, limit, 1)
+	bucket := headers.DefaultPolicyName + "|" + key // the middleware's bucket: its policy's, then the key
+	peeked, err := limiter.Peek(context.Background(), bucket, limit, 1)
 	require.NoError(t, err)
 	require.True(t, peeked.Allowed)
 	require.Equal(t, int(left-1), peeked.Remaining, "flood %d, logins %d", shed, logins)
-	peeked, err = limiter.Peek(ratelimit.WithPriority(context.Background(), ratelimit.Sheddable), key, limit, 1)
+	peeked, err = limiter.Peek(ratelimit.WithPriority(context.Background(), ratelimit.Sheddable), bucket, limit, 1)
 	require.NoError(t, err)
 	require.False(t, peeked.Allowed)
 

@@ -22,13 +22,13 @@ import (
 func (m *interceptor) deniedError(d pipeline.Decision) error {
 	retry := &errdetails.RetryInfo{RetryDelay: durationpb.New(retryDelay(d.Result.RetryAfter))}
 	if d.Reqs == nil {
-		return statusError(codes.ResourceExhausted, pipeline.MsgDenied, retry, quotaFailure(d.Key, m.exceeded(d.Result.Limit)))
+		return statusError(codes.ResourceExhausted, pipeline.MsgDenied, retry, quotaFailure(d.Key, m.exceeded(d.Policy, d.Result.Limit)))
 	}
 	qf := &errdetails.QuotaFailure{}
 	for i, q := range d.Reqs {
 		if i < len(d.Multi.Results) && !q.Limit.IsZero() && !d.Multi.Results[i].Allowed {
 			qf.Violations = append(qf.Violations, &errdetails.QuotaFailure_Violation{
-				Subject:     keyKind(q.Key),
+				Subject:     keyKind(pipeline.KeyOf(q.Key)),
 				Description: fmt.Sprintf("rate limit %q (%v) exceeded", q.Name, q.Limit),
 			})
 		}
@@ -36,21 +36,22 @@ func (m *interceptor) deniedError(d pipeline.Decision) error {
 	return statusError(codes.ResourceExhausted, pipeline.MsgDenied, retry, qf)
 }
 
-// exceeded returns the QuotaFailure description of a denial under limit, "rate limit 2/min
-// burst 2 exceeded". The latest one is kept, since most interceptors deny under one limit
-// or a few.
-func (m *interceptor) exceeded(limit ratelimit.Limit) string {
-	if d := m.description.Load(); d != nil && d.limit == limit {
+// exceeded returns the QuotaFailure description of a denial under limit of the policy
+// named policy, `rate limit "login" (2/min burst 2) exceeded`, as for each of several
+// limits. The latest one is kept, since most interceptors deny under one limit or a few.
+func (m *interceptor) exceeded(policy string, limit ratelimit.Limit) string {
+	if d := m.description.Load(); d != nil && d.policy == policy && d.limit == limit {
 		return d.text
 	}
-	d := &description{limit, fmt.Sprintf("rate limit %v exceeded", limit)}
+	d := &description{policy, limit, fmt.Sprintf("rate limit %q (%v) exceeded", policy, limit)}
 	m.description.Store(d)
 	return d.text
 }
 
 type description struct {
-	limit ratelimit.Limit
-	text  string
+	policy string
+	limit  ratelimit.Limit
+	text   string
 }
 
 // statusError returns the error of a status with details.

@@ -142,7 +142,7 @@ func (m *interceptor) trailer(d pipeline.Decision, pushback string) metadata.MD 
 	if d.Reqs != nil {
 		headers.SetMultiLower(md, m.Style, d.Reqs, d.Multi)
 	} else {
-		headers.SetLower(md, m.Style, m.PolicyName, d.Result)
+		headers.SetLower(md, m.Style, d.Policy, d.Result)
 	}
 	if pushback != "" {
 		md[PushbackKey] = []string{pushback}

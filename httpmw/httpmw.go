@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/headers"
@@ -41,8 +42,13 @@ func New(l ratelimit.Limiter, opts ...Option) func(http.Handler) http.Handler {
 	}
 	m := &middleware{p: p, options: o}
 	return func(next http.Handler) http.Handler {
+		mux, _ := next.(*http.ServeMux)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			d, ok := m.admit(w, r)
+			x := exchange{w: w, r: r}
+			if m.routes {
+				x.pattern = m.routeOf(w, r, mux)
+			}
+			d, ok := m.admit(x)
 			if !ok {
 				return
 			}
@@ -52,7 +58,8 @@ func New(l ratelimit.Limiter, opts ...Option) func(http.Handler) http.Handler {
 			}
 			sw := &statusWriter{ResponseWriter: w}
 			next.ServeHTTP(wrap(sw), r)
-			m.p.Refund(r.Context(), exchange{w: w, r: r, status: sw.status()}, d)
+			x.status = sw.status()
+			m.p.Refund(r.Context(), x, d)
 		})
 	}
 }
@@ -60,17 +67,41 @@ func New(l ratelimit.Limiter, opts ...Option) func(http.Handler) http.Handler {
 type middleware struct {
 	p *pipeline.Pipeline[exchange]
 	options
+	unrouted atomic.Bool // a request without a route pattern was reported
 }
 
-// admit decides r and reports whether it may proceed; when it may not, it has answered it.
-func (m *middleware) admit(w http.ResponseWriter, r *http.Request) (pipeline.Decision, bool) {
-	d := m.p.Decide(r.Context(), exchange{w: w, r: r})
+// errNoPattern is reported, once, for the first request WithRouteLimits finds no pattern
+// for.
+var errNoPattern = errors.New("httpmw: WithRouteLimits: a request has no route pattern, so it gets the default limit: " +
+	"wrap the handlers http.ServeMux routes to, or the *http.ServeMux itself, or find patterns with WithRouteFunc")
+
+// routeOf returns r's route pattern for WithRouteLimits: WithRouteFunc's, or the one
+// http.ServeMux routed it by, or, when the middleware wraps mux, the one mux will route it
+// by. The first request without one is reported to the error handler.
+func (m *middleware) routeOf(w http.ResponseWriter, r *http.Request, mux *http.ServeMux) string {
+	pattern := r.Pattern
+	switch {
+	case m.route != nil:
+		pattern = m.route(r)
+	case pattern == "" && mux != nil:
+		_, pattern = mux.Handler(r)
+	}
+	if pattern == "" && !m.unrouted.Load() && m.unrouted.CompareAndSwap(false, true) {
+		m.onError(w, r, errNoPattern)
+	}
+	return pattern
+}
+
+// admit decides x and reports whether it may proceed; when it may not, it has answered it.
+func (m *middleware) admit(x exchange) (pipeline.Decision, bool) {
+	w, r := x.w, x.r
+	d := m.p.Decide(r.Context(), x)
 	switch {
 	case !d.Decided:
 	case d.Reqs != nil:
 		headers.SetMulti(w.Header(), m.Style, d.Reqs, d.Multi)
 	default:
-		headers.Set(w.Header(), m.Style, m.PolicyName, d.Result)
+		headers.Set(w.Header(), m.Style, d.Policy, d.Result)
 	}
 	switch d.Verdict {
 	case pipeline.Proceed:

@@ -15,15 +15,20 @@ type Option func(*options)
 
 // exchange is what the pipeline reads of a request: the request and its response writer.
 type exchange struct {
-	w      http.ResponseWriter
-	r      *http.Request
-	status int // after the handler, for WithRefundIf
+	w       http.ResponseWriter
+	r       *http.Request
+	status  int    // after the handler, for WithRefundIf
+	pattern string // the request's route pattern, with WithRouteLimits (see routeOf)
 }
 
 type options struct {
 	pipeline.Options[exchange]
 	denied  func(w http.ResponseWriter, r *http.Request, res ratelimit.Result)
 	onError func(w http.ResponseWriter, r *http.Request, err error) bool
+	// routes reports that the limits are per route (WithRouteLimits), and route, when not
+	// nil, finds a request's route pattern (WithRouteFunc).
+	routes bool
+	route  func(r *http.Request) string
 }
 
 func defaultOptions() options {
@@ -61,15 +66,33 @@ func WithLimit(l ratelimit.Limit) Option {
 	return func(o *options) { o.SetLimit(l) }
 }
 
-// WithRouteLimits sets a limit per route: limits maps the patterns of http.ServeMux, as
-// Request.Pattern gives them ("GET /v1/items/{id}", "POST /login"), to their limits, and
-// other requests get def. An entry of the zero Limit is refused, as by WithLimit; def may be the zero Limit, which leaves the other routes unlimited. The map
-// is copied. The mux sets Pattern when it routes a request, so wrap the handlers the mux
-// routes to, not the mux itself. See WithLimit for the default.
+// WithRouteLimits sets a limit per route: limits maps route patterns ("GET /v1/items/{id}",
+// "POST /login") to their limits, and other requests get def. Each route is a policy of its
+// own, named by its pattern in the headers, the metrics and its buckets: two routes never
+// share a bucket, whatever their limits. An entry of the zero Limit is refused, as by
+// WithLimit; def may be the zero Limit, which leaves the other routes unlimited. The map is
+// copied.
+//
+// A request's pattern is the one http.ServeMux routed it by (Request.Pattern), when the
+// middleware wraps the handlers the mux routes to; the one the mux will route it by, when
+// the middleware wraps the *http.ServeMux itself; or what WithRouteFunc says (chi's
+// RoutePattern, say). A request with no pattern gets def, and the first one is reported to
+// the error handler: route limits are never inert without a word. See WithLimit for the
+// default.
 func WithRouteLimits(limits map[string]ratelimit.Limit, def ratelimit.Limit) Option {
 	return func(o *options) {
-		o.SetTable("WithRouteLimits", limits, def, func(x exchange) string { return x.r.Pattern })
+		o.routes = true
+		o.SetTable("WithRouteLimits", limits, def, func(x exchange) string { return x.pattern })
 	}
+}
+
+// WithRouteFunc sets how WithRouteLimits finds a request's route pattern, for routers other
+// than http.ServeMux: with chi, mount the middleware with r.With or inside a route, where
+// chi has matched the route, and pass
+// func(r *http.Request) string { return chi.RouteContext(r.Context()).RoutePattern() }.
+// Default: the pattern of http.ServeMux (see WithRouteLimits). A nil f means the default.
+func WithRouteFunc(f func(r *http.Request) string) Option {
+	return func(o *options) { o.route = f }
 }
 
 // WithLimits gives each request several limits, decided all or nothing: f returns them,

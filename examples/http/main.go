@@ -62,10 +62,11 @@ func main() {
 }
 
 // newMux builds the API. Each route pattern gets its own limit from WithRouteLimits, keyed
-// by the client's address; the mux sets the pattern as it routes, so the middleware wraps
-// each handler. Logins fail closed, so that guessing passwords stays slow while the
-// limiter is down; a second middleware with the same table and the other policy serves the
-// rest.
+// by the client's address, as a policy of its own named by the pattern (in the headers, the
+// metrics and the bucket keys); the mux sets the pattern as it routes, so the middleware
+// wraps each handler. Logins fail closed, so that guessing passwords stays slow while the
+// limiter is down; a second middleware with the same table and the other error policy
+// serves the rest.
 func newMux(limiter ratelimit.Limiter) *http.ServeMux {
 	limits := map[string]ratelimit.Limit{
 		"POST /login":         ratelimit.PerMinute(5),
@@ -73,9 +74,8 @@ func newMux(limiter ratelimit.Limiter) *http.ServeMux {
 	} // other routes (GET /healthz) get the default, the zero Limit: not limited
 	style := httpmw.WithHeaderStyle(headers.StyleBoth)
 	strict := httpmw.New(limiter, httpmw.WithRouteLimits(limits, ratelimit.Limit{}), style,
-		httpmw.WithPolicyName("login"), httpmw.WithErrorPolicy(ratelimit.FailClosed))
-	open := httpmw.New(limiter, httpmw.WithRouteLimits(limits, ratelimit.Limit{}), style,
-		httpmw.WithPolicyName("api"))
+		httpmw.WithErrorPolicy(ratelimit.FailClosed))
+	open := httpmw.New(limiter, httpmw.WithRouteLimits(limits, ratelimit.Limit{}), style)
 
 	mux := http.NewServeMux()
 	mux.Handle("POST /login", strict(text(`{"token":"demo"}`)))

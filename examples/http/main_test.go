@@ -39,13 +39,13 @@ func TestRoutes(t *testing.T) {
 	// PerMinute(5) gives back a token every 12 s.
 	resp := send(t, srv, http.MethodPost, "/login")
 	assert.Equal(t, "12", resp.Header.Get("Retry-After"))
-	assert.Equal(t, `"login";r=0;t=12`, resp.Header.Get("RateLimit"))
+	assert.Equal(t, `"POST /login";r=0;t=12`, resp.Header.Get("RateLimit"))
 
 	// The API route has its own, larger bucket; every item shares it.
 	resp = send(t, srv, http.MethodGet, "/api/items/42")
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Equal(t, "299", resp.Header.Get("X-RateLimit-Remaining"))
-	assert.Equal(t, `"api";q=300;w=60`, resp.Header.Get("RateLimit-Policy"))
+	assert.Equal(t, `"GET /api/items/{id}";q=300;w=60`, resp.Header.Get("RateLimit-Policy"))
 	assert.Equal(t, "298", send(t, srv, http.MethodGet, "/api/items/7").Header.Get("X-RateLimit-Remaining"))
 
 	for range 10 {

@@ -180,6 +180,9 @@ func deadRedis(t *testing.T) string {
 }
 
 func TestCrossFeatures(t *testing.T) {
+	// The model is of decisions, not of their speed: no Redis call may time out on a loaded
+	// machine (TestShadowBudget tests the budget).
+	t.Cleanup(pipeline.SetShadowBudget(time.Minute))
 	server := redistest.NewServer(t)
 	live := redis.NewClient(&redis.Options{Addr: server.Addr(), ContextTimeoutEnabled: true})
 	dead := redis.NewClient(&redis.Options{Addr: deadRedis(t), ContextTimeoutEnabled: true, MaxRetries: -1})
@@ -187,7 +190,7 @@ func TestCrossFeatures(t *testing.T) {
 	// The key of every case is new, as is every bucket of it: the Redis limiters are shared.
 	redisFor := func(client *redis.Client, alg ratelimit.Algorithm) ratelimit.Limiter {
 		l, err := distributed.New(client, distributed.WithAlgorithm(alg), distributed.WithReserves(ratelimit.Reserves{}),
-			distributed.WithPrefix(fmt.Sprintf("cross:%d:", time.Now().UnixNano())))
+			distributed.WithPrefix(fmt.Sprintf("cross:%d:", time.Now().UnixNano())), distributed.WithTimeout(time.Minute))
 		require.NoError(t, err)
 		return l
 	}
@@ -323,12 +326,12 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 				// The handler outlived two windows; meanwhile another request took a token
 				// from each bucket in the window that is now.
 				clock.advance(2 * year)
-				bucketKey := key
-				if s.shadow {
-					bucketKey = pipeline.ShadowPrefix + key
-				}
-				for _, lim := range m.limits {
-					res, err := l.AllowN(context.Background(), bucketKey, lim, 1)
+				for i, lim := range m.limits {
+					policy := s.name
+					if fs&withLimits != 0 {
+						policy = names[i]
+					}
+					res, err := l.AllowN(context.Background(), pipeline.BucketKey(policy, key, s.shadow), lim, 1)
 					require.NoError(t, err)
 					require.True(t, res.Allowed)
 				}

@@ -69,7 +69,7 @@ func TestRefundIf(t *testing.T) {
 					{Allowed: true, Charge: ratelimit.Charge{At: at.Add(time.Microsecond), Part: "b"}}}}}
 			do := tg.serve(t, setup{limiter: l, limits: secondAndMinute, refundOK: true})
 			assert.Equal(t, "ok", do(context.Background()).kind)
-			assert.Equal(t, []string{`ip:192.0.2.1 1 charged at 1000000 by "a"`, `ip:192.0.2.1 1 charged at 1000001 by "b"`},
+			assert.Equal(t, []string{`second|ip:192.0.2.1 1 charged at 1000000 by "a"`, `minute|ip:192.0.2.1 1 charged at 1000001 by "b"`},
 				l.Refunds())
 
 			single := &limitertest.Multi{Stub: limitertest.Stub{Result: ratelimit.Result{Allowed: true, Remaining: 1,

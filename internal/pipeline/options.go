@@ -14,8 +14,10 @@ import (
 // middleware embeds them in its own options and sets them from its With functions, which
 // carry the documentation users read.
 type Options[R any] struct {
-	Key   func(R) (string, error)
-	Limit func(R) ratelimit.Limit
+	Key func(R) (string, error)
+	// Limit gives a request its limit, and the name of the policy it belongs to: a route
+	// pattern or a full method for a table's entry, "" for PolicyName.
+	Limit func(R) (ratelimit.Limit, string)
 	// Limits gives each request several limits, decided all or nothing (AllowAll); it
 	// replaces Key and Limit.
 	Limits func(R) []ratelimit.Request
@@ -51,6 +53,7 @@ type Options[R any] struct {
 
 type fixedLimit struct {
 	option string
+	name   string // the policy's name, "" for PolicyName
 	limit  ratelimit.Limit
 	// zeroOK says that the zero Limit is a choice here (a table's default: "the requests
 	// it applies to are not limited"), not a number missing from the configuration.
@@ -102,8 +105,8 @@ func (o *Options[R]) SetCost(option string, f func(R) int) {
 // SetLimit gives every request the limit l.
 func (o *Options[R]) SetLimit(l ratelimit.Limit) {
 	o.setLimitBy("WithLimit")
-	o.fixed = []fixedLimit{{fmt.Sprintf("WithLimit(%v)", l), l, false}}
-	o.Limit = func(R) ratelimit.Limit { return l }
+	o.fixed = []fixedLimit{{fmt.Sprintf("WithLimit(%v)", l), "", l, false}}
+	o.Limit = func(R) (ratelimit.Limit, string) { return l, "" }
 	o.Limits = nil
 }
 
@@ -120,27 +123,28 @@ func (o *Options[R]) SetLimitFunc(f func(R) ratelimit.Limit) {
 	if f != nil {
 		o.setLimitBy("WithLimitFunc")
 		o.fixed, o.Limits = nil, nil
-		o.Limit = f
+		o.Limit = func(r R) (ratelimit.Limit, string) { return f(r), "" }
 	}
 }
 
-// SetTable gives each request the limit of its name in limits, or def when the name is not
-// there. name says what the request's name is; option names the option for errors. The map
+// SetTable gives each request the limit of its name in limits, under a policy of that
+// name, or def, under the policy of PolicyName, when the name is not there. name says what the request's name is; option names the option for errors. The map
 // is copied.
 func (o *Options[R]) SetTable(option string, limits map[string]ratelimit.Limit, def ratelimit.Limit, name func(R) string) {
 	o.setLimitBy(option)
 	limits = maps.Clone(limits)
 	o.fixed = o.fixed[:0:0]
 	for _, n := range slices.Sorted(maps.Keys(limits)) {
-		o.fixed = append(o.fixed, fixedLimit{fmt.Sprintf("%s: %s: %v", option, n, limits[n]), limits[n], false})
+		o.fixed = append(o.fixed, fixedLimit{fmt.Sprintf("%s: %s: %v", option, n, limits[n]), n, limits[n], false})
 	}
-	o.fixed = append(o.fixed, fixedLimit{fmt.Sprintf("%s: default %v", option, def), def, true})
+	o.fixed = append(o.fixed, fixedLimit{fmt.Sprintf("%s: default %v", option, def), "", def, true})
 	o.Limits = nil
-	o.Limit = func(r R) ratelimit.Limit {
-		if l, ok := limits[name(r)]; ok {
-			return l
+	o.Limit = func(r R) (ratelimit.Limit, string) {
+		n := name(r)
+		if l, ok := limits[n]; ok {
+			return l, n
 		}
-		return def
+		return def, ""
 	}
 }
 
@@ -153,6 +157,14 @@ var ErrZeroLimit = errors.New("the zero Limit (no limit at all): a fixed limit m
 func (o *Options[R]) conflicts() error {
 	if o.conflict != nil {
 		return o.conflict
+	}
+	if err := checkName(o.PolicyName); err != nil {
+		return fmt.Errorf("WithPolicyName: %w", err)
+	}
+	for _, f := range o.fixed {
+		if err := checkName(f.name); err != nil {
+			return fmt.Errorf("%s: %w", f.option, err)
+		}
 	}
 	if o.Limits != nil {
 		for _, by := range [...]string{o.keyBy, o.costBy} {

@@ -214,13 +214,16 @@ func serveGin(t *testing.T, s setup) func(context.Context) answer {
 		opts = append(opts, ginmw.WithRefundIf(func(c *gin.Context) bool { return c.Writer.Status() == http.StatusOK && s.refunds() }))
 	}
 	if s.observer != nil {
-		opts = append(opts, ginmw.WithObserver(s.observer), ginmw.WithPolicyName(s.name))
+		opts = append(opts, ginmw.WithObserver(s.observer))
 	}
 	if s.shadow {
 		opts = append(opts, ginmw.WithShadow())
 	}
 	if s.ietf {
 		opts = append(opts, ginmw.WithHeaderStyle(headers.StyleBoth))
+	}
+	if s.name != "" {
+		opts = append(opts, ginmw.WithPolicyName(s.name))
 	}
 	if s.skip {
 		opts = append(opts, ginmw.WithSkipFunc(func(*gin.Context) bool { return true }))
@@ -266,13 +269,16 @@ func serveHTTP(t *testing.T, s setup) func(context.Context) answer {
 		opts = append(opts, httpmw.WithRefundIf(func(_ *http.Request, status int) bool { return status == http.StatusOK && s.refunds() }))
 	}
 	if s.observer != nil {
-		opts = append(opts, httpmw.WithObserver(s.observer), httpmw.WithPolicyName(s.name))
+		opts = append(opts, httpmw.WithObserver(s.observer))
 	}
 	if s.shadow {
 		opts = append(opts, httpmw.WithShadow())
 	}
 	if s.ietf {
 		opts = append(opts, httpmw.WithHeaderStyle(headers.StyleBoth))
+	}
+	if s.name != "" {
+		opts = append(opts, httpmw.WithPolicyName(s.name))
 	}
 	if s.skip {
 		opts = append(opts, httpmw.WithSkipFunc(func(*http.Request) bool { return true }))
@@ -355,13 +361,16 @@ func serveGRPC(t *testing.T, s setup, stream bool) func(context.Context) answer 
 		opts = append(opts, grpcmw.WithRefundIf(func(_ context.Context, _ string, err error) bool { return err == nil && s.refunds() }))
 	}
 	if s.observer != nil {
-		opts = append(opts, grpcmw.WithObserver(s.observer), grpcmw.WithPolicyName(s.name))
+		opts = append(opts, grpcmw.WithObserver(s.observer))
 	}
 	if s.shadow {
 		opts = append(opts, grpcmw.WithShadow())
 	}
 	if s.ietf {
 		opts = append(opts, grpcmw.WithHeaderStyle(headers.StyleBoth))
+	}
+	if s.name != "" {
+		opts = append(opts, grpcmw.WithPolicyName(s.name))
 	}
 	if s.skip {
 		opts = append(opts, grpcmw.WithSkipFunc(func(context.Context, string) bool { return true }))

@@ -1,0 +1,375 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/wait"
+)
+
+// Decide decides whether r, whose context is ctx, may proceed, taking its cost from its
+// buckets if so. A shaper's delay is served before Decide returns.
+//
+// One limit and several (WithLimits) take the same path: prepare finds the limits, keys,
+// costs and policies; ask asks the limiter (AllowN for one, AllowAll for several) and
+// reports to the observer; shadow mode, the error policy and the verdict read the answer
+// alike.
+func (p *Pipeline[R]) Decide(ctx context.Context, r R) Decision {
+	d, ok := p.prepare(r)
+	if !ok {
+		return d
+	}
+	if d.Reqs == nil {
+		d.Cost = 1
+		if p.opts.Cost != nil {
+			d.Cost = p.opts.Cost(r)
+		}
+	}
+	ctx = p.withPriority(ctx, r)
+	if p.opts.Shadow {
+		if p.pausedShadow() {
+			return Decision{}
+		}
+		sctx, cancel := context.WithTimeout(ctx, p.shadowBudget)
+		err := p.ask(sctx, ctx, &d)
+		cancel()
+		p.pauseShadowOn(ctx, err)
+		return p.shadow(ctx, d, err)
+	}
+	if err := p.ask(ctx, ctx, &d); err != nil {
+		return p.fail(ctx, r, d, err)
+	}
+	d.Decided, d.Charged = true, d.Result.Allowed
+	return p.verdict(ctx, d)
+}
+
+// prepare finds r's limits, keys, costs and policies; ok is false when the decision is
+// already made: r is skipped, not limited, or ended by the error handler.
+func (p *Pipeline[R]) prepare(r R) (d Decision, ok bool) {
+	if p.opts.Skip != nil && p.opts.Skip(r) {
+		return d, false
+	}
+	if p.opts.Limits != nil {
+		return p.prepareAll(r)
+	}
+	d.Limit, d.Policy = p.opts.Limit(r)
+	if d.Limit.IsZero() {
+		return d, false
+	}
+	if d.Policy == "" {
+		d.Policy = p.opts.PolicyName
+	}
+	key, err := p.opts.Key(r)
+	if err == nil {
+		err = checkKey(d.Policy, key, p.opts.Shadow)
+	}
+	if err != nil {
+		if herr := p.onError(r, fmt.Errorf("%sno key, limiting as %q: %w", p.prefix, UnkeyedKey, err)); herr != nil {
+			d.Verdict, d.Err = Handled, herr
+			return d, false
+		}
+		key = UnkeyedKey
+	}
+	d.Key, d.bucket = key, BucketKey(d.Policy, key, p.opts.Shadow)
+	return d, true
+}
+
+// prepareAll is prepare for several limits (WithLimits). Each entry is settled as one limit
+// is: a key the limiter cannot take is replaced by UnkeyedKey (reported to the error handler
+// once per request), a missing name by the policy's name (WithPolicyName), and the key by
+// the bucket key of the entry's policy. The entries are copied, never changed in place.
+func (p *Pipeline[R]) prepareAll(r R) (d Decision, ok bool) {
+	given := p.opts.Limits(r)
+	reqs := make([]ratelimit.Request, 0, len(given))
+	reported := false
+	for i, q := range given {
+		if !q.Limit.IsZero() {
+			if q.Name == "" {
+				q.Name = p.opts.PolicyName
+			}
+			if err := checkName(q.Name); err != nil {
+				// A mistake of the program, refused as one whatever the error policy.
+				err = fmt.Errorf("%w: limit %d: %w", ratelimit.ErrInvalidRequest, i, err)
+				d.Verdict, d.Err = Invalid, err
+				if herr := p.onError(r, fmt.Errorf("%s%w", p.prefix, err)); herr != nil {
+					d.Verdict, d.Err = Handled, herr
+				}
+				return d, false
+			}
+			err := checkKey(q.Name, q.Key, p.opts.Shadow)
+			if err != nil && !reported {
+				reported = true
+				if herr := p.onError(r, fmt.Errorf("%sno key for limit %d (%s), limiting as %q: %w",
+					p.prefix, i, q.Name, UnkeyedKey, err)); herr != nil {
+					d.Verdict, d.Err = Handled, herr
+					return d, false
+				}
+			}
+			if err != nil {
+				q.Key = UnkeyedKey
+			}
+			q.Key = BucketKey(q.Name, q.Key, p.opts.Shadow)
+		}
+		reqs = append(reqs, q)
+	}
+	for _, q := range reqs {
+		if !q.Limit.IsZero() {
+			d.Reqs = reqs
+			return d, true
+		}
+	}
+	return d, false // no limit at all
+}
+
+// ask asks the limiter with ctx, fills d with its answer, tells the observer, and returns
+// the limiter's error. rctx is the request's own context, which says whether an error is
+// the caller's (ctx may be rctx with a shorter deadline: see ShadowBudget).
+func (p *Pipeline[R]) ask(ctx, rctx context.Context, d *Decision) error {
+	var (
+		origin ratelimit.Origin
+		err    error
+		start  time.Time
+	)
+	if p.observer != nil {
+		start = time.Now()
+	}
+	switch {
+	case d.Reqs != nil:
+		if p.observer != nil && p.multiOrigin != nil {
+			d.Multi, origin, err = p.multiOrigin.AllowAllOrigin(ctx, d.Reqs)
+		} else {
+			d.Multi, err = p.limiter.(ratelimit.MultiLimiter).AllowAll(ctx, d.Reqs)
+		}
+		d.bind()
+	case p.observer != nil && p.origin != nil:
+		d.Result, origin, err = p.origin.AllowNOrigin(ctx, d.bucket, d.Limit, d.Cost)
+	default:
+		d.Result, err = p.limiter.AllowN(ctx, d.bucket, d.Limit, d.Cost)
+	}
+	if p.observer != nil {
+		p.report(rctx, d, origin, err, time.Since(start))
+	}
+	return err
+}
+
+// bind sets d's binding limit from its decision over several: the Result headers report,
+// with Allowed and RetryAfter those of the request as a whole.
+func (d *Decision) bind() {
+	b := d.Multi.Binding
+	if b < 0 || b >= len(d.Reqs) {
+		return
+	}
+	q := d.Reqs[b]
+	d.Key, d.Limit, d.Policy, d.Cost = KeyOf(q.Key), q.Limit, q.Name, max(q.N, 1)
+	if b < len(d.Multi.Results) {
+		d.Result = d.Multi.Results[b]
+	}
+	d.Result.Allowed = d.Multi.Allowed
+	if !d.Multi.Allowed {
+		d.Result.RetryAfter = d.Multi.RetryAfter
+	}
+}
+
+// report tells the observer of d, decided in took: one report per limit, under its policy's
+// name; what AllowN alone would have said of it, but that a request denied by one limit is
+// denied by all (nothing was taken from any bucket).
+func (p *Pipeline[R]) report(ctx context.Context, d *Decision, origin ratelimit.Origin, err error, took time.Duration) {
+	od := ratelimit.Decision{Backend: p.backend, Shadow: p.opts.Shadow, Cached: origin.Cached,
+		Priority: ratelimit.PriorityFrom(ctx), Duration: took}
+	if origin.Backend != "" {
+		od.Backend = origin.Backend
+	}
+	if d.Reqs == nil {
+		od.Policy, od.Cost, od.Limit = d.Policy, d.Cost, d.Limit
+		od.SetOutcome(ctx, d.Result, err)
+		p.observer.ObserveDecision(ctx, od)
+		return
+	}
+	for i, q := range d.Reqs {
+		if q.Limit.IsZero() {
+			continue
+		}
+		var res ratelimit.Result
+		if i < len(d.Multi.Results) {
+			res = d.Multi.Results[i]
+		}
+		res.Allowed = res.Allowed && d.Multi.Allowed
+		od.Policy, od.Cost, od.Limit = q.Name, max(q.N, 1), q.Limit
+		od.SetOutcome(ctx, res, err)
+		p.observer.ObserveDecision(ctx, od)
+	}
+}
+
+// shadow is the verdict of shadow mode: every request proceeds, unless its own context has
+// ended, whatever the limiter said; the rate-limit headers, when asked for, report the
+// decision but never a Retry-After.
+//
+// A shadow decision that admitted took tokens from its shadow buckets, as an enforced one
+// would: Charged is set, so that WithRefundIf gives them back and the shadow buckets count
+// what enforcement would have counted.
+func (p *Pipeline[R]) shadow(ctx context.Context, d Decision, err error) Decision {
+	if err != nil {
+		if ctx.Err() != nil {
+			d.Verdict, d.Err = Ended, ctx.Err()
+		}
+		return d
+	}
+	d.Decided, d.Charged = true, d.Result.Allowed
+	d.Result.Allowed, d.Result.RetryAfter, d.Result.Delay = true, 0, 0
+	d.Multi.Allowed, d.Multi.RetryAfter = true, 0
+	return d
+}
+
+// verdict is the verdict of a decision the limiter made: deny, or hold for a shaper's delay
+// and proceed.
+func (p *Pipeline[R]) verdict(ctx context.Context, d Decision) Decision {
+	if !d.Result.Allowed {
+		d.Verdict = Deny
+		return d
+	}
+	if err := wait.Hold(ctx, d.Result.Delay, nil); err != nil {
+		d.Verdict, d.Err = Ended, err
+	}
+	return d
+}
+
+// Refund gives back the tokens d took when the middleware's refund function (WithRefundIf)
+// says so of r, after the handler ran: to each bucket the decision charged, with the
+// decision's Charge, so that a refund goes where the tokens were taken or nowhere. The
+// refund outlives r's context, within the limiter's own deadline; its errors go to the
+// error handler.
+func (p *Pipeline[R]) Refund(ctx context.Context, r R, d Decision) {
+	if p.opts.Refund == nil || !d.Charged || !p.opts.Refund(r) {
+		return
+	}
+	ins := p.limiter.(ratelimit.Inspector)
+	ctx = context.WithoutCancel(ctx)
+	var err error
+	if d.Reqs == nil {
+		_, err = ins.Refund(ctx, d.bucket, d.Limit, d.Cost, d.Result.Charge)
+	}
+	for i, q := range d.Reqs {
+		if q.Limit.IsZero() || i >= len(d.Multi.Results) {
+			continue
+		}
+		if _, e := ins.Refund(ctx, q.Key, q.Limit, max(q.N, 1), d.Multi.Results[i].Charge); e != nil && err == nil {
+			err = e
+		}
+	}
+	if err != nil {
+		_ = p.onError(r, fmt.Errorf("%srefund: %w", p.prefix, err))
+	}
+}
+
+// Wait waits, with Limiter.Wait, until r may proceed. A deadline that comes before the
+// turn ends r as its context's end would.
+func (p *Pipeline[R]) Wait(ctx context.Context, r R) Decision {
+	d, ok := p.prepare(r)
+	if !ok {
+		return d
+	}
+	err := p.limiter.Wait(p.withPriority(ctx, r), d.bucket, d.Limit)
+	switch {
+	case err == nil:
+		return d
+	case ctx.Err() != nil:
+		d.Verdict, d.Err = Ended, ctx.Err()
+		return d
+	case errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ratelimit.ErrTimeout):
+		if _, ok := ctx.Deadline(); ok {
+			d.Verdict, d.Err = Ended, err
+			return d
+		}
+	}
+	return p.fail(ctx, r, d, err)
+}
+
+// withPriority returns ctx carrying r's priority, when the middleware gives requests one
+// (WithPriorityFunc); ctx as it is otherwise, and when it carries that priority already
+// (Critical, for a context that carries none), which costs no allocation.
+func (p *Pipeline[R]) withPriority(ctx context.Context, r R) context.Context {
+	if p.opts.Priority == nil {
+		return ctx
+	}
+	return ratelimit.WithPriority(ctx, p.opts.Priority(r))
+}
+
+// pausedShadow reports whether shadow decisions are paused after a backend failure.
+func (p *Pipeline[R]) pausedShadow() bool {
+	resume := p.shadowResume.Load()
+	return resume != 0 && int64(time.Since(p.epoch)) < resume
+}
+
+// pauseShadowOn pauses shadow decisions for ShadowPause when err says the backend failed
+// (not the caller, not the arguments).
+func (p *Pipeline[R]) pauseShadowOn(rctx context.Context, err error) {
+	if err == nil {
+		return
+	}
+	switch ratelimit.ClassifyError(rctx, err) {
+	case ratelimit.KindTimeout, ratelimit.KindUnavailable:
+		p.shadowResume.Store(int64(time.Since(p.epoch) + ShadowPause))
+	}
+}
+
+// checkKey returns the error a limiter would return for the bucket key of key under
+// policy, or nil.
+func checkKey(policy, key string, shadow bool) error {
+	n := len(policy) + 1 + len(key)
+	if shadow {
+		n += len(ShadowPrefix)
+	}
+	switch {
+	case key == "":
+		return ratelimit.ErrKeyEmpty
+	case n > ratelimit.MaxKeyLen:
+		return fmt.Errorf("%w: %d bytes with the policy's name", ratelimit.ErrKeyTooLong, n)
+	}
+	return nil
+}
+
+// checkName returns an error for a policy name a bucket key cannot carry: one with a '|'.
+func checkName(name string) error {
+	if strings.Contains(name, "|") {
+		return fmt.Errorf("policy name %q has a '|', which separates a bucket key's policy from its key", name)
+	}
+	return nil
+}
+
+// fail turns a limiter error into a verdict. A request whose own context has ended is
+// ended, whatever the error: the limiter's failure to answer a request nobody waits for
+// says nothing of its health, and failing open would run the handler for nobody.
+func (p *Pipeline[R]) fail(ctx context.Context, r R, d Decision, err error) Decision {
+	d.Err = err
+	if ctx.Err() != nil {
+		d.Verdict, d.Err = Ended, ctx.Err()
+		return d
+	}
+	if herr := p.onError(r, fmt.Errorf("%s%w", p.prefix, err)); herr != nil {
+		d.Verdict, d.Err = Handled, herr
+		return d
+	}
+	switch {
+	case errors.Is(err, ratelimit.ErrExceedsBurst):
+		d.Verdict = TooCostly
+	case IsArgumentError(err):
+		d.Verdict = Invalid
+	case p.opts.Policy == ratelimit.FailClosed:
+		d.Verdict = Unavailable
+	default:
+		d.Verdict = Proceed
+	}
+	return d
+}
+
+// IsArgumentError reports whether err says the limiter was asked something it can never
+// answer (a cost below 1, a limit it rejects, an operation it lacks, a list of limits it
+// cannot decide as a whole), rather than that it failed to answer: ratelimit.ClassifyError's
+// KindInvalidInput, the one list of such errors.
+func IsArgumentError(err error) bool {
+	return ratelimit.ClassifyError(nil, err) == ratelimit.KindInvalidInput
+}
