@@ -182,9 +182,11 @@ func (l *Limiter) try(ctx context.Context, rkey string, max int) (concurrency.Pe
 	vals, err := l.run(ctx, acquireScript, rkey, max, l.ttl.Microseconds(), ls.id)
 	if err != nil {
 		// The script may have run and granted the permit while the reply was lost: free it,
-		// so that a failed call never holds a permit until its lease ends.
+		// so that a failed call never holds a permit until its lease ends. In the
+		// background, within the limiter's deadline, so that a dead Redis costs the caller
+		// one deadline, not two.
 		if !errors.Is(err, ratelimit.ErrInvalidState) {
-			ls.free()
+			go ls.free()
 		}
 		return concurrency.Permit{}, false, err
 	}
