@@ -105,6 +105,11 @@ func (l *Local) Acquire(ctx context.Context, key string, max int) (Permit, error
 		sh.mu.Unlock()
 		return p, nil
 	}
+	if l.closed.Load() {
+		// Close has failed this shard's waiters already, or will once it holds the lock.
+		sh.mu.Unlock()
+		return Permit{}, errClosed
+	}
 	if e.waiters.n >= l.queue {
 		if l.order == OldestFirst || l.queue == 0 {
 			sh.mu.Unlock()

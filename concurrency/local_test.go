@@ -342,3 +342,26 @@ func TestQueueFullIsNotABackendFailure(t *testing.T) {
 	assert.False(t, errors.Is(err, ratelimit.ErrTimeout))
 	assert.False(t, errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
 }
+
+func TestCloseRacingAcquire(t *testing.T) {
+	// Callers arriving as Close runs are never left waiting: each gets a permit, or
+	// ErrClosed (or ErrQueueFull) at once.
+	for range 100 {
+		l := concurrency.NewLocal()
+		holder, err := l.Acquire(t.Context(), "k", 1)
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				p, err := l.Acquire(t.Context(), "k", 1)
+				if err != nil {
+					assert.ErrorIs(t, err, ratelimit.ErrClosed)
+				}
+				p.Release()
+			})
+		}
+		require.NoError(t, l.Close())
+		wg.Wait() // a caller left waiting would hang here
+		holder.Release()
+	}
+}

@@ -101,8 +101,8 @@ func WithClock(now func() time.Time) Option {
 	return func(o *options) { o.clock = now }
 }
 
-// WithAdaptive makes each key's limit adapt to how the protected work fares, as a reads:
-// see AIMD. The max of each call is then the most the key's limit may rise to. Default: no
+// WithAdaptive makes each key's limit adapt to how the protected work fares, as a reports
+// through Permit.ReleaseWith: see AIMD. The max of each call is then the most the key's limit may rise to. Default: no
 // adaptation, the limit is each call's max. NewLocal panics when a's fields are out of
 // range (AIMD.Validate).
 func WithAdaptive(a AIMD) Option {

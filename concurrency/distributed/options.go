@@ -5,7 +5,7 @@ import "time"
 // Defaults of the options.
 const (
 	// DefaultPrefix starts every key the limiter writes to Redis.
-	DefaultPrefix = "ratelimit:conc:"
+	DefaultPrefix = "concurrency:"
 	// DefaultTTL is a permit's lease: how long a permit outlives a holder that stopped
 	// renewing it (a crash, a lost network).
 	DefaultTTL = 10 * time.Second
@@ -39,8 +39,9 @@ func defaultOptions() options {
 }
 
 // WithPrefix sets the string every Redis key of the limiter starts with. Default:
-// DefaultPrefix ("ratelimit:conc:"), which the empty prefix also means. A prefix containing
-// a Redis Cluster hash tag ("{…}") sends every key to one slot, and so to one node.
+// DefaultPrefix ("concurrency:"), which the empty prefix also means; it differs from
+// package distributed's "ratelimit:", so that a rate limit's key and a concurrency limit's
+// never meet. A prefix containing a Redis Cluster hash tag ("{…}") sends every key to one slot, and so to one node.
 func WithPrefix(p string) Option {
 	return func(o *options) {
 		if p == "" {
