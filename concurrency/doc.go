@@ -15,6 +15,9 @@
 // [github.com/sluice-go/ratelimit/concurrency/distributed] keeps permits in Redis, so that
 // the limit holds across every instance of a service.
 //
+// Options follow the kit's rule: zero means the default, a negative value turns off what can
+// be turned off (the queue), and a nil Option is skipped.
+//
 // docs/concurrency.md in the repository compares rate and concurrency limits, the queue
 // orders, what a crash costs and how the adaptive limit fails.
 package concurrency

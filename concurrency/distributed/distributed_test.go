@@ -103,8 +103,10 @@ func TestCrashedHolderFreesWithinTTL(t *testing.T) {
 	const ttl = 300 * time.Millisecond
 	server := redistest.NewServer(t)
 	crashing := newClient(t, server.Addr())
-	a := newLimiter(t, crashing, distributed.WithTTL(ttl))
-	b := newLimiter(t, newClient(t, server.Addr()), distributed.WithPoll(10*time.Millisecond))
+	// Bounds as long as each TTL allows (b's is the default 10 s), so that a loaded test
+	// machine's stalls are not taken for Redis failures.
+	a := newLimiter(t, crashing, distributed.WithTTL(ttl), distributed.WithTimeout(ttl/3))
+	b := newLimiter(t, newClient(t, server.Addr()), distributed.WithPoll(10*time.Millisecond), distributed.WithTimeout(time.Second))
 
 	t0 := redisNow(t, server)
 	_, err := a.Acquire(t.Context(), "crash", 1)
@@ -130,8 +132,8 @@ func TestRenewalKeepsHolder(t *testing.T) {
 	const ttl = 300 * time.Millisecond
 	server := redistest.NewServer(t)
 	client := newClient(t, server.Addr())
-	a := newLimiter(t, client, distributed.WithTTL(ttl))
-	b := newLimiter(t, client, distributed.WithPoll(10*time.Millisecond))
+	a := newLimiter(t, client, distributed.WithTTL(ttl), distributed.WithTimeout(ttl/3))
+	b := newLimiter(t, client, distributed.WithPoll(10*time.Millisecond), distributed.WithTimeout(time.Second))
 
 	t0 := redisNow(t, server)
 	p, err := a.Acquire(t.Context(), "long", 1)
