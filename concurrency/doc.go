@@ -1,0 +1,23 @@
+// Package concurrency limits how many callers of a key run at once: "at most 3 report
+// exports per tenant", "at most 200 requests in flight to the search backend". A rate limit
+// counts starts per unit of time; a concurrency limit counts what has started and not yet
+// finished, so a slow backend lowers the throughput it admits instead of piling up work.
+//
+// Limiter is the contract: Acquire waits for a Permit as the queue allows, TryAcquire never
+// waits, and Permit.Release frees the permit (once, from any goroutine). Its errors are told
+// apart with errors.Is, as the rate limiters' are: ErrQueueFull is a refusal for lack of
+// capacity, ratelimit.ErrTimeout and other backend errors a failure of the limiter, and an
+// error wrapping the caller's ctx.Err() says only that the caller gave up.
+//
+// Local counts permits in this process, with a bounded queue per key (WithQueue), a bounded
+// number of keys (WithMaxKeys) and, optionally, a limit that adapts to the latency and drops
+// the protected work reports (WithAdaptive, AIMD). Package
+// [github.com/sluice-go/ratelimit/concurrency/distributed] keeps permits in Redis, so that
+// the limit holds across every instance of a service.
+//
+// Options follow the kit's rule: zero means the default, a negative value turns off what can
+// be turned off (the queue), and a nil Option is skipped.
+//
+// docs/concurrency.md in the repository compares rate and concurrency limits, the queue
+// orders, what a crash costs and how the adaptive limit fails.
+package concurrency
