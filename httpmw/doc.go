@@ -10,11 +10,13 @@
 //
 // # Where to put it
 //
-// New returns a func(http.Handler) http.Handler, so it wraps a whole mux or one handler,
-// each with its own limit. A bucket is named by its key and its limit, so two middlewares
-// with different limits never share a bucket. WithRouteLimits gives each ServeMux pattern
-// its own limit; the mux sets the pattern when it routes, so wrap the handlers it routes
-// to.
+// New returns a func(http.Handler) http.Handler, so it wraps a whole mux or one handler.
+// Every limit belongs to a policy, whose name starts its buckets' keys: WithPolicyName's
+// ("default" unless given), or, with WithRouteLimits, the route's pattern, so that two
+// routes never share a bucket; two middlewares share buckets only where they share a policy
+// name, a key and a limit. WithRouteLimits reads the pattern http.ServeMux routed a request
+// by, or, when the middleware wraps the *http.ServeMux itself, the one it will route it by;
+// other routers hand theirs over with WithRouteFunc (chi: see examples/chi).
 //
 // # Responses
 //
