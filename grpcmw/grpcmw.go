@@ -58,22 +58,6 @@ func newInterceptor(name string, l ratelimit.Limiter, opts []Option) *intercepto
 	return &interceptor{p: p, options: o}
 }
 
-// admit decides whether a call, or with WithPerMessage a message, of fullMethod may
-// proceed. It returns the trailer metadata the decision calls for (nil for none), and nil to
-// let the call proceed or the error that ends it. With wait it waits for its turn
-// (Limiter.Wait) instead.
-func (m *interceptor) admit(ctx context.Context, fullMethod string, wait bool) (metadata.MD, error) {
-	md, _, err := m.decide(ctx, fullMethod, wait)
-	return md, err
-}
-
-// decide is admit that also returns the decision, for a refund after the handler (see
-// after).
-func (m *interceptor) decide(ctx context.Context, fullMethod string, wait bool) (metadata.MD, pipeline.Decision, error) {
-	md, d := m.verdict(ctx, fullMethod, wait)
-	return md, d, d.Err
-}
-
 // after gives the call's tokens back when WithRefundIf says so of err, the handler's.
 func (m *interceptor) after(ctx context.Context, fullMethod string, d pipeline.Decision, err error) {
 	if m.Refund != nil && d.Charged {
@@ -81,15 +65,11 @@ func (m *interceptor) after(ctx context.Context, fullMethod string, d pipeline.D
 	}
 }
 
-// verdict returns the trailer and the decision, whose Err is set to the error that ends
-// the call, or nil to let it proceed.
-func (m *interceptor) verdict(ctx context.Context, fullMethod string, wait bool) (metadata.MD, pipeline.Decision) {
-	md, d, err := m.answer(ctx, fullMethod, wait)
-	d.Err = err
-	return md, d
-}
-
-func (m *interceptor) answer(ctx context.Context, fullMethod string, wait bool) (metadata.MD, pipeline.Decision, error) {
+// decide decides whether a call, or with WithPerMessage a message, of fullMethod may
+// proceed. It returns the trailer metadata the decision calls for (nil for none), the
+// decision (for a refund after the handler: see after), and nil to let the call proceed or
+// the error that ends it. With wait it waits for its turn (Limiter.Wait) instead.
+func (m *interceptor) decide(ctx context.Context, fullMethod string, wait bool) (metadata.MD, pipeline.Decision, error) {
 	c := call{ctx: ctx, method: fullMethod}
 	var d pipeline.Decision
 	if wait && !m.Shadow {

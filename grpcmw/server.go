@@ -88,7 +88,7 @@ func (s *messageStream) RecvMsg(msg any) error {
 	if err := s.ServerStream.RecvMsg(msg); err != nil {
 		return err
 	}
-	md, err := s.m.admit(s.Context(), s.method, false)
+	md, _, err := s.m.decide(s.Context(), s.method, false)
 	if md != nil {
 		// Kept rather than set: SetTrailer adds to what earlier calls set, and a trailer
 		// with two pushback values makes clients give up retrying.
