@@ -259,10 +259,10 @@ func (l *Limiter) check(key string, limit ratelimit.Limit, n int) error {
 	if l.closed.Load() {
 		return ratelimit.ErrClosed
 	}
-	if err := args.Check(key, limit, n); err != nil {
+	if err := args.Check(key, limit, n); err != nil { // Limit.Validate among them
 		return err
 	}
-	return l.ValidateLimit(limit)
+	return l.checkLimit(limit)
 }
 
 // key returns the Redis key of the bucket: prefix, the caller's key, the algorithm's tag, then

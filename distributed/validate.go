@@ -15,11 +15,19 @@ var _ ratelimit.LimitValidator = (*Limiter)(nil)
 // ratelimit.ErrInvalidLimit, or ratelimit.ErrNotSupported for an algorithm this backend
 // lacks or a warm-up on any algorithm but the token bucket.
 func (l *Limiter) ValidateLimit(limit ratelimit.Limit) error {
+	if _, ok := algorithms[l.algorithm]; ok {
+		if err := limit.Validate(); err != nil {
+			return err
+		}
+	}
+	return l.checkLimit(limit)
+}
+
+// checkLimit is ValidateLimit for a limit that Limit.Validate has accepted: what this
+// backend refuses beyond it, its algorithm first.
+func (l *Limiter) checkLimit(limit ratelimit.Limit) error {
 	if _, ok := algorithms[l.algorithm]; !ok {
 		return fmt.Errorf("%w: algorithm %v on the Redis backend", ratelimit.ErrNotSupported, l.algorithm)
-	}
-	if err := limit.Validate(); err != nil {
-		return err
 	}
 	if limit.Rate > MaxRate {
 		return fmt.Errorf("%w: rate %v is above the Redis backend's maximum of %v per second",
