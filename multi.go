@@ -83,7 +83,3 @@ type Inspector interface {
 // whole: an empty list, or the same (key, limit) twice; and by Refund for a Charge that
 // names no part of the limiter.
 var ErrInvalidRequest = errors.New("ratelimit: invalid request list")
-
-// ErrCrossSlot is returned by a Redis Cluster limiter told to refuse, rather than decide
-// in slot groups, an AllowAll whose keys live in different hash slots.
-var ErrCrossSlot = errors.New("ratelimit: keys in different hash slots")

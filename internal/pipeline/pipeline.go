@@ -16,6 +16,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/internal/wait"
+	"github.com/sluice-go/ratelimit/observe"
 )
 
 // UnkeyedKey is the key under which requests are limited when the key function fails or
@@ -85,10 +86,9 @@ type Pipeline[R any] struct {
 	prefix  string
 
 	// observer, when not nil, is told of each decision: see decide.
-	observer    ratelimit.Observer
-	backend     string
-	origin      ratelimit.OriginReporter
-	multiOrigin multiOriginReporter
+	observer observe.Observer
+	backend  string
+	origin   observe.OriginReporter
 
 	// shadowResume is when shadow decisions resume after a backend failure, in nanoseconds
 	// since epoch on the monotonic clock: see ShadowPause.
@@ -140,18 +140,11 @@ func New[R any](prefix string, l ratelimit.Limiter, o *Options[R], onError func(
 		o.Style = headers.StyleNone
 	}
 	p := &Pipeline[R]{limiter: l, opts: *o, onError: onError, prefix: prefix, epoch: time.Now()}
-	if p.observer = ratelimit.Observers(o.Observer); p.observer != nil {
-		p.backend = ratelimit.BackendName(l)
-		p.origin, _ = l.(ratelimit.OriginReporter)
-		p.multiOrigin, _ = l.(multiOriginReporter)
+	if p.observer = observe.Join(o.Observer); p.observer != nil {
+		p.backend = observe.BackendName(l)
+		p.origin, _ = l.(observe.OriginReporter)
 	}
 	return p, nil
-}
-
-// multiOriginReporter is ratelimit.OriginReporter for AllowAll (fallback.Limiter), so that
-// the decisions over several limits report the backend that made them too.
-type multiOriginReporter interface {
-	AllowAllOrigin(ctx context.Context, reqs []ratelimit.Request) (ratelimit.MultiResult, ratelimit.Origin, error)
 }
 
 // isNil reports whether l is nil, or an interface holding a nil pointer (a *local.Limiter
@@ -213,8 +206,8 @@ func (p *Pipeline[R]) pauseShadowOn(rctx context.Context, err error) {
 	if err == nil {
 		return
 	}
-	switch ratelimit.ClassifyError(rctx, err) {
-	case ratelimit.KindTimeout, ratelimit.KindUnavailable:
+	switch observe.Classify(rctx, err) {
+	case observe.KindTimeout, observe.KindUnavailable:
 		p.shadowResume.Store(int64(time.Since(p.epoch) + ShadowPause))
 	}
 }
@@ -272,7 +265,7 @@ func (p *Pipeline[R]) decideAll(ctx context.Context, r R) Decision {
 	}
 	var (
 		mr     ratelimit.MultiResult
-		origin ratelimit.Origin
+		origin observe.Origin
 		err    error
 	)
 	switch {
@@ -280,12 +273,12 @@ func (p *Pipeline[R]) decideAll(ctx context.Context, r R) Decision {
 		mr, err = p.limiter.(ratelimit.MultiLimiter).AllowAll(ctx, reqs)
 	default:
 		start := time.Now()
-		if p.multiOrigin != nil {
-			mr, origin, err = p.multiOrigin.AllowAllOrigin(ctx, reqs)
+		if p.origin != nil {
+			mr, origin, err = p.origin.AllowAllOrigin(ctx, reqs)
 		} else {
 			mr, err = p.limiter.(ratelimit.MultiLimiter).AllowAll(ctx, reqs)
 		}
-		p.observeAll(rctx, reqs, mr, origin, err, time.Since(start))
+		observe.ReportAll(rctx, p.observer, p.call(origin, start), reqs, mr, err)
 	}
 	d.Multi = mr
 	if b := mr.Binding; b >= 0 && b < len(reqs) {
@@ -356,28 +349,12 @@ func nameOf(q ratelimit.Request) string {
 	return q.Name
 }
 
-// observeAll tells the observer of each limit of a decision over several, under its name:
-// what AllowN alone would have said of it, but that a request denied by one limit is denied
-// by all (nothing was taken from any bucket).
-func (p *Pipeline[R]) observeAll(ctx context.Context, reqs []ratelimit.Request, mr ratelimit.MultiResult,
-	origin ratelimit.Origin, err error, took time.Duration) {
-	backend := p.backend
-	if origin.Backend != "" {
-		backend = origin.Backend
-	}
-	for i, q := range reqs {
-		if q.Limit.IsZero() {
-			continue
-		}
-		od := ratelimit.Decision{Policy: nameOf(q), Backend: backend, Shadow: p.opts.Shadow, Cached: origin.Cached,
-			Cost: max(q.N, 1), Priority: ratelimit.PriorityFrom(ctx), Limit: q.Limit, Duration: took}
-		var res ratelimit.Result
-		if i < len(mr.Results) {
-			res = mr.Results[i]
-		}
-		res.Allowed = res.Allowed && mr.Allowed
-		od.SetOutcome(ctx, res, err)
-		p.observer.ObserveDecision(ctx, od)
+// call is what the report of a decision the limiter made since start, with origin,
+// takes from the middleware.
+func (p *Pipeline[R]) call(origin observe.Origin, start time.Time) observe.Call {
+	return observe.Call{
+		Policy: p.opts.PolicyName, Backend: p.backend, Origin: origin, Shadow: p.opts.Shadow,
+		Duration: time.Since(start),
 	}
 }
 
@@ -416,23 +393,14 @@ func (p *Pipeline[R]) decide(ctx, rctx context.Context, key string, limit rateli
 	}
 	start := time.Now()
 	var res ratelimit.Result
-	var origin ratelimit.Origin
+	var origin observe.Origin
 	var err error
 	if p.origin != nil {
 		res, origin, err = p.origin.AllowNOrigin(ctx, key, limit, n)
 	} else {
 		res, err = p.limiter.AllowN(ctx, key, limit, n)
 	}
-	od := ratelimit.Decision{
-		Policy: p.opts.PolicyName, Backend: p.backend, Shadow: p.opts.Shadow,
-		Cost: n, Priority: ratelimit.PriorityFrom(ctx), Limit: limit, Duration: time.Since(start),
-		Cached: origin.Cached,
-	}
-	if origin.Backend != "" {
-		od.Backend = origin.Backend
-	}
-	od.SetOutcome(rctx, res, err)
-	p.observer.ObserveDecision(rctx, od)
+	observe.Report(rctx, p.observer, p.call(origin, start), limit, n, res, err)
 	return res, err
 }
 
@@ -554,10 +522,10 @@ func (p *Pipeline[R]) fail(ctx context.Context, r R, d Decision, err error) Deci
 
 // IsArgumentError reports whether err says the limiter was asked something it can never
 // answer (a cost below 1, a limit it rejects, an operation it lacks, a list of limits it
-// cannot decide as a whole), rather than that it failed to answer: ratelimit.ClassifyError's
+// cannot decide as a whole), rather than that it failed to answer: observe.Classify's
 // KindInvalidInput, the one list of such errors.
 func IsArgumentError(err error) bool {
-	return ratelimit.ClassifyError(nil, err) == ratelimit.KindInvalidInput
+	return observe.Classify(nil, err) == observe.KindInvalidInput
 }
 
 // The messages of the middlewares' answers, the same in every framework. They name no key,
