@@ -12,7 +12,7 @@ import (
 )
 
 // observed returns the contenders of the observation benchmarks: the local backend alone
-// ("none"); the same wrapped by ratelimit.Observe reporting to an observer that does
+// ("none"); the same wrapped by observe.Wrap reporting to an observer that does
 // nothing ("noop": the cost of timing and reporting a decision); and reporting to an
 // otelmetrics.Observer on a real SDK MeterProvider ("otel"), whose reader is never
 // collected during the run.

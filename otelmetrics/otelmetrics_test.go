@@ -277,7 +277,7 @@ func TestGlobalProvider(t *testing.T) {
 }
 
 // TestAllocs: once a (policy, backend) pair has been seen, recording allocates nothing,
-// directly and through ratelimit.Observe on the local backend.
+// directly and through observe.Wrap on the local backend.
 func TestAllocs(t *testing.T) {
 	obs, _ := newObserver(t)
 	l := local.New(local.WithCleanupInterval(0))

@@ -27,10 +27,10 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/metrics.golden")
 
-// traffic tells o of a fixed set of decisions and transitions: every result, shadow and
-// not, every priority, every error kind, a denial-cache hit, durations in several buckets and on a bucket's
+// traffic tells o of a fixed set of decisions, and each hook of a fixed set of the circuit
+// breaker's transitions: every result, shadow and not, every priority, every error kind, a denial-cache hit, durations in several buckets and on a bucket's
 // upper bound (which belongs to that bucket).
-func traffic(o observe.Observer) {
+func traffic(o observe.Observer, hooks ...func(fallback.StateChange)) {
 	ctx := context.Background()
 	us := time.Microsecond
 	for _, d := range []observe.Decision{
@@ -52,12 +52,17 @@ func traffic(o observe.Observer) {
 	} {
 		o.ObserveDecision(ctx, d)
 	}
-	b := o.(interface{ ObserveBreaker(fallback.StateChange) })
-	b.ObserveBreaker(fallback.StateChange{From: fallback.Closed, To: fallback.Open})
-	b.ObserveBreaker(fallback.StateChange{From: fallback.Open, To: fallback.HalfOpen})
-	b.ObserveBreaker(fallback.StateChange{From: fallback.HalfOpen, To: fallback.Open})
-	b.ObserveBreaker(fallback.StateChange{From: fallback.Open, To: fallback.HalfOpen})
-	b.ObserveBreaker(fallback.StateChange{From: fallback.HalfOpen, To: fallback.Closed})
+	for _, c := range []fallback.StateChange{
+		{From: fallback.Closed, To: fallback.Open},
+		{From: fallback.Open, To: fallback.HalfOpen},
+		{From: fallback.HalfOpen, To: fallback.Open},
+		{From: fallback.Open, To: fallback.HalfOpen},
+		{From: fallback.HalfOpen, To: fallback.Closed},
+	} {
+		for _, hook := range hooks {
+			hook(c)
+		}
+	}
 }
 
 func buckets() int { return 42 }
@@ -108,7 +113,7 @@ func TestGolden(t *testing.T) {
 	direct := prommetrics.New(prommetrics.WithBuckets("local", buckets))
 	promRegistry.MustRegister(direct)
 
-	traffic(observe.Join(viaOTel, direct))
+	traffic(observe.Join(viaOTel, direct), viaOTel.ObserveBreaker, direct.ObserveBreaker)
 	got := exposition(t, promRegistry)
 	assert.Equal(t, exposition(t, otelRegistry), got)
 

@@ -147,7 +147,7 @@ func TestBreaker(t *testing.T) {
 	}, out.lines())
 }
 
-// TestThroughObserve: the seed timeline's denial, through ratelimit.Observe on the local
+// TestThroughObserve: the seed timeline's denial, through observe.Wrap on the local
 // backend; the key is not in the record.
 func TestThroughObserve(t *testing.T) {
 	var out logs
