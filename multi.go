@@ -81,5 +81,6 @@ type Inspector interface {
 
 // ErrInvalidRequest is returned by AllowAll for a list of requests it cannot decide as a
 // whole: an empty list, or the same (key, limit) twice; and by Refund for a Charge that
-// names no part of the limiter.
+// names no part of the limiter. Backends wrap it for their own such refusals
+// (distributed.ErrCrossSlot).
 var ErrInvalidRequest = errors.New("ratelimit: invalid request list")
