@@ -109,4 +109,4 @@ func TestAPISurface(t *testing.T) {
 }
 
 // maxSurface bounds the root package's exported identifiers.
-const maxSurface = 200
+const maxSurface = 81

@@ -53,12 +53,9 @@
 //
 // # Observing
 //
-// Every decision can be reported to an Observer, as a Decision: policy, backend, outcome,
-// error kind (ClassifyError), shadow, cost, priority, remaining, limit and duration, never
-// the key. The middlewares take one (WithObserver); Observe wraps a Limiter called
-// directly; Observers composes several and recovers their panics. Packages otelmetrics
-// (OpenTelemetry), prommetrics (Prometheus, a module of its own) and slogobserver
-// (log/slog) implement it; docs/observability.md has the instruments, queries and alerts.
+// Package observe reports every decision to an Observer: the middlewares take one
+// (WithObserver), and observe.Wrap wraps a Limiter called directly. Packages otelmetrics,
+// prommetrics (a module of its own) and slogobserver implement it.
 //
 // This package imports only the standard library.
 package ratelimit

@@ -81,9 +81,6 @@ type Inspector interface {
 
 // ErrInvalidRequest is returned by AllowAll for a list of requests it cannot decide as a
 // whole: an empty list, or the same (key, limit) twice; and by Refund for a Charge that
-// names no part of the limiter.
+// names no part of the limiter. Backends wrap it for their own such refusals
+// (distributed.ErrCrossSlot).
 var ErrInvalidRequest = errors.New("ratelimit: invalid request list")
-
-// ErrCrossSlot is returned by a Redis Cluster limiter told to refuse, rather than decide
-// in slot groups, an AllowAll whose keys live in different hash slots.
-var ErrCrossSlot = errors.New("ratelimit: keys in different hash slots")

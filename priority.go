@@ -12,7 +12,7 @@ import (
 // work (statistics, prefetches) cannot spend the tokens logins and payments need.
 //
 // The priority travels in the request's context (WithPriority, PriorityFrom), so that the
-// Limiter interface stays as it is and every limiter that wraps another (fallback, Observe)
+// Limiter interface stays as it is and every limiter that wraps another (fallback, observe.Wrap)
 // passes it on untouched. A request that carries none is Critical: without priorities,
 // every request may take the bucket to empty, as it always could.
 type Priority int8
@@ -81,10 +81,10 @@ func PriorityFrom(ctx context.Context) Priority {
 // The default reserves: the fractions of a bucket's Burst that requests of a priority may
 // not take, and that are kept for the priorities above it.
 const (
-	// DefaultNormalReserve keeps a tenth of the burst back from Normal requests.
-	DefaultNormalReserve = 0.1
-	// DefaultSheddableReserve keeps half of the burst back from Sheddable requests.
-	DefaultSheddableReserve = 0.5
+	// defaultNormalReserve keeps a tenth of the burst back from Normal requests.
+	defaultNormalReserve = 0.1
+	// defaultSheddableReserve keeps half of the burst back from Sheddable requests.
+	defaultSheddableReserve = 0.5
 )
 
 // Reserves are the parts of each bucket kept back from the lower priorities, as fractions
@@ -94,9 +94,9 @@ const (
 // reserve. Limiters take Reserves as an option (local.WithReserves,
 // distributed.WithReserves).
 //
-// A zero field means its default (DefaultNormalReserve, DefaultSheddableReserve); a
-// negative one turns that reserve off; so the zero Reserves are the defaults. Each fraction
-// must be below 1, and Sheddable's at least Normal's (see Validate).
+// A zero field means its default (0.1 for Normal, 0.5 for Sheddable); a negative one turns
+// that reserve off; so the zero Reserves are the defaults. Each fraction must be below 1,
+// and Sheddable's at least Normal's (see Validate).
 type Reserves struct {
 	// Normal is the fraction of the burst kept back from Normal requests. Default: 0.1.
 	Normal float64
@@ -107,7 +107,7 @@ type Reserves struct {
 // fractions returns the fractions r stands for, defaults filled in and reserves turned off
 // (negative) as 0. NaN is returned as it is, for Validate to refuse.
 func (r Reserves) fractions() (normal, sheddable float64) {
-	return fraction(r.Normal, DefaultNormalReserve), fraction(r.Sheddable, DefaultSheddableReserve)
+	return fraction(r.Normal, defaultNormalReserve), fraction(r.Sheddable, defaultSheddableReserve)
 }
 
 func fraction(f, def float64) float64 {
@@ -158,9 +158,9 @@ func (r Reserves) Tokens(p Priority, burst int) int {
 	case Critical:
 		return 0
 	case Normal:
-		f = fraction(r.Normal, DefaultNormalReserve)
+		f = fraction(r.Normal, defaultNormalReserve)
 	default:
-		f = fraction(r.Sheddable, DefaultSheddableReserve)
+		f = fraction(r.Sheddable, defaultSheddableReserve)
 	}
 	if !(f > 0) || burst < 1 {
 		return 0

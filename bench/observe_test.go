@@ -6,13 +6,13 @@ import (
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
-	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/observe"
 	"github.com/sluice-go/ratelimit/otelmetrics"
 )
 
 // observed returns the contenders of the observation benchmarks: the local backend alone
-// ("none"); the same wrapped by ratelimit.Observe reporting to an observer that does
+// ("none"); the same wrapped by observe.Wrap reporting to an observer that does
 // nothing ("noop": the cost of timing and reporting a decision); and reporting to an
 // otelmetrics.Observer on a real SDK MeterProvider ("otel"), whose reader is never
 // collected during the run.
@@ -35,12 +35,12 @@ func observed() []contender {
 // discard is an Observer that does nothing.
 type discard struct{}
 
-func (discard) ObserveDecision(context.Context, ratelimit.Decision) {}
+func (discard) ObserveDecision(context.Context, observe.Decision) {}
 
-func openObserved(b *testing.B, tr traffic, obs ratelimit.Observer) (take, func([]string) int) {
+func openObserved(b *testing.B, tr traffic, obs observe.Observer) (take, func([]string) int) {
 	l := local.New()
 	b.Cleanup(func() { l.Close() })
-	o := ratelimit.Observe(l, obs, "api")
+	o := observe.Wrap(l, obs, "api")
 	ctx, limit := context.Background(), tr.limit
 	decide := func(key string) (bool, error) {
 		res, err := o.Allow(ctx, key, limit)

@@ -11,6 +11,13 @@ import (
 	"github.com/sluice-go/ratelimit/internal/args"
 )
 
+// ErrCrossSlot is wrapped by the error AllowAll returns under CrossSlotRefuse for keys in
+// different hash slots. It wraps ratelimit.ErrInvalidRequest: the request list is refused
+// as it is, a mistake of the caller that says nothing of Redis's health (fallback does not
+// count it as a failure of its primary, and the middlewares refuse the request whatever
+// their error policy).
+var ErrCrossSlot = fmt.Errorf("%w: keys in different hash slots", ratelimit.ErrInvalidRequest)
+
 var _ ratelimit.MultiLimiter = (*Limiter)(nil)
 
 // AllowAll decides reqs together, all or nothing, as ratelimit.MultiLimiter says: every bucket
@@ -25,7 +32,7 @@ var _ ratelimit.MultiLimiter = (*Limiter)(nil)
 // decided before it are refunded in the same call, so nothing stays charged. Meanwhile, for
 // about a round trip per slot, those buckets hold tokens that are about to come back, and a
 // concurrent caller may be denied by them: a transient denial, never an excess admission.
-// WithCrossSlot(CrossSlotRefuse) refuses such requests with ratelimit.ErrCrossSlot instead.
+// WithCrossSlot(CrossSlotRefuse) refuses such requests with ErrCrossSlot instead.
 // docs/limits.md has the details and examples.
 //
 // If Redis fails while slots are decided in turn, the error is returned and the slots
@@ -70,7 +77,7 @@ func (l *Limiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratel
 		groups[g].add(i, key, r.Limit, n, alg, reserve)
 	}
 	if len(groups) > 1 && l.crossSlot == CrossSlotRefuse {
-		return mr, fmt.Errorf("distributed: AllowAll: %w: %d slots", ratelimit.ErrCrossSlot, len(groups))
+		return mr, fmt.Errorf("distributed: AllowAll: %w: %d slots", ErrCrossSlot, len(groups))
 	}
 	slices.SortFunc(groups, func(a, b group) int { return cmp.Compare(a.slot, b.slot) })
 

@@ -98,7 +98,8 @@ func TestAllowAllCrossSlotRefuse(t *testing.T) {
 		{Key: slotA, Limit: limit, Name: "a"},
 		{Key: slotB, Limit: limit, Name: "b"},
 	})
-	require.ErrorIs(t, err, ratelimit.ErrCrossSlot)
+	require.ErrorIs(t, err, distributed.ErrCrossSlot)
+	require.ErrorIs(t, err, ratelimit.ErrInvalidRequest)
 	assert.False(t, mr.Allowed)
 	assert.NotContains(t, err.Error(), "user")
 	after := int64(0)

@@ -95,7 +95,7 @@ const (
 	// denies. It never admits more than the limits allow; a concurrent caller may see a
 	// transient denial while tokens wait to be given back (docs/limits.md measures it).
 	CrossSlotGroups CrossSlot = iota
-	// CrossSlotRefuse makes AllowAll return an error wrapping ratelimit.ErrCrossSlot, having
+	// CrossSlotRefuse makes AllowAll return an error wrapping ErrCrossSlot, having
 	// taken nothing, for keys in different hash slots.
 	CrossSlotRefuse
 )

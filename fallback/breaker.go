@@ -33,8 +33,9 @@ func (s State) String() string {
 	return "State(" + strconv.Itoa(int(s)) + ")"
 }
 
-// StateChange is one transition of a Limiter's circuit breaker, as passed to the hook set
-// by WithStateHook. The transitions are Closed → Open (the primary failed
+// StateChange is one transition of a Limiter's circuit breaker, as passed to the hooks of
+// WithStateHook (and so to the ObserveBreaker methods of this module's observers). The
+// transitions are Closed → Open (the primary failed
 // WithFailureThreshold times in a row), Open → HalfOpen (the cooldown ended and a probe
 // goes to the primary), HalfOpen → Closed (the probe succeeded) and HalfOpen → Open (it
 // failed).

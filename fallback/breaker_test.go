@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/internal/conformance"
 	"github.com/sluice-go/ratelimit/local"
@@ -190,7 +191,7 @@ func TestAnswersAreNotFailures(t *testing.T) {
 		// Refusals of a list of limits, about the arguments too: six cross-slot refusals
 		// must not open the breaker for every key while Redis is healthy.
 		{"InvalidRequest", context.Background(), fmt.Errorf("%w: entry 1 repeats entry 0", ratelimit.ErrInvalidRequest)},
-		{"CrossSlot", context.Background(), fmt.Errorf("distributed: %w", ratelimit.ErrCrossSlot)},
+		{"CrossSlot", context.Background(), fmt.Errorf("distributed: AllowAll: %w: 2 slots", distributed.ErrCrossSlot)},
 		{"CallerCanceled", canceled, fmt.Errorf("distributed: %w", context.Canceled)},
 		{"CallerDeadline", expired, fmt.Errorf("distributed: %w", context.DeadlineExceeded)},
 	}

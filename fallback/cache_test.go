@@ -12,6 +12,7 @@ import (
 	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/internal/conformance"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/observe"
 )
 
 const ms = time.Millisecond
@@ -300,7 +301,7 @@ func TestDenialCacheTTL(t *testing.T) {
 			clock := conformance.NewClock()
 			primary := newSwitched(t, clock)
 			l := fallback.New(primary, nil, fallback.WithClock(clock.Now), tt.opt)
-			allow := func() (ratelimit.Result, ratelimit.Origin) {
+			allow := func() (ratelimit.Result, observe.Origin) {
 				t.Helper()
 				res, origin, err := l.AllowNOrigin(ctx, "k", limit, 1)
 				require.NoError(t, err)

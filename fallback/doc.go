@@ -22,9 +22,9 @@
 // has not answered within a cooldown is handed on to the next call.
 //
 // Only failures of the primary count: its own deadline (ratelimit.ErrTimeout) and its
-// errors talking to Redis (ratelimit.ClassifyError's KindTimeout and KindUnavailable).
-// Errors about the arguments or one bucket (KindInvalidInput: ratelimit.ErrKeyEmpty,
-// ErrInvalidLimit, ErrInvalidRequest, ErrCrossSlot and the others) and ErrClosed are
+// errors talking to Redis (observe.Classify's KindTimeout and KindUnavailable). Errors
+// about the arguments or one bucket (KindInvalidInput: ratelimit.ErrKeyEmpty,
+// ErrInvalidLimit, ErrInvalidRequest, distributed.ErrCrossSlot and the others) and ErrClosed are
 // answers, returned as they are; so is any error of a call
 // whose own context has ended, so that clients giving up early, or sending deadlines too
 // short for any backend, cannot open the breaker for everyone. The breaker needs a run of
@@ -77,9 +77,10 @@
 //		}
 //	})
 //
-// WithObserver reports the same changes to a ratelimit.Observer (otelmetrics,
-// prommetrics, slogobserver). The Limiter is a ratelimit.OriginReporter: whoever reports
-// its decisions learns which limiter made each, and which came from the denial cache.
+// The observers of otelmetrics, prommetrics and slogobserver count or log the same changes:
+// pass their ObserveBreaker method to WithStateHook, which may be given more than once. The
+// Limiter is an observe.OriginReporter: whoever reports its decisions learns which limiter
+// made each, and which came from the denial cache.
 //
 // Close makes later calls fail with ratelimit.ErrClosed; it closes neither limiter, which
 // belong to the caller. The Limiter starts no goroutine.

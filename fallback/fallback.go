@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/args"
+	"github.com/sluice-go/ratelimit/observe"
 )
 
 // ErrUnavailable is wrapped by the errors a Limiter without a secondary returns when the
@@ -105,7 +106,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit,
 }
 
 // decide is AllowN, and also says which limiter decided (AllowNOrigin).
-func (l *Limiter) decide(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, ratelimit.Origin, error) {
+func (l *Limiter) decide(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, observe.Origin, error) {
 	if l.closed.Load() {
 		return ratelimit.Result{Limit: limit}, l.origins.self, ratelimit.ErrClosed
 	}
@@ -199,7 +200,7 @@ func (l *Limiter) fail(ctx context.Context, key string, t ticket, err error) {
 }
 
 // degraded decides with the secondary, or returns unavailable when there is none.
-func (l *Limiter) degraded(ctx context.Context, key string, limit ratelimit.Limit, n int, unavailable error) (ratelimit.Result, ratelimit.Origin, error) {
+func (l *Limiter) degraded(ctx context.Context, key string, limit ratelimit.Limit, n int, unavailable error) (ratelimit.Result, observe.Origin, error) {
 	if l.secondary == nil {
 		return ratelimit.Result{Limit: limit}, l.origins.self, unavailable
 	}
@@ -259,8 +260,8 @@ func isFailure(ctx context.Context, err error) bool {
 	if ctx.Err() != nil {
 		return false
 	}
-	switch ratelimit.ClassifyError(ctx, err) {
-	case ratelimit.KindTimeout, ratelimit.KindUnavailable:
+	switch observe.Classify(ctx, err) {
+	case observe.KindTimeout, observe.KindUnavailable:
 		return true
 	}
 	return false

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/observe"
 )
 
 var (
@@ -26,7 +27,7 @@ func (l *Limiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratel
 // AllowAllOrigin is AllowAll, and also says which limiter decided, as AllowNOrigin does:
 // the primary or the secondary, or the Limiter itself ("fallback") for ratelimit.ErrClosed
 // and the errors it returns alone.
-func (l *Limiter) AllowAllOrigin(ctx context.Context, reqs []ratelimit.Request) (ratelimit.MultiResult, ratelimit.Origin, error) {
+func (l *Limiter) AllowAllOrigin(ctx context.Context, reqs []ratelimit.Request) (ratelimit.MultiResult, observe.Origin, error) {
 	if l.closed.Load() {
 		return ratelimit.MultiResult{}, l.origins.self, ratelimit.ErrClosed
 	}

@@ -4,11 +4,12 @@ import (
 	"context"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/observe"
 )
 
 var (
-	_ ratelimit.OriginReporter = (*Limiter)(nil)
-	_ ratelimit.BackendNamer   = (*Limiter)(nil)
+	_ observe.OriginReporter = (*Limiter)(nil)
+	_ observe.BackendNamer   = (*Limiter)(nil)
 )
 
 // BackendName returns "fallback", the name observers give the decisions the Limiter makes
@@ -16,43 +17,48 @@ var (
 func (l *Limiter) BackendName() string { return "fallback" }
 
 // AllowNOrigin is AllowN, and also says which limiter decided, for observers
-// (ratelimit.OriginReporter): the primary or the secondary, named by
-// ratelimit.BackendName ("distributed", "local"); or the Limiter itself, "fallback", for
+// (observe.OriginReporter): the primary or the secondary, named by observe.BackendName
+// ("distributed", "local"); or the Limiter itself, "fallback", for
 // what it answers alone: a denial from the denial cache (Origin.Cached), its errors about
 // the arguments, ratelimit.ErrClosed, and ErrUnavailable without a secondary.
-func (l *Limiter) AllowNOrigin(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, ratelimit.Origin, error) {
+func (l *Limiter) AllowNOrigin(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, observe.Origin, error) {
 	return l.decide(ctx, key, limit, n)
 }
 
 // origins are the Origins a Limiter's decisions report, named once by New.
 type origins struct {
-	primary, secondary, self, cache ratelimit.Origin
+	primary, secondary, self, cache observe.Origin
 }
 
 func originsOf(primary, secondary ratelimit.Limiter) origins {
 	o := origins{
-		primary: ratelimit.Origin{Backend: ratelimit.BackendName(primary)},
-		self:    ratelimit.Origin{Backend: "fallback"},
-		cache:   ratelimit.Origin{Backend: "fallback", Cached: true},
+		primary: observe.Origin{Backend: observe.BackendName(primary)},
+		self:    observe.Origin{Backend: "fallback"},
+		cache:   observe.Origin{Backend: "fallback", Cached: true},
 	}
 	if secondary != nil {
-		o.secondary = ratelimit.Origin{Backend: ratelimit.BackendName(secondary)}
+		o.secondary = observe.Origin{Backend: observe.BackendName(secondary)}
 	}
 	return o
 }
 
-// stateHook returns the function the breaker calls on each change of state: the hook of
-// WithStateHook, then the observer of WithObserver; nil when there is neither.
+// stateHook returns the function the breaker calls on each change of state: one that
+// tells each function of WithStateHook in the order given, recovering a panic in any of
+// them, so that a broken hook neither fails the call that changed the state nor keeps the
+// others from being told; nil when there is none.
 func (o *options) stateHook() func(StateChange) {
-	hook := o.onState
-	obs, _ := ratelimit.Observers(o.observer).(ratelimit.BreakerObserver) // recovers panics
-	if obs == nil {
-		return hook
+	hooks := o.onState
+	if len(hooks) == 0 {
+		return nil
 	}
 	return func(c StateChange) {
-		if hook != nil {
-			hook(c)
+		for _, hook := range hooks {
+			notify(hook, c)
 		}
-		obs.ObserveBreaker(ratelimit.BreakerTransition{From: c.From.String(), To: c.To.String(), Err: c.Err})
 	}
+}
+
+func notify(hook func(StateChange), c StateChange) {
+	defer func() { _ = recover() }()
+	hook(c)
 }

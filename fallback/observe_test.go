@@ -13,23 +13,24 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/internal/conformance"
+	"github.com/sluice-go/ratelimit/observe"
 )
 
-// observed keeps what an Observer is told.
+// observed keeps what an Observer and a state hook are told.
 type observed struct {
 	mu          sync.Mutex
-	decisions   []ratelimit.Decision
-	transitions []ratelimit.BreakerTransition
+	decisions   []observe.Decision
+	transitions []fallback.StateChange
 }
 
-func (o *observed) ObserveDecision(_ context.Context, d ratelimit.Decision) {
+func (o *observed) ObserveDecision(_ context.Context, d observe.Decision) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	d.Duration, d.Err = 0, nil // not compared
 	o.decisions = append(o.decisions, d)
 }
 
-func (o *observed) ObserveBreaker(t ratelimit.BreakerTransition) {
+func (o *observed) ObserveBreaker(t fallback.StateChange) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.transitions = append(o.transitions, t)
@@ -38,16 +39,16 @@ func (o *observed) ObserveBreaker(t ratelimit.BreakerTransition) {
 // broken panics whenever it is told anything.
 type broken struct{}
 
-func (broken) ObserveDecision(context.Context, ratelimit.Decision) { panic("broken observer") }
-func (broken) ObserveBreaker(ratelimit.BreakerTransition)          { panic("broken observer") }
+func (broken) ObserveDecision(context.Context, observe.Decision) { panic("broken observer") }
+func (broken) ObserveBreaker(fallback.StateChange)               { panic("broken observer") }
 
-// TestObserveOutage: an outage seen through ratelimit.Observe and WithObserver. The primary
+// TestObserveOutage: an outage seen through observe.Wrap and WithStateHook. The primary
 // decides and denies (the denial is cached), fails five times (the secondary decides, the
 // breaker opens), and comes back after the cooldown (the probe closes the breaker).
 func TestObserveOutage(t *testing.T) {
 	obs := &observed{}
-	r := newRig(t, fallback.WithObserver(ratelimit.Observers(obs, broken{})))
-	l := ratelimit.Observe(r.l, ratelimit.Observers(obs, broken{}), "api")
+	r := newRig(t, fallback.WithStateHook(obs.ObserveBreaker), fallback.WithStateHook(broken{}.ObserveBreaker))
+	l := observe.Wrap(r.l, observe.Join(obs, broken{}), "api")
 	ctx := context.Background()
 	limit := ratelimit.Limit{Rate: 1, Burst: 1}
 
@@ -69,14 +70,14 @@ func TestObserveOutage(t *testing.T) {
 	call("c") // the probe: the primary, which closes the breaker
 
 	const primary = "fallback_test.switched" // BackendName of the test's primary type
-	d := func(backend string, outcome ratelimit.Outcome, remaining int, cached bool) ratelimit.Decision {
-		return ratelimit.Decision{
+	d := func(backend string, outcome observe.Outcome, remaining int, cached bool) observe.Decision {
+		return observe.Decision{
 			Policy: "api", Backend: backend, Outcome: outcome, Cached: cached, Cost: 1,
 			Remaining: remaining, Limit: limit,
 		}
 	}
-	allowed, denied := ratelimit.OutcomeAllowed, ratelimit.OutcomeDenied
-	assert.Equal(t, []ratelimit.Decision{
+	allowed, denied := observe.OutcomeAllowed, observe.OutcomeDenied
+	assert.Equal(t, []observe.Decision{
 		d(primary, allowed, 0, false),
 		d(primary, denied, 0, false),
 		d("fallback", denied, 0, true),
@@ -89,11 +90,12 @@ func TestObserveOutage(t *testing.T) {
 		d(primary, allowed, 0, false),
 	}, obs.decisions)
 	require.Len(t, obs.transitions, 3)
-	assert.Equal(t, ratelimit.BreakerTransition{From: "closed", To: "open", Err: errDown}, obs.transitions[0])
-	assert.Equal(t, ratelimit.BreakerTransition{From: "open", To: "half-open"}, obs.transitions[1])
-	assert.Equal(t, ratelimit.BreakerTransition{From: "half-open", To: "closed"}, obs.transitions[2])
+	assert.Equal(t, fallback.StateChange{From: fallback.Closed, To: fallback.Open, Err: errDown}, obs.transitions[0])
+	assert.Equal(t, fallback.StateChange{From: fallback.Open, To: fallback.HalfOpen}, obs.transitions[1])
+	assert.Equal(t, fallback.StateChange{From: fallback.HalfOpen, To: fallback.Closed}, obs.transitions[2])
 
-	// WithStateHook is still told, beside the observer.
+	// The rig's own hook, given first, is told as well; the broken one after it stops
+	// nothing.
 	changes, _ := r.hooks.seen()
 	assert.Equal(t, []string{opened, halfOpen, recovered}, changes)
 }
@@ -108,36 +110,37 @@ func TestOriginWithoutSecondary(t *testing.T) {
 
 	_, org, err := l.AllowNOrigin(ctx, "", limit, 1)
 	require.ErrorIs(t, err, ratelimit.ErrKeyEmpty)
-	assert.Equal(t, ratelimit.Origin{Backend: "fallback"}, org)
+	assert.Equal(t, observe.Origin{Backend: "fallback"}, org)
 
 	primary.fail(nil)
 	_, org, err = l.AllowNOrigin(ctx, "k", limit, 1)
 	require.ErrorIs(t, err, fallback.ErrUnavailable)
-	assert.Equal(t, ratelimit.Origin{Backend: "fallback"}, org)
-	assert.Equal(t, ratelimit.KindUnavailable, ratelimit.ClassifyError(ctx, err))
+	assert.Equal(t, observe.Origin{Backend: "fallback"}, org)
+	assert.Equal(t, observe.KindUnavailable, observe.Classify(ctx, err))
 
 	require.NoError(t, l.Close())
 	_, org, err = l.AllowNOrigin(ctx, "k", limit, 1)
 	require.ErrorIs(t, err, ratelimit.ErrClosed)
-	assert.Equal(t, ratelimit.Origin{Backend: "fallback"}, org)
-	assert.Equal(t, "fallback", ratelimit.BackendName(l))
+	assert.Equal(t, observe.Origin{Backend: "fallback"}, org)
+	assert.Equal(t, "fallback", observe.BackendName(l))
 }
 
-// TestWithObserverNotBreakerObserver: an observer that does not want transitions changes
-// nothing.
-func TestWithObserverNotBreakerObserver(t *testing.T) {
-	r := newRig(t, fallback.WithObserver(decisionsOnly{}), fallback.WithFailureThreshold(1))
+// TestStateHooks: every hook of WithStateHook is told, in the order given, past a nil one
+// and past one that panics.
+func TestStateHooks(t *testing.T) {
+	var order []string
+	hook := func(name string) func(fallback.StateChange) {
+		return func(fallback.StateChange) { order = append(order, name) }
+	}
+	r := newRig(t, fallback.WithFailureThreshold(1), fallback.WithStateHook(hook("a")), fallback.WithStateHook(nil),
+		fallback.WithStateHook(broken{}.ObserveBreaker), fallback.WithStateHook(hook("b")))
 	r.primary.fail(nil)
-	r.allow(t, roomy)
+	require.NotPanics(t, func() { r.allow(t, roomy) })
 	require.Equal(t, fallback.Open, r.l.State())
 	changes, _ := r.hooks.seen()
 	assert.Equal(t, []string{opened}, changes)
-	r.clock.Advance(time.Hour)
+	assert.Equal(t, []string{"a", "b"}, order)
 }
-
-type decisionsOnly struct{}
-
-func (decisionsOnly) ObserveDecision(context.Context, ratelimit.Decision) {}
 
 // countingHandler is a slog.Handler that counts the breaker's records: those whose breaker
 // group says degraded=true, those that say degraded=false (recovered), and all of them.

@@ -39,9 +39,8 @@ type options struct {
 	cacheSize int // negative: no cache
 	cacheTTL  time.Duration
 	onError   func(ctx context.Context, key string, err error)
-	onState   func(StateChange)
+	onState   []func(StateChange)
 	clock     func() time.Time
-	observer  ratelimit.Observer
 }
 
 func defaultOptions() options {
@@ -150,15 +149,24 @@ func WithErrorHandler(f func(ctx context.Context, key string, err error)) Option
 	return func(o *options) { o.onError = f }
 }
 
-// WithStateHook sets a function told of every change of the circuit breaker's state,
+// WithStateHook adds a function told of every change of the circuit breaker's state,
 // such as Closed → Open when the primary has failed too often (decisions are degraded
 // from then on) and HalfOpen → Closed when it has come back (recovered). While the primary
 // stays down, each probe flips the breaker Open → HalfOpen → Open: a hook that logs should
-// log only the changes for which StateChange.Edge is true, once per outage each way. It
-// runs on the goroutine of the call that made the change, after the change, holding no
-// lock; other calls go on meanwhile. Keep it quick, as slog is. Default: none.
+// log only the changes for which StateChange.Edge is true, once per outage each way. The
+// observers of this module offer one as their ObserveBreaker method
+// (fallback.WithStateHook(metrics.ObserveBreaker)).
+//
+// Each WithStateHook adds a function; they are called in the order given, on the goroutine
+// of the call that made the change, after the change, holding no lock; other calls go on
+// meanwhile. Keep them quick, as slog is. A panic in one is recovered. A nil f is skipped.
+// Default: none.
 func WithStateHook(f func(StateChange)) Option {
-	return func(o *options) { o.onState = f }
+	return func(o *options) {
+		if f != nil {
+			o.onState = append(o.onState, f)
+		}
+	}
 }
 
 // WithClock makes the Limiter read the time from now instead of the system's monotonic
@@ -166,14 +174,4 @@ func WithStateHook(f func(StateChange)) Option {
 // time by hand. Default: the system clock. A nil now means the default.
 func WithClock(now func() time.Time) Option {
 	return func(o *options) { o.clock = now }
-}
-
-// WithObserver sets an observer told of every change of the circuit breaker's state, when
-// it implements ratelimit.BreakerObserver (otelmetrics, prommetrics and slogobserver do),
-// beside the hook of WithStateHook. A panic in it is recovered. Decisions are reported by
-// whoever calls the Limiter (the middlewares' WithObserver, ratelimit.Observe), which learn
-// from AllowNOrigin which limiter decided and which denials came from the denial cache.
-// Default: none.
-func WithObserver(o ratelimit.Observer) Option {
-	return func(opts *options) { opts.observer = o }
 }

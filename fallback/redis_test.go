@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/internal/redistest"
+	"github.com/sluice-go/ratelimit/observe"
 )
 
 // scriptCalls returns how many times server has run a script since its statistics were
@@ -126,7 +127,7 @@ func TestDenialCachePriority(t *testing.T) {
 	res, err := l.AllowN(bg, "k", limit, 5)
 	require.NoError(t, err)
 	require.True(t, res.Allowed)
-	ask := func(ctx context.Context) (ratelimit.Result, ratelimit.Origin) {
+	ask := func(ctx context.Context) (ratelimit.Result, observe.Origin) {
 		t.Helper()
 		res, origin, err := l.AllowNOrigin(ctx, "k", limit, 1)
 		require.NoError(t, err)

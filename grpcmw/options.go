@@ -7,6 +7,7 @@ import (
 	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/internal/pipeline"
 	"github.com/sluice-go/ratelimit/keyfuncs/grpckeys"
+	"github.com/sluice-go/ratelimit/observe"
 )
 
 // Option configures the interceptors. The same options fit all four constructors, so one
@@ -224,10 +225,10 @@ func WithWait() Option {
 	return func(o *options) { o.wait = true }
 }
 
-// WithObserver reports every decision to obs (ratelimit.Observer; packages otelmetrics,
+// WithObserver reports every decision to obs (observe.Observer; packages otelmetrics,
 // prommetrics and slogobserver have ready ones), under the policy name of WithPolicyName,
 // never the key. Default: none. See docs/observability.md.
-func WithObserver(obs ratelimit.Observer) Option {
+func WithObserver(obs observe.Observer) Option {
 	return func(o *options) { o.Observer = obs }
 }
 

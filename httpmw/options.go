@@ -7,6 +7,7 @@ import (
 	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/internal/pipeline"
 	"github.com/sluice-go/ratelimit/keyfuncs/httpkeys"
+	"github.com/sluice-go/ratelimit/observe"
 )
 
 // Option configures the middleware built by New. A nil Option is skipped, and a nil
@@ -228,10 +229,10 @@ func WithPolicyName(name string) Option {
 	}
 }
 
-// WithObserver reports every decision to obs (ratelimit.Observer; packages otelmetrics,
+// WithObserver reports every decision to obs (observe.Observer; packages otelmetrics,
 // prommetrics and slogobserver have ready ones), under the policy name of WithPolicyName,
 // never the key. Default: none. See docs/observability.md.
-func WithObserver(obs ratelimit.Observer) Option {
+func WithObserver(obs observe.Observer) Option {
 	return func(o *options) { o.Observer = obs }
 }
 

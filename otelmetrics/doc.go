@@ -1,17 +1,19 @@
 // Package otelmetrics records rate-limiting decisions as OpenTelemetry metrics. Its
-// Observer is a ratelimit.Observer: give it to a middleware (WithObserver), to
-// ratelimit.Observe, and to fallback.WithObserver for the circuit breaker's transitions.
+// Observer is an observe.Observer: give it to a middleware (WithObserver) or to
+// observe.Wrap, and its ObserveBreaker method to fallback.WithStateHook for the circuit
+// breaker's transitions.
 //
 //	obs, err := otelmetrics.New(otelmetrics.WithMeterProvider(provider))
 //	if err != nil {
 //		return err
 //	}
-//	limiter := ratelimit.Observe(local.New(), obs, "api")
+//	limiter := observe.Wrap(local.New(), obs, "api")
+//	fb := fallback.New(primary, secondary, fallback.WithStateHook(obs.ObserveBreaker))
 //
 // # Instruments
 //
 //   - ratelimit.requests (Counter, {request}): ratelimit.policy, ratelimit.priority
-//     (critical, normal or sheddable: ratelimit.Decision.Priority), ratelimit.result
+//     (critical, normal or sheddable: observe.Decision.Priority), ratelimit.result
 //     (allowed, denied or error), ratelimit.shadow (true on shadow decisions, false
 //     otherwise) and, on errors only, error.type (timeout, unavailable, invalid_input,
 //     canceled, closed).

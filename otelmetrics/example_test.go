@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/observe"
 	"github.com/sluice-go/ratelimit/otelmetrics"
 )
 
@@ -25,7 +26,7 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	limiter := ratelimit.Observe(local.New(), obs, "api")
+	limiter := observe.Wrap(local.New(), obs, "api")
 	defer limiter.Close()
 	for range 3 {
 		limiter.Allow(context.Background(), "client", ratelimit.Limit{Rate: 1, Burst: 2})

@@ -12,7 +12,9 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/internal/series"
+	"github.com/sluice-go/ratelimit/observe"
 )
 
 // ScopeName is the instrumentation scope of the Observer's meter.
@@ -44,8 +46,8 @@ const (
 // of an error of no known kind (as OpenTelemetry's semantic conventions name such values).
 const other = series.Other
 
-// Observer is a ratelimit.Observer and ratelimit.BreakerObserver that records decisions
-// and breaker transitions on OpenTelemetry instruments; see the package documentation for
+// Observer is an observe.Observer that records decisions, and the breaker transitions
+// given to ObserveBreaker, on OpenTelemetry instruments; see the package documentation for
 // the instruments. It is safe for concurrent use.
 //
 // The counts of decisions and denial-cache hits are kept by the Observer itself, one atomic
@@ -60,12 +62,11 @@ type Observer struct {
 	transitions metric.Int64Counter
 
 	series *series.Table[counters]
-	states map[[2]string]metric.AddOption // the attributes of the known transitions
+	states map[[2]fallback.State]metric.AddOption // the attributes of the known transitions
 }
 
 var (
-	_ ratelimit.Observer        = (*Observer)(nil)
-	_ ratelimit.BreakerObserver = (*Observer)(nil)
+	_ observe.Observer = (*Observer)(nil)
 )
 
 // counters holds the counts of one (policy, backend) pair and their attribute sets, made
@@ -78,9 +79,9 @@ type counters struct {
 	duration  [3][]metric.RecordOption // [allowed, denied, error]
 }
 
-// numKinds is the number of ratelimit.ErrorKind values; index 0 (KindNone) stands for an
+// numKinds is the number of observe.ErrorKind values; index 0 (KindNone) stands for an
 // error of no known kind.
-const numKinds = int(ratelimit.KindClosed) + 1
+const numKinds = int(observe.KindClosed) + 1
 
 // numPriorities is the number of ratelimit.Priority values, Critical to Sheddable.
 const numPriorities = int(ratelimit.Sheddable) + 1
@@ -112,10 +113,10 @@ func New(opts ...Option) (*Observer, error) {
 	meter := mp.Meter(ScopeName)
 
 	o := &Observer{series: series.New(cfg.maxSeries, newCounters)}
-	o.states = make(map[[2]string]metric.AddOption)
-	for _, from := range []string{"closed", "open", "half-open"} {
-		for _, to := range []string{"closed", "open", "half-open"} {
-			o.states[[2]string{from, to}] = transitionOption(from, to)
+	o.states = make(map[[2]fallback.State]metric.AddOption)
+	for _, from := range []fallback.State{fallback.Closed, fallback.Open, fallback.HalfOpen} {
+		for _, to := range []fallback.State{fallback.Closed, fallback.Open, fallback.HalfOpen} {
+			o.states[[2]fallback.State{from, to}] = transitionOption(from.String(), to.String())
 		}
 	}
 
@@ -237,7 +238,7 @@ func registerBuckets(meter metric.Meter, sources []bucketSource) error {
 // ObserveDecision records d: one ratelimit.requests, one ratelimit.decision.duration, and
 // one ratelimit.denial_cache.hits when d.Cached. It allocates nothing once the pair
 // (d.Policy, d.Backend) has been seen, unless a name is not valid UTF-8.
-func (o *Observer) ObserveDecision(ctx context.Context, d ratelimit.Decision) {
+func (o *Observer) ObserveDecision(ctx context.Context, d observe.Decision) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -249,10 +250,10 @@ func (o *Observer) ObserveDecision(ctx context.Context, d ratelimit.Decision) {
 	p := priorityIndex(d.Priority)
 	out := d.Outcome
 	switch out {
-	case ratelimit.OutcomeAllowed, ratelimit.OutcomeDenied:
+	case observe.OutcomeAllowed, observe.OutcomeDenied:
 		s.requests[p][out][shadow].n.Add(1)
 	default:
-		out = ratelimit.OutcomeError
+		out = observe.OutcomeError
 		kind := int(d.ErrorKind)
 		if kind >= numKinds {
 			kind = 0
@@ -265,11 +266,12 @@ func (o *Observer) ObserveDecision(ctx context.Context, d ratelimit.Decision) {
 	o.duration.Record(ctx, d.Duration.Seconds(), s.duration[out]...)
 }
 
-// ObserveBreaker records t on ratelimit.fallback.transitions.
-func (o *Observer) ObserveBreaker(t ratelimit.BreakerTransition) {
-	opt, ok := o.states[[2]string{t.From, t.To}]
+// ObserveBreaker records c on ratelimit.fallback.transitions. Pass it to
+// fallback.WithStateHook.
+func (o *Observer) ObserveBreaker(c fallback.StateChange) {
+	opt, ok := o.states[[2]fallback.State{c.From, c.To}]
 	if !ok {
-		opt = transitionOption(attrValue(t.From), attrValue(t.To))
+		opt = transitionOption(c.From.String(), c.To.String())
 	}
 	o.transitions.Add(context.Background(), 1, opt)
 }
@@ -300,20 +302,20 @@ func newCounters(policy, backend string) *counters {
 	for prio := range numPriorities {
 		pr := attribute.String(attrPriority, ratelimit.Priority(prio).String())
 		for shadow, sh := range []attribute.KeyValue{attribute.Bool(attrShadow, false), attribute.Bool(attrShadow, true)} {
-			for _, out := range []ratelimit.Outcome{ratelimit.OutcomeAllowed, ratelimit.OutcomeDenied} {
+			for _, out := range []observe.Outcome{observe.OutcomeAllowed, observe.OutcomeDenied} {
 				s.requests[prio][out][shadow].attrs = set(p, pr, attribute.String(attrResult, out.String()), sh)
 			}
 			for kind := range numKinds {
-				name := ratelimit.ErrorKind(kind).String()
+				name := observe.ErrorKind(kind).String()
 				if kind == 0 {
 					name = other
 				}
-				s.errors[prio][kind][shadow].attrs = set(p, pr, attribute.String(attrResult, ratelimit.OutcomeError.String()), sh,
+				s.errors[prio][kind][shadow].attrs = set(p, pr, attribute.String(attrResult, observe.OutcomeError.String()), sh,
 					attribute.String(attrErrorType, name))
 			}
 		}
 	}
-	for _, out := range []ratelimit.Outcome{ratelimit.OutcomeAllowed, ratelimit.OutcomeDenied, ratelimit.OutcomeError} {
+	for _, out := range []observe.Outcome{observe.OutcomeAllowed, observe.OutcomeDenied, observe.OutcomeError} {
 		s.duration[out] = []metric.RecordOption{metric.WithAttributeSet(
 			attribute.NewSet(p, b, attribute.String(attrResult, out.String())))}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/internal/metrictest"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/observe"
 	"github.com/sluice-go/ratelimit/otelmetrics"
 )
 
@@ -38,7 +39,7 @@ func TestSeedTimeline(t *testing.T) {
 	clock := &seedClock{time.Date(2026, 1, 1, 0, 0, 0, 100e6, time.UTC)}
 	l := local.New(local.WithClock(clock.Now), local.WithCleanupInterval(0))
 	defer l.Close()
-	limiter := ratelimit.Observe(l, obs, "api")
+	limiter := observe.Wrap(l, obs, "api")
 	for range 3 {
 		_, err := limiter.Allow(context.Background(), "client", ratelimit.Limit{Rate: 1, Burst: 2})
 		require.NoError(t, err)
@@ -67,19 +68,19 @@ func TestSeedTimeline(t *testing.T) {
 func TestErrorsAndShadow(t *testing.T) {
 	obs, reader := newObserver(t)
 	ctx := context.Background()
-	for _, d := range []ratelimit.Decision{
-		{Policy: "api", Backend: "distributed", Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindTimeout, Duration: 50 * time.Millisecond},
-		{Policy: "api", Backend: "distributed", Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindTimeout, Duration: 50 * time.Millisecond},
-		{Policy: "api", Backend: "distributed", Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindUnavailable},
-		{Policy: "api", Backend: "local", Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindInvalidInput},
-		{Policy: "api", Backend: "local", Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindCanceled},
-		{Policy: "api", Backend: "local", Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindClosed},
-		{Policy: "api", Backend: "local", Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindNone},
-		{Policy: "api", Backend: "local", Outcome: ratelimit.OutcomeError, ErrorKind: 200},
-		{Policy: "new", Backend: "local", Outcome: ratelimit.OutcomeDenied, Shadow: true},
-		{Policy: "new", Backend: "local", Outcome: ratelimit.OutcomeAllowed, Shadow: true},
-		{Policy: "new", Backend: "local", Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindTimeout, Shadow: true},
-		{Policy: "api", Backend: "fallback", Outcome: ratelimit.OutcomeDenied, Cached: true},
+	for _, d := range []observe.Decision{
+		{Policy: "api", Backend: "distributed", Outcome: observe.OutcomeError, ErrorKind: observe.KindTimeout, Duration: 50 * time.Millisecond},
+		{Policy: "api", Backend: "distributed", Outcome: observe.OutcomeError, ErrorKind: observe.KindTimeout, Duration: 50 * time.Millisecond},
+		{Policy: "api", Backend: "distributed", Outcome: observe.OutcomeError, ErrorKind: observe.KindUnavailable},
+		{Policy: "api", Backend: "local", Outcome: observe.OutcomeError, ErrorKind: observe.KindInvalidInput},
+		{Policy: "api", Backend: "local", Outcome: observe.OutcomeError, ErrorKind: observe.KindCanceled},
+		{Policy: "api", Backend: "local", Outcome: observe.OutcomeError, ErrorKind: observe.KindClosed},
+		{Policy: "api", Backend: "local", Outcome: observe.OutcomeError, ErrorKind: observe.KindNone},
+		{Policy: "api", Backend: "local", Outcome: observe.OutcomeError, ErrorKind: 200},
+		{Policy: "new", Backend: "local", Outcome: observe.OutcomeDenied, Shadow: true},
+		{Policy: "new", Backend: "local", Outcome: observe.OutcomeAllowed, Shadow: true},
+		{Policy: "new", Backend: "local", Outcome: observe.OutcomeError, ErrorKind: observe.KindTimeout, Shadow: true},
+		{Policy: "api", Backend: "fallback", Outcome: observe.OutcomeDenied, Cached: true},
 	} {
 		obs.ObserveDecision(ctx, d)
 	}
@@ -123,8 +124,8 @@ func TestFallbackOutage(t *testing.T) {
 	secondary := local.New(local.WithCleanupInterval(0))
 	defer secondary.Close()
 	fb := fallback.New(failing{}, secondary, fallback.WithFailureThreshold(1), fallback.WithCooldown(time.Hour),
-		fallback.WithObserver(obs))
-	limiter := ratelimit.Observe(fb, obs, "api")
+		fallback.WithStateHook(obs.ObserveBreaker))
+	limiter := observe.Wrap(fb, obs, "api")
 	for range 3 {
 		_, err := limiter.Allow(context.Background(), "k", ratelimit.Limit{Rate: 1, Burst: 2})
 		require.NoError(t, err)
@@ -141,12 +142,12 @@ func TestFallbackOutage(t *testing.T) {
 		c.Counts(t, "ratelimit.fallback.transitions"))
 	assert.NotContains(t, c, "ratelimit.buckets", "a nil count adds nothing")
 
-	obs.ObserveBreaker(ratelimit.BreakerTransition{From: "open", To: "half-open"})
-	obs.ObserveBreaker(ratelimit.BreakerTransition{From: "weird", To: "closed"})
+	obs.ObserveBreaker(fallback.StateChange{From: fallback.Open, To: fallback.HalfOpen})
+	obs.ObserveBreaker(fallback.StateChange{From: fallback.State(7), To: fallback.Closed})
 	assert.Equal(t, map[string]int64{
-		"ratelimit.fallback.from=closed,ratelimit.fallback.to=open":    1,
-		"ratelimit.fallback.from=open,ratelimit.fallback.to=half-open": 1,
-		"ratelimit.fallback.from=weird,ratelimit.fallback.to=closed":   1,
+		"ratelimit.fallback.from=closed,ratelimit.fallback.to=open":     1,
+		"ratelimit.fallback.from=open,ratelimit.fallback.to=half-open":  1,
+		"ratelimit.fallback.from=State(7),ratelimit.fallback.to=closed": 1,
 	}, collect(t, reader).Counts(t, "ratelimit.fallback.transitions"))
 }
 
@@ -154,7 +155,7 @@ func TestBuckets(t *testing.T) {
 	l := local.New(local.WithCleanupInterval(0))
 	defer l.Close()
 	obs, reader := newObserver(t, otelmetrics.WithBuckets("local", l.Len))
-	limiter := ratelimit.Observe(l, obs, "api")
+	limiter := observe.Wrap(l, obs, "api")
 	for i := range 3 {
 		_, err := limiter.Allow(context.Background(), "k"+strconv.Itoa(i), ratelimit.PerSecond(1))
 		require.NoError(t, err)
@@ -165,9 +166,9 @@ func TestBuckets(t *testing.T) {
 }
 
 // shadowed marks every decision it forwards as a shadow one.
-type shadowed struct{ ratelimit.Observer }
+type shadowed struct{ observe.Observer }
 
-func (s shadowed) ObserveDecision(ctx context.Context, d ratelimit.Decision) {
+func (s shadowed) ObserveDecision(ctx context.Context, d observe.Decision) {
 	d.Shadow = true
 	s.Observer.ObserveDecision(ctx, d)
 }
@@ -180,9 +181,9 @@ func TestCardinality(t *testing.T) {
 	obs, reader := newObserver(t)
 	l := local.New(local.WithCleanupInterval(0))
 	defer l.Close()
-	limiters := []*ratelimit.ObservedLimiter{
-		ratelimit.Observe(l, obs, "api"), ratelimit.Observe(l, obs, "login"),
-		ratelimit.Observe(l, shadowed{obs}, "api"), ratelimit.Observe(l, shadowed{obs}, "login"),
+	limiters := []ratelimit.Limiter{
+		observe.Wrap(l, obs, "api"), observe.Wrap(l, obs, "login"),
+		observe.Wrap(l, shadowed{obs}, "api"), observe.Wrap(l, shadowed{obs}, "login"),
 	}
 	limit := ratelimit.Limit{Rate: 1e-6, Burst: 1}
 	ctx := context.Background()
@@ -236,7 +237,7 @@ func TestCardinality(t *testing.T) {
 func TestPolicyOverBackends(t *testing.T) {
 	obs, reader := newObserver(t)
 	for _, backend := range []string{"distributed", "local", "distributed"} {
-		obs.ObserveDecision(context.Background(), ratelimit.Decision{Policy: "api", Backend: backend})
+		obs.ObserveDecision(context.Background(), observe.Decision{Policy: "api", Backend: backend})
 	}
 	c := collect(t, reader)
 	assert.Equal(t, map[string]int64{"ratelimit.policy=api,ratelimit.priority=critical,ratelimit.result=allowed,ratelimit.shadow=false": 3},
@@ -250,7 +251,7 @@ func TestPolicyOverBackends(t *testing.T) {
 func TestMaxSeries(t *testing.T) {
 	obs, reader := newObserver(t, otelmetrics.WithMaxSeries(2))
 	for _, p := range []string{"a", "b", "c", "d", "a"} {
-		obs.ObserveDecision(context.Background(), ratelimit.Decision{Policy: p, Backend: "local"})
+		obs.ObserveDecision(context.Background(), observe.Decision{Policy: p, Backend: "local"})
 	}
 	assert.Equal(t, map[string]int64{
 		"ratelimit.policy=a,ratelimit.priority=critical,ratelimit.result=allowed,ratelimit.shadow=false":      2,
@@ -270,21 +271,21 @@ func TestGlobalProvider(t *testing.T) {
 
 	obs, err := otelmetrics.New(otelmetrics.WithMeterProvider(nil))
 	require.NoError(t, err)
-	obs.ObserveDecision(nil, ratelimit.Decision{Policy: "api", Backend: "local", Outcome: ratelimit.OutcomeDenied}) //nolint:staticcheck // a nil context is tolerated
+	obs.ObserveDecision(nil, observe.Decision{Policy: "api", Backend: "local", Outcome: observe.OutcomeDenied}) //nolint:staticcheck // a nil context is tolerated
 	assert.Equal(t, map[string]int64{"ratelimit.policy=api,ratelimit.priority=critical,ratelimit.result=denied,ratelimit.shadow=false": 1},
 		collect(t, reader).Counts(t, "ratelimit.requests"))
 }
 
 // TestAllocs: once a (policy, backend) pair has been seen, recording allocates nothing,
-// directly and through ratelimit.Observe on the local backend.
+// directly and through observe.Wrap on the local backend.
 func TestAllocs(t *testing.T) {
 	obs, _ := newObserver(t)
 	l := local.New(local.WithCleanupInterval(0))
 	defer l.Close()
-	limiter := ratelimit.Observe(l, obs, "api")
+	limiter := observe.Wrap(l, obs, "api")
 	ctx := context.Background()
 	limit := ratelimit.PerSecond(1e9)
-	d := ratelimit.Decision{Policy: "api", Backend: "local", Outcome: ratelimit.OutcomeDenied, Cached: true}
+	d := observe.Decision{Policy: "api", Backend: "local", Outcome: observe.OutcomeDenied, Cached: true}
 	obs.ObserveDecision(ctx, d)
 	_, _ = limiter.Allow(ctx, "k", limit)
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { obs.ObserveDecision(ctx, d) }))
@@ -298,7 +299,7 @@ func TestAllocs(t *testing.T) {
 func BenchmarkObserveDecision(b *testing.B) {
 	obs, _ := newObserver(b)
 	ctx := context.Background()
-	d := ratelimit.Decision{Policy: "api", Backend: "local", Cost: 1, Duration: 100 * time.Nanosecond}
+	d := observe.Decision{Policy: "api", Backend: "local", Cost: 1, Duration: 100 * time.Nanosecond}
 	b.ReportAllocs()
 	for b.Loop() {
 		obs.ObserveDecision(ctx, d)
@@ -310,14 +311,14 @@ func BenchmarkObserveDecision(b *testing.B) {
 func TestPriority(t *testing.T) {
 	obs, reader := newObserver(t)
 	ctx := context.Background()
-	for _, d := range []ratelimit.Decision{
-		{Policy: "api", Priority: ratelimit.Critical, Outcome: ratelimit.OutcomeAllowed},
-		{Policy: "api", Priority: ratelimit.Normal, Outcome: ratelimit.OutcomeAllowed},
-		{Policy: "api", Priority: ratelimit.Sheddable, Outcome: ratelimit.OutcomeDenied},
-		{Policy: "api", Priority: ratelimit.Sheddable, Outcome: ratelimit.OutcomeDenied, Shadow: true},
-		{Policy: "api", Priority: ratelimit.Normal, Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindTimeout},
-		{Policy: "api", Priority: 7, Outcome: ratelimit.OutcomeDenied},
-		{Policy: "api", Priority: -1, Outcome: ratelimit.OutcomeAllowed},
+	for _, d := range []observe.Decision{
+		{Policy: "api", Priority: ratelimit.Critical, Outcome: observe.OutcomeAllowed},
+		{Policy: "api", Priority: ratelimit.Normal, Outcome: observe.OutcomeAllowed},
+		{Policy: "api", Priority: ratelimit.Sheddable, Outcome: observe.OutcomeDenied},
+		{Policy: "api", Priority: ratelimit.Sheddable, Outcome: observe.OutcomeDenied, Shadow: true},
+		{Policy: "api", Priority: ratelimit.Normal, Outcome: observe.OutcomeError, ErrorKind: observe.KindTimeout},
+		{Policy: "api", Priority: 7, Outcome: observe.OutcomeDenied},
+		{Policy: "api", Priority: -1, Outcome: observe.OutcomeAllowed},
 	} {
 		obs.ObserveDecision(ctx, d)
 	}
@@ -332,6 +333,6 @@ func TestPriority(t *testing.T) {
 	// The duration is not by priority: one series per result.
 	assert.Len(t, c.Histogram(t), 3)
 	assert.Zero(t, testing.AllocsPerRun(100, func() {
-		obs.ObserveDecision(ctx, ratelimit.Decision{Policy: "api", Priority: ratelimit.Sheddable})
+		obs.ObserveDecision(ctx, observe.Decision{Policy: "api", Priority: ratelimit.Sheddable})
 	}))
 }

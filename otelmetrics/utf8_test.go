@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/observe"
 	"github.com/sluice-go/ratelimit/otelmetrics"
 )
 
@@ -20,10 +20,9 @@ import (
 func TestInvalidUTF8Names(t *testing.T) {
 	obs, reader := newObserver(t, otelmetrics.WithBuckets("local\xff", func() int { return 3 }))
 	ctx := context.Background()
-	obs.ObserveDecision(ctx, ratelimit.Decision{Policy: "\xff", Backend: "local", Outcome: ratelimit.OutcomeDenied, Cached: true})
-	obs.ObserveDecision(ctx, ratelimit.Decision{Policy: "\xfe", Backend: "local", Outcome: ratelimit.OutcomeDenied})
-	obs.ObserveDecision(ctx, ratelimit.Decision{Policy: "api", Backend: "redis\xff", Outcome: ratelimit.OutcomeAllowed})
-	obs.ObserveBreaker(ratelimit.BreakerTransition{From: "closed\xff", To: "open"})
+	obs.ObserveDecision(ctx, observe.Decision{Policy: "\xff", Backend: "local", Outcome: observe.OutcomeDenied, Cached: true})
+	obs.ObserveDecision(ctx, observe.Decision{Policy: "\xfe", Backend: "local", Outcome: observe.OutcomeDenied})
+	obs.ObserveDecision(ctx, observe.Decision{Policy: "api", Backend: "redis\xff", Outcome: observe.OutcomeAllowed})
 
 	c := collect(t, reader)
 	// Attrs encodes invalid bytes as U+FFFD itself, so read the values as they are.
@@ -52,8 +51,6 @@ func TestInvalidUTF8Names(t *testing.T) {
 		"ratelimit.policy=api,ratelimit.priority=critical,ratelimit.result=allowed,ratelimit.shadow=false":   1,
 	}, c.Counts(t, "ratelimit.requests"))
 	assert.Equal(t, map[string]int64{"ratelimit.policy=\uFFFD": 1}, c.Counts(t, "ratelimit.denial_cache.hits"))
-	assert.Equal(t, map[string]int64{"ratelimit.fallback.from=closed\uFFFD,ratelimit.fallback.to=open": 1},
-		c.Counts(t, "ratelimit.fallback.transitions"))
 	assert.Equal(t, map[string]int64{"ratelimit.backend=local\uFFFD": 3}, c.Counts(t, "ratelimit.buckets"))
 	durations := map[string]uint64{}
 	for attrs, p := range c.Histogram(t) {

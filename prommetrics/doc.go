@@ -3,13 +3,13 @@
 // its own, so that client_golang never becomes a dependency of
 // github.com/sluice-go/ratelimit.
 //
-// Its Collector is a prometheus.Collector and a ratelimit.Observer: register it, and give
-// it to a middleware (WithObserver), to ratelimit.Observe, and to fallback.WithObserver
-// for the circuit breaker's transitions.
+// Its Collector is a prometheus.Collector and an observe.Observer: register it, give it to
+// a middleware (WithObserver) or to observe.Wrap, and its ObserveBreaker method to
+// fallback.WithStateHook for the circuit breaker's transitions.
 //
 //	metrics := prommetrics.New()
 //	prometheus.MustRegister(metrics)
-//	limiter := ratelimit.Observe(local.New(), metrics, "api")
+//	limiter := observe.Wrap(local.New(), metrics, "api")
 //
 // # Metrics
 //
@@ -21,7 +21,7 @@
 //
 //   - ratelimit_requests_total{ratelimit_policy, ratelimit_priority, ratelimit_result,
 //     ratelimit_shadow}, and error_type on errors: decisions; ratelimit_priority is
-//     critical, normal or sheddable (ratelimit.Decision.Priority).
+//     critical, normal or sheddable (observe.Decision.Priority).
 //   - ratelimit_decision_duration_seconds{ratelimit_backend, ratelimit_policy,
 //     ratelimit_result}: a histogram of how long they took, buckets 10 µs to 250 ms.
 //   - ratelimit_fallback_transitions_total{ratelimit_fallback_from, ratelimit_fallback_to}.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/observe"
 	"github.com/sluice-go/ratelimit/prommetrics"
 )
 
@@ -18,7 +19,7 @@ func ExampleNew() {
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(metrics)
 
-	limiter := ratelimit.Observe(local.New(), metrics, "api")
+	limiter := observe.Wrap(local.New(), metrics, "api")
 	defer limiter.Close()
 	for range 3 {
 		limiter.Allow(context.Background(), "client", ratelimit.Limit{Rate: 1, Burst: 2})

@@ -19,43 +19,50 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/fallback"
+	"github.com/sluice-go/ratelimit/observe"
 	"github.com/sluice-go/ratelimit/otelmetrics"
 	"github.com/sluice-go/ratelimit/prommetrics"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/metrics.golden")
 
-// traffic tells o of a fixed set of decisions and transitions: every result, shadow and
-// not, every priority, every error kind, a denial-cache hit, durations in several buckets and on a bucket's
+// traffic tells o of a fixed set of decisions, and each hook of a fixed set of the circuit
+// breaker's transitions: every result, shadow and not, every priority, every error kind, a denial-cache hit, durations in several buckets and on a bucket's
 // upper bound (which belongs to that bucket).
-func traffic(o ratelimit.Observer) {
+func traffic(o observe.Observer, hooks ...func(fallback.StateChange)) {
 	ctx := context.Background()
 	us := time.Microsecond
-	for _, d := range []ratelimit.Decision{
-		{Policy: "api", Backend: "local", Outcome: ratelimit.OutcomeAllowed, Duration: 3 * us},
-		{Policy: "api", Backend: "local", Outcome: ratelimit.OutcomeAllowed, Duration: 10 * us},
-		{Policy: "api", Backend: "local", Outcome: ratelimit.OutcomeDenied, Duration: 12 * us},
-		{Policy: "api", Backend: "distributed", Outcome: ratelimit.OutcomeAllowed, Duration: 180 * us},
-		{Policy: "api", Backend: "distributed", Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindTimeout, Duration: 50 * time.Millisecond},
-		{Policy: "api", Backend: "distributed", Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindUnavailable, Duration: 900 * us},
-		{Policy: "api", Backend: "fallback", Outcome: ratelimit.OutcomeDenied, Cached: true, Duration: 1 * us},
-		{Policy: "login", Backend: "local", Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindInvalidInput},
-		{Policy: "login", Backend: "local", Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindCanceled, Shadow: true},
-		{Policy: "login", Backend: "local", Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindClosed, Duration: time.Second},
-		{Policy: "new", Backend: "local", Outcome: ratelimit.OutcomeDenied, Shadow: true, Duration: 2 * us},
-		{Policy: "new", Backend: "local", Outcome: ratelimit.OutcomeAllowed, Shadow: true, Duration: 2 * us},
-		{Policy: "api", Backend: "distributed", Priority: ratelimit.Sheddable, Outcome: ratelimit.OutcomeDenied, Duration: 150 * us},
-		{Policy: "api", Backend: "distributed", Priority: ratelimit.Normal, Outcome: ratelimit.OutcomeAllowed, Duration: 170 * us},
-		{Policy: "api", Backend: "distributed", Priority: ratelimit.Normal, Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindTimeout, Duration: 50 * time.Millisecond},
+	for _, d := range []observe.Decision{
+		{Policy: "api", Backend: "local", Outcome: observe.OutcomeAllowed, Duration: 3 * us},
+		{Policy: "api", Backend: "local", Outcome: observe.OutcomeAllowed, Duration: 10 * us},
+		{Policy: "api", Backend: "local", Outcome: observe.OutcomeDenied, Duration: 12 * us},
+		{Policy: "api", Backend: "distributed", Outcome: observe.OutcomeAllowed, Duration: 180 * us},
+		{Policy: "api", Backend: "distributed", Outcome: observe.OutcomeError, ErrorKind: observe.KindTimeout, Duration: 50 * time.Millisecond},
+		{Policy: "api", Backend: "distributed", Outcome: observe.OutcomeError, ErrorKind: observe.KindUnavailable, Duration: 900 * us},
+		{Policy: "api", Backend: "fallback", Outcome: observe.OutcomeDenied, Cached: true, Duration: 1 * us},
+		{Policy: "login", Backend: "local", Outcome: observe.OutcomeError, ErrorKind: observe.KindInvalidInput},
+		{Policy: "login", Backend: "local", Outcome: observe.OutcomeError, ErrorKind: observe.KindCanceled, Shadow: true},
+		{Policy: "login", Backend: "local", Outcome: observe.OutcomeError, ErrorKind: observe.KindClosed, Duration: time.Second},
+		{Policy: "new", Backend: "local", Outcome: observe.OutcomeDenied, Shadow: true, Duration: 2 * us},
+		{Policy: "new", Backend: "local", Outcome: observe.OutcomeAllowed, Shadow: true, Duration: 2 * us},
+		{Policy: "api", Backend: "distributed", Priority: ratelimit.Sheddable, Outcome: observe.OutcomeDenied, Duration: 150 * us},
+		{Policy: "api", Backend: "distributed", Priority: ratelimit.Normal, Outcome: observe.OutcomeAllowed, Duration: 170 * us},
+		{Policy: "api", Backend: "distributed", Priority: ratelimit.Normal, Outcome: observe.OutcomeError, ErrorKind: observe.KindTimeout, Duration: 50 * time.Millisecond},
 	} {
 		o.ObserveDecision(ctx, d)
 	}
-	b := o.(ratelimit.BreakerObserver)
-	b.ObserveBreaker(ratelimit.BreakerTransition{From: "closed", To: "open"})
-	b.ObserveBreaker(ratelimit.BreakerTransition{From: "open", To: "half-open"})
-	b.ObserveBreaker(ratelimit.BreakerTransition{From: "half-open", To: "open"})
-	b.ObserveBreaker(ratelimit.BreakerTransition{From: "open", To: "half-open"})
-	b.ObserveBreaker(ratelimit.BreakerTransition{From: "half-open", To: "closed"})
+	for _, c := range []fallback.StateChange{
+		{From: fallback.Closed, To: fallback.Open},
+		{From: fallback.Open, To: fallback.HalfOpen},
+		{From: fallback.HalfOpen, To: fallback.Open},
+		{From: fallback.Open, To: fallback.HalfOpen},
+		{From: fallback.HalfOpen, To: fallback.Closed},
+	} {
+		for _, hook := range hooks {
+			hook(c)
+		}
+	}
 }
 
 func buckets() int { return 42 }
@@ -106,7 +113,7 @@ func TestGolden(t *testing.T) {
 	direct := prommetrics.New(prommetrics.WithBuckets("local", buckets))
 	promRegistry.MustRegister(direct)
 
-	traffic(ratelimit.Observers(viaOTel, direct))
+	traffic(observe.Join(viaOTel, direct), viaOTel.ObserveBreaker, direct.ObserveBreaker)
 	got := exposition(t, promRegistry)
 	assert.Equal(t, exposition(t, otelRegistry), got)
 

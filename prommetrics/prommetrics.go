@@ -12,7 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/internal/series"
+	"github.com/sluice-go/ratelimit/observe"
 )
 
 // durationBuckets are the upper bounds, in seconds, of the buckets of
@@ -26,9 +28,9 @@ var durationBuckets = [...]float64{
 // of an error of no known kind.
 const other = series.Other
 
-// numKinds is the number of ratelimit.ErrorKind values; index 0 (KindNone) stands for an
+// numKinds is the number of observe.ErrorKind values; index 0 (KindNone) stands for an
 // error of no known kind.
-const numKinds = int(ratelimit.KindClosed) + 1
+const numKinds = int(observe.KindClosed) + 1
 
 // numPriorities is the number of ratelimit.Priority values, Critical to Sheddable.
 const numPriorities = int(ratelimit.Sheddable) + 1
@@ -61,9 +63,9 @@ var (
 		[]string{"ratelimit_backend"}, nil)
 )
 
-// Collector is a prometheus.Collector that is also a ratelimit.Observer and a
-// ratelimit.BreakerObserver: it counts the decisions and transitions it is told of, and
-// exports them when scraped. It is safe for concurrent use.
+// Collector is a prometheus.Collector that is also an observe.Observer: it counts the
+// decisions it is told of, and the circuit breaker's transitions given to ObserveBreaker,
+// and exports them when scraped. It is safe for concurrent use.
 type Collector struct {
 	buckets []bucketSource
 	series  *series.Table[counters]
@@ -73,9 +75,8 @@ type Collector struct {
 }
 
 var (
-	_ prometheus.Collector      = (*Collector)(nil)
-	_ ratelimit.Observer        = (*Collector)(nil)
-	_ ratelimit.BreakerObserver = (*Collector)(nil)
+	_ prometheus.Collector = (*Collector)(nil)
+	_ observe.Observer     = (*Collector)(nil)
 )
 
 // counters holds the counts of one (policy, backend) pair.
@@ -122,7 +123,7 @@ func New(opts ...Option) *Collector {
 
 // ObserveDecision counts d. It allocates nothing once the pair (d.Policy, d.Backend) has
 // been seen, unless a name is not valid UTF-8.
-func (c *Collector) ObserveDecision(_ context.Context, d ratelimit.Decision) {
+func (c *Collector) ObserveDecision(_ context.Context, d observe.Decision) {
 	s := c.series.Lookup(labelValue(d.Policy), labelValue(d.Backend))
 	shadow := 0
 	if d.Shadow {
@@ -131,10 +132,10 @@ func (c *Collector) ObserveDecision(_ context.Context, d ratelimit.Decision) {
 	p := priorityIndex(d.Priority)
 	out := d.Outcome
 	switch out {
-	case ratelimit.OutcomeAllowed, ratelimit.OutcomeDenied:
+	case observe.OutcomeAllowed, observe.OutcomeDenied:
 		s.requests[p][out][shadow].Add(1)
 	default:
-		out = ratelimit.OutcomeError
+		out = observe.OutcomeError
 		kind := int(d.ErrorKind)
 		if kind >= numKinds {
 			kind = 0
@@ -147,11 +148,11 @@ func (c *Collector) ObserveDecision(_ context.Context, d ratelimit.Decision) {
 	s.duration[out].observe(d.Duration.Seconds())
 }
 
-// ObserveBreaker counts t.
-func (c *Collector) ObserveBreaker(t ratelimit.BreakerTransition) {
+// ObserveBreaker counts t. Pass it to fallback.WithStateHook.
+func (c *Collector) ObserveBreaker(t fallback.StateChange) {
 	c.transMu.Lock()
 	defer c.transMu.Unlock()
-	c.transitions[[2]string{labelValue(t.From), labelValue(t.To)}]++
+	c.transitions[[2]string{t.From.String(), t.To.String()}]++
 }
 
 // labelValue returns name with each run of bytes that is not UTF-8 replaced by U+FFFD: the
@@ -226,7 +227,7 @@ var shadows = [2]string{"false", "true"}
 func (c *counts) collect(ch chan<- prometheus.Metric, policy string) {
 	for p := range numPriorities {
 		prio := ratelimit.Priority(p).String()
-		for _, out := range []ratelimit.Outcome{ratelimit.OutcomeAllowed, ratelimit.OutcomeDenied} {
+		for _, out := range []observe.Outcome{observe.OutcomeAllowed, observe.OutcomeDenied} {
 			for shadow := range 2 {
 				if n := c.requests[p][out][shadow]; n > 0 {
 					ch <- prometheus.MustNewConstMetric(requestsDesc, prometheus.CounterValue, float64(n),
@@ -235,14 +236,14 @@ func (c *counts) collect(ch chan<- prometheus.Metric, policy string) {
 			}
 		}
 		for kind := range numKinds {
-			name := ratelimit.ErrorKind(kind).String()
+			name := observe.ErrorKind(kind).String()
 			if kind == 0 {
 				name = other
 			}
 			for shadow := range 2 {
 				if n := c.errors[p][kind][shadow]; n > 0 {
 					ch <- prometheus.MustNewConstMetric(errorsDesc, prometheus.CounterValue, float64(n),
-						name, policy, prio, ratelimit.OutcomeError.String(), shadows[shadow])
+						name, policy, prio, observe.OutcomeError.String(), shadows[shadow])
 				}
 			}
 		}
@@ -267,6 +268,6 @@ func (s *counters) collectDuration(ch chan<- prometheus.Metric) {
 			continue
 		}
 		ch <- prometheus.MustNewConstHistogram(durationDesc, count, math.Float64frombits(h.sum.Load()), cumulative,
-			s.backend, s.policy, ratelimit.Outcome(out).String())
+			s.backend, s.policy, observe.Outcome(out).String())
 	}
 }

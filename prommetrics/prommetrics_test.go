@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/observe"
 	"github.com/sluice-go/ratelimit/prommetrics"
 )
 
@@ -56,7 +57,7 @@ func TestSeedTimeline(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 100e6, time.UTC)
 	l := local.New(local.WithClock(func() time.Time { return now }), local.WithCleanupInterval(0))
 	defer l.Close()
-	limiter := ratelimit.Observe(l, c, "api")
+	limiter := observe.Wrap(l, c, "api")
 	for range 3 {
 		_, err := limiter.Allow(context.Background(), "client", ratelimit.Limit{Rate: 1, Burst: 2})
 		require.NoError(t, err)
@@ -74,7 +75,7 @@ func TestSeedTimeline(t *testing.T) {
 func TestPolicyOverBackends(t *testing.T) {
 	c := prommetrics.New()
 	for _, backend := range []string{"distributed", "local", "distributed"} {
-		c.ObserveDecision(context.Background(), ratelimit.Decision{Policy: "api", Backend: backend})
+		c.ObserveDecision(context.Background(), observe.Decision{Policy: "api", Backend: backend})
 	}
 	assert.Equal(t, []string{
 		`ratelimit_decision_duration_seconds{ratelimit_backend="distributed",ratelimit_policy="api",ratelimit_result="allowed"} 2`,
@@ -86,9 +87,9 @@ func TestPolicyOverBackends(t *testing.T) {
 func TestMaxSeries(t *testing.T) {
 	c := prommetrics.New(prommetrics.WithMaxSeries(2))
 	for _, p := range []string{"a", "b", "c", "d", "a"} {
-		c.ObserveDecision(context.Background(), ratelimit.Decision{Policy: p, Backend: "local", Outcome: ratelimit.OutcomeDenied})
+		c.ObserveDecision(context.Background(), observe.Decision{Policy: p, Backend: "local", Outcome: observe.OutcomeDenied})
 	}
-	c.ObserveDecision(context.Background(), ratelimit.Decision{Policy: "a", Backend: "local", Outcome: ratelimit.OutcomeError, ErrorKind: 99})
+	c.ObserveDecision(context.Background(), observe.Decision{Policy: "a", Backend: "local", Outcome: observe.OutcomeError, ErrorKind: 99})
 	got := scrape(t, c)
 	assert.Contains(t, got, `ratelimit_requests_total{ratelimit_policy="a",ratelimit_priority="critical",ratelimit_result="denied",ratelimit_shadow="false"} 2`)
 	assert.Contains(t, got, `ratelimit_requests_total{ratelimit_policy="b",ratelimit_priority="critical",ratelimit_result="denied",ratelimit_shadow="false"} 1`)
@@ -102,7 +103,7 @@ func TestNoKeys(t *testing.T) {
 	c := prommetrics.New()
 	l := local.New(local.WithCleanupInterval(0))
 	defer l.Close()
-	limiter := ratelimit.Observe(l, c, "api")
+	limiter := observe.Wrap(l, c, "api")
 	keys := map[string]bool{}
 	for i := range 10_000 {
 		key := "user-" + strconv.Itoa(i)
@@ -135,8 +136,8 @@ func TestConcurrent(t *testing.T) {
 	for g := range 8 {
 		wg.Go(func() {
 			for i := range 1000 {
-				c.ObserveDecision(context.Background(), ratelimit.Decision{
-					Policy: "p" + strconv.Itoa(g%2), Backend: "local", Outcome: ratelimit.Outcome(i % 2),
+				c.ObserveDecision(context.Background(), observe.Decision{
+					Policy: "p" + strconv.Itoa(g%2), Backend: "local", Outcome: observe.Outcome(i % 2),
 					Duration: time.Duration(i) * time.Microsecond,
 				})
 			}
@@ -160,7 +161,7 @@ func TestConcurrent(t *testing.T) {
 func TestAllocs(t *testing.T) {
 	c := prommetrics.New()
 	ctx := context.Background()
-	d := ratelimit.Decision{Policy: "api", Backend: "local", Outcome: ratelimit.OutcomeDenied, Cached: true, Duration: time.Microsecond}
+	d := observe.Decision{Policy: "api", Backend: "local", Outcome: observe.OutcomeDenied, Cached: true, Duration: time.Microsecond}
 	c.ObserveDecision(ctx, d)
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { c.ObserveDecision(ctx, d) }))
 }
@@ -168,7 +169,7 @@ func TestAllocs(t *testing.T) {
 func BenchmarkObserveDecision(b *testing.B) {
 	c := prommetrics.New()
 	ctx := context.Background()
-	d := ratelimit.Decision{Policy: "api", Backend: "local", Cost: 1, Duration: 100 * time.Nanosecond}
+	d := observe.Decision{Policy: "api", Backend: "local", Cost: 1, Duration: 100 * time.Nanosecond}
 	b.ReportAllocs()
 	for b.Loop() {
 		c.ObserveDecision(ctx, d)

@@ -15,7 +15,7 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
-	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/observe"
 	"github.com/sluice-go/ratelimit/otelmetrics"
 	"github.com/sluice-go/ratelimit/prommetrics"
 )
@@ -43,10 +43,9 @@ func TestInvalidUTF8Names(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	require.NoError(t, reg.Register(c))
 	ctx := context.Background()
-	c.ObserveDecision(ctx, ratelimit.Decision{Policy: "\xff", Backend: "local", Outcome: ratelimit.OutcomeDenied, Cached: true})
-	c.ObserveDecision(ctx, ratelimit.Decision{Policy: "\xfe", Backend: "local", Outcome: ratelimit.OutcomeDenied})
-	c.ObserveDecision(ctx, ratelimit.Decision{Policy: "api", Backend: "redis\xff", Outcome: ratelimit.OutcomeAllowed})
-	c.ObserveBreaker(ratelimit.BreakerTransition{From: "closed\xff", To: "open"})
+	c.ObserveDecision(ctx, observe.Decision{Policy: "\xff", Backend: "local", Outcome: observe.OutcomeDenied, Cached: true})
+	c.ObserveDecision(ctx, observe.Decision{Policy: "\xfe", Backend: "local", Outcome: observe.OutcomeDenied})
+	c.ObserveDecision(ctx, observe.Decision{Policy: "api", Backend: "redis\xff", Outcome: observe.OutcomeAllowed})
 
 	body := scrapeHTTP(t, reg)
 
@@ -58,7 +57,6 @@ func TestInvalidUTF8Names(t *testing.T) {
 		"ratelimit_decision_duration_seconds{ratelimit_backend=\"local\",ratelimit_policy=\"\uFFFD\",ratelimit_result=\"denied\"} 2",
 		"ratelimit_decision_duration_seconds{ratelimit_backend=\"redis\uFFFD\",ratelimit_policy=\"api\",ratelimit_result=\"allowed\"} 1",
 		"ratelimit_denial_cache_hits_total{ratelimit_policy=\"\uFFFD\"} 1",
-		"ratelimit_fallback_transitions_total{ratelimit_fallback_from=\"closed\uFFFD\",ratelimit_fallback_to=\"open\"} 1",
 		"ratelimit_requests_total{ratelimit_policy=\"api\",ratelimit_priority=\"critical\",ratelimit_result=\"allowed\",ratelimit_shadow=\"false\"} 1",
 		"ratelimit_requests_total{ratelimit_policy=\"\uFFFD\",ratelimit_priority=\"critical\",ratelimit_result=\"denied\",ratelimit_shadow=\"false\"} 2",
 	}, got)
@@ -75,7 +73,7 @@ func TestInvalidUTF8NamesThroughOTel(t *testing.T) {
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	o, err := otelmetrics.New(otelmetrics.WithMeterProvider(mp))
 	require.NoError(t, err)
-	o.ObserveDecision(context.Background(), ratelimit.Decision{Policy: "\xff", Backend: "local", Outcome: ratelimit.OutcomeDenied})
+	o.ObserveDecision(context.Background(), observe.Decision{Policy: "\xff", Backend: "local", Outcome: observe.OutcomeDenied})
 
 	body := scrapeHTTP(t, reg)
 	// After the exporter's otel_scope_* labels:

@@ -1,10 +1,10 @@
-// Package slogobserver logs rate-limiting decisions through log/slog: a ratelimit.Observer
+// Package slogobserver logs rate-limiting decisions through log/slog: an observe.Observer
 // for services that want to read, not only count, what their limiter does. It uses the
 // standard library only.
 //
 //	obs := slogobserver.New(logger)
-//	limiter := ratelimit.Observe(local.New(), obs, "api")
-//	fb := fallback.New(primary, secondary, fallback.WithObserver(obs)) // breaker changes
+//	limiter := observe.Wrap(local.New(), obs, "api")
+//	fb := fallback.New(primary, secondary, fallback.WithStateHook(obs.ObserveBreaker)) // breaker changes
 //
 // Denials are logged at one level (Info by default), errors at another (Warn), each kind
 // at most a bounded number of times per interval (10 a minute by default), so that a flood

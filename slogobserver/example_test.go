@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/observe"
 	"github.com/sluice-go/ratelimit/slogobserver"
 )
 
@@ -21,7 +22,7 @@ func ExampleNew() {
 			return a
 		},
 	}))
-	limiter := ratelimit.Observe(local.New(), slogobserver.New(logger), "api")
+	limiter := observe.Wrap(local.New(), slogobserver.New(logger), "api")
 	defer limiter.Close()
 	for range 3 {
 		limiter.Allow(context.Background(), "client", ratelimit.Limit{Rate: 1, Burst: 2})

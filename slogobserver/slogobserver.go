@@ -6,12 +6,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/fallback"
+	"github.com/sluice-go/ratelimit/observe"
 )
 
-// Observer is a ratelimit.Observer and ratelimit.BreakerObserver that writes records to a
-// *slog.Logger: denials at one level, errors at another, a bounded number of each per
-// interval, and the edges of an outage (the circuit breaker opening, then closing; the flips
+// Observer is an observe.Observer, with a hook for fallback.WithStateHook, that writes
+// records to a *slog.Logger: denials at one level, errors at another, a bounded number of
+// each per interval, and the edges of an outage (the circuit breaker opening, then closing; the flips
 // between open and half-open at Debug). Allowed decisions are not logged. It is safe for
 // concurrent use.
 type Observer struct {
@@ -25,8 +26,7 @@ type Observer struct {
 }
 
 var (
-	_ ratelimit.Observer        = (*Observer)(nil)
-	_ ratelimit.BreakerObserver = (*Observer)(nil)
+	_ observe.Observer = (*Observer)(nil)
 )
 
 // New returns an Observer that writes to logger, or to slog.Default() (as it is when New
@@ -58,18 +58,18 @@ func New(logger *slog.Logger, opts ...Option) *Observer {
 // ObserveDecision logs a denial or an error, unless the record limit has been reached in
 // the current interval. A record that is not written costs a few atomic operations and
 // allocates nothing.
-func (o *Observer) ObserveDecision(ctx context.Context, d ratelimit.Decision) {
+func (o *Observer) ObserveDecision(ctx context.Context, d observe.Decision) {
 	var (
 		level slog.Level
 		g     *gate
 		msg   string
 	)
 	switch {
-	case d.Outcome == ratelimit.OutcomeDenied && d.Shadow:
+	case d.Outcome == observe.OutcomeDenied && d.Shadow:
 		level, g, msg = o.deniedLevel, &o.denied, "rate limit: request would be denied (shadow)"
-	case d.Outcome == ratelimit.OutcomeDenied:
+	case d.Outcome == observe.OutcomeDenied:
 		level, g, msg = o.deniedLevel, &o.denied, "rate limit: request denied"
-	case d.Outcome == ratelimit.OutcomeError:
+	case d.Outcome == observe.OutcomeError:
 		level, g, msg = o.errorLevel, &o.errors, "rate limit: the limiter could not decide"
 	default:
 		return
@@ -94,7 +94,7 @@ func (o *Observer) ObserveDecision(ctx context.Context, d ratelimit.Decision) {
 		slog.String("limit", d.Limit.String()),
 		slog.Duration("duration", d.Duration),
 	)
-	if d.Outcome == ratelimit.OutcomeError {
+	if d.Outcome == observe.OutcomeError {
 		attrs = append(attrs, slog.String("error_type", d.ErrorKind.String()))
 		if d.Err != nil {
 			attrs = append(attrs, slog.String("err", d.Err.Error()))
@@ -115,17 +115,19 @@ func (o *Observer) ObserveDecision(ctx context.Context, d ratelimit.Decision) {
 // opens from closed (decisions degraded from then on), at Info when it closes again
 // (recovered). The flips between open and half-open in between, one per probe, are logged
 // at Debug, so that an outage is two lines at the default level, however long it lasts.
-func (o *Observer) ObserveBreaker(t ratelimit.BreakerTransition) {
-	level, msg := slog.LevelDebug, "rate limit: circuit breaker "+t.To+", still degraded"
+//
+// Pass it to fallback.WithStateHook.
+func (o *Observer) ObserveBreaker(c fallback.StateChange) {
+	level, msg := slog.LevelDebug, "rate limit: circuit breaker "+c.To.String()+", still degraded"
 	switch {
-	case t.To == "closed":
+	case c.Edge() && c.Recovered():
 		level, msg = slog.LevelInfo, "rate limit: circuit breaker closed, recovered"
-	case t.From == "closed":
-		level, msg = slog.LevelWarn, "rate limit: circuit breaker "+t.To+", decisions degraded"
+	case c.Edge():
+		level, msg = slog.LevelWarn, "rate limit: circuit breaker "+c.To.String()+", decisions degraded"
 	}
-	attrs := []slog.Attr{slog.String("from", t.From), slog.String("to", t.To)}
-	if t.Err != nil {
-		attrs = append(attrs, slog.String("err", t.Err.Error()))
+	attrs := []slog.Attr{slog.String("from", c.From.String()), slog.String("to", c.To.String())}
+	if c.Err != nil {
+		attrs = append(attrs, slog.String("err", c.Err.Error()))
 	}
 	o.logger.LogAttrs(context.Background(), level, msg, attrs...)
 }

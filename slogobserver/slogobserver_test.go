@@ -13,7 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/observe"
 	"github.com/sluice-go/ratelimit/slogobserver"
 )
 
@@ -46,12 +48,12 @@ type clock struct{ now time.Time }
 func (c *clock) Now() time.Time { return c.now }
 
 var (
-	denied = ratelimit.Decision{
-		Policy: "api", Backend: "local", Outcome: ratelimit.OutcomeDenied, Cost: 1,
+	denied = observe.Decision{
+		Policy: "api", Backend: "local", Outcome: observe.OutcomeDenied, Cost: 1,
 		Limit: ratelimit.PerSecond(2), Duration: 150 * time.Nanosecond,
 	}
-	failed = ratelimit.Decision{
-		Policy: "api", Backend: "distributed", Outcome: ratelimit.OutcomeError, ErrorKind: ratelimit.KindTimeout,
+	failed = observe.Decision{
+		Policy: "api", Backend: "distributed", Outcome: observe.OutcomeError, ErrorKind: observe.KindTimeout,
 		Err: errors.New("ratelimit: redis: context deadline exceeded"), Cost: 1, Limit: ratelimit.PerSecond(2),
 		Duration: 50 * time.Millisecond,
 	}
@@ -74,7 +76,7 @@ func TestRecordLimit(t *testing.T) {
 		o.ObserveDecision(ctx, denied)
 	}
 	o.ObserveDecision(ctx, failed) // its own limit
-	o.ObserveDecision(ctx, ratelimit.Decision{Policy: "api", Outcome: ratelimit.OutcomeAllowed})
+	o.ObserveDecision(ctx, observe.Decision{Policy: "api", Outcome: observe.OutcomeAllowed})
 	assert.Equal(t, []string{deniedLine, deniedLine, failedLine}, out.lines())
 
 	c.now = c.now.Add(time.Minute - time.Nanosecond)
@@ -132,26 +134,26 @@ func TestBreaker(t *testing.T) {
 	var out logs
 	o := slogobserver.New(out.logger(), slogobserver.WithRecordLimit(1, time.Hour))
 	down := errors.New("ratelimit: redis: connection refused")
-	o.ObserveBreaker(ratelimit.BreakerTransition{From: "closed", To: "open", Err: down})
+	o.ObserveBreaker(fallback.StateChange{From: fallback.Closed, To: fallback.Open, Err: down})
 	for range 50 { // a probe every cooldown, each failing
-		o.ObserveBreaker(ratelimit.BreakerTransition{From: "open", To: "half-open"})
-		o.ObserveBreaker(ratelimit.BreakerTransition{From: "half-open", To: "open", Err: down})
+		o.ObserveBreaker(fallback.StateChange{From: fallback.Open, To: fallback.HalfOpen})
+		o.ObserveBreaker(fallback.StateChange{From: fallback.HalfOpen, To: fallback.Open, Err: down})
 	}
-	o.ObserveBreaker(ratelimit.BreakerTransition{From: "open", To: "half-open"})
-	o.ObserveBreaker(ratelimit.BreakerTransition{From: "half-open", To: "closed"})
+	o.ObserveBreaker(fallback.StateChange{From: fallback.Open, To: fallback.HalfOpen})
+	o.ObserveBreaker(fallback.StateChange{From: fallback.HalfOpen, To: fallback.Closed})
 	assert.Equal(t, []string{
 		`{"level":"WARN","msg":"rate limit: circuit breaker open, decisions degraded","from":"closed","to":"open","err":"ratelimit: redis: connection refused"}`,
 		`{"level":"INFO","msg":"rate limit: circuit breaker closed, recovered","from":"half-open","to":"closed"}`,
 	}, out.lines())
 }
 
-// TestThroughObserve: the seed timeline's denial, through ratelimit.Observe on the local
+// TestThroughObserve: the seed timeline's denial, through observe.Wrap on the local
 // backend; the key is not in the record.
 func TestThroughObserve(t *testing.T) {
 	var out logs
 	l := local.New(local.WithCleanupInterval(0))
 	defer l.Close()
-	limiter := ratelimit.Observe(l, slogobserver.New(out.logger()), "api")
+	limiter := observe.Wrap(l, slogobserver.New(out.logger()), "api")
 	for range 3 {
 		_, err := limiter.Allow(context.Background(), "client-203.0.113.7", ratelimit.Limit{Rate: 1, Burst: 2})
 		require.NoError(t, err)
@@ -170,7 +172,7 @@ func TestDroppedAllocatesNothing(t *testing.T) {
 	o.ObserveDecision(ctx, denied)
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { o.ObserveDecision(ctx, denied) }))
 	assert.Zero(t, testing.AllocsPerRun(1000, func() {
-		o.ObserveDecision(ctx, ratelimit.Decision{Outcome: ratelimit.OutcomeAllowed})
+		o.ObserveDecision(ctx, observe.Decision{Outcome: observe.OutcomeAllowed})
 	}))
 }
 

@@ -45,6 +45,7 @@ import (
 	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/keyfuncs"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/observe"
 	"github.com/sluice-go/ratelimit/prommetrics"
 )
 
@@ -85,7 +86,7 @@ func main() {
 // newRouter builds the API: the limits are per client address, with trusted naming the
 // proxies whose X-Forwarded-For may be believed. Every decision is reported to obs, and
 // GET /metrics serves what gatherer holds.
-func newRouter(limiter ratelimit.Limiter, trusted []netip.Prefix, obs ratelimit.Observer, gatherer prometheus.Gatherer) *gin.Engine {
+func newRouter(limiter ratelimit.Limiter, trusted []netip.Prefix, obs observe.Observer, gatherer prometheus.Gatherer) *gin.Engine {
 	byClient := ginmw.WithKeyFunc(keyfuncs.ClientIP(keyfuncs.WithTrustedProxies(trusted...)))
 	observed := ginmw.WithObserver(obs)
 

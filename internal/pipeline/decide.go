@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/wait"
+	"github.com/sluice-go/ratelimit/observe"
 )
 
 // Decide decides whether r, whose context is ctx, may proceed, taking its cost from its
@@ -130,7 +131,7 @@ func (p *Pipeline[R]) prepareAll(r R) (d Decision, ok bool) {
 // the caller's (ctx may be rctx with a shorter deadline: see ShadowBudget).
 func (p *Pipeline[R]) ask(ctx, rctx context.Context, d *Decision) error {
 	var (
-		origin ratelimit.Origin
+		origin observe.Origin
 		err    error
 		start  time.Time
 	)
@@ -139,8 +140,8 @@ func (p *Pipeline[R]) ask(ctx, rctx context.Context, d *Decision) error {
 	}
 	switch {
 	case d.Reqs != nil:
-		if p.observer != nil && p.multiOrigin != nil {
-			d.Multi, origin, err = p.multiOrigin.AllowAllOrigin(ctx, d.Reqs)
+		if p.observer != nil && p.origin != nil {
+			d.Multi, origin, err = p.origin.AllowAllOrigin(ctx, d.Reqs)
 		} else {
 			d.Multi, err = p.limiter.(ratelimit.MultiLimiter).AllowAll(ctx, d.Reqs)
 		}
@@ -174,34 +175,15 @@ func (d *Decision) bind() {
 	}
 }
 
-// report tells the observer of d, decided in took: one report per limit, under its policy's
-// name; what AllowN alone would have said of it, but that a request denied by one limit is
-// denied by all (nothing was taken from any bucket).
-func (p *Pipeline[R]) report(ctx context.Context, d *Decision, origin ratelimit.Origin, err error, took time.Duration) {
-	od := ratelimit.Decision{Backend: p.backend, Shadow: p.opts.Shadow, Cached: origin.Cached,
-		Priority: ratelimit.PriorityFrom(ctx), Duration: took}
-	if origin.Backend != "" {
-		od.Backend = origin.Backend
-	}
+// report tells the observer of d, decided in took: one report per limit, under its
+// policy's name (observe.Report, observe.ReportAll).
+func (p *Pipeline[R]) report(ctx context.Context, d *Decision, origin observe.Origin, err error, took time.Duration) {
+	c := observe.Call{Policy: d.Policy, Backend: p.backend, Origin: origin, Shadow: p.opts.Shadow, Duration: took}
 	if d.Reqs == nil {
-		od.Policy, od.Cost, od.Limit = d.Policy, d.Cost, d.Limit
-		od.SetOutcome(ctx, d.Result, err)
-		p.observer.ObserveDecision(ctx, od)
+		observe.Report(ctx, p.observer, c, d.Limit, d.Cost, d.Result, err)
 		return
 	}
-	for i, q := range d.Reqs {
-		if q.Limit.IsZero() {
-			continue
-		}
-		var res ratelimit.Result
-		if i < len(d.Multi.Results) {
-			res = d.Multi.Results[i]
-		}
-		res.Allowed = res.Allowed && d.Multi.Allowed
-		od.Policy, od.Cost, od.Limit = q.Name, max(q.N, 1), q.Limit
-		od.SetOutcome(ctx, res, err)
-		p.observer.ObserveDecision(ctx, od)
-	}
+	observe.ReportAll(ctx, p.observer, c, d.Reqs, d.Multi, err)
 }
 
 // shadow is the verdict of shadow mode: every request proceeds, unless its own context has
@@ -310,8 +292,8 @@ func (p *Pipeline[R]) pauseShadowOn(rctx context.Context, err error) {
 	if err == nil {
 		return
 	}
-	switch ratelimit.ClassifyError(rctx, err) {
-	case ratelimit.KindTimeout, ratelimit.KindUnavailable:
+	switch observe.Classify(rctx, err) {
+	case observe.KindTimeout, observe.KindUnavailable:
 		p.shadowResume.Store(int64(time.Since(p.epoch) + ShadowPause))
 	}
 }
@@ -368,8 +350,8 @@ func (p *Pipeline[R]) fail(ctx context.Context, r R, d Decision, err error) Deci
 
 // IsArgumentError reports whether err says the limiter was asked something it can never
 // answer (a cost below 1, a limit it rejects, an operation it lacks, a list of limits it
-// cannot decide as a whole), rather than that it failed to answer: ratelimit.ClassifyError's
+// cannot decide as a whole), rather than that it failed to answer: observe.Classify's
 // KindInvalidInput, the one list of such errors.
 func IsArgumentError(err error) bool {
-	return ratelimit.ClassifyError(nil, err) == ratelimit.KindInvalidInput
+	return observe.Classify(nil, err) == observe.KindInvalidInput
 }

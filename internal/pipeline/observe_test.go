@@ -105,7 +105,7 @@ func TestObservedOutage(t *testing.T) {
 		t.Run(tg.name, func(t *testing.T) {
 			obs, reader := metrictest.NewObserver(t)
 			secondary, _ := limitertest.Local(t)
-			l := fallback.New(&limitertest.Stub{Err: errDown}, secondary, fallback.WithObserver(obs))
+			l := fallback.New(&limitertest.Stub{Err: errDown}, secondary, fallback.WithStateHook(obs.ObserveBreaker))
 			do := tg.serve(t, setup{limiter: l, limit: ratelimit.PerMinute(100), observer: obs, name: "login"})
 			for range 8 {
 				require.Equal(t, "ok", do(context.Background()).kind)
@@ -131,7 +131,7 @@ func TestObservedOutageWithoutSecondary(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
 			obs, reader := metrictest.NewObserver(t)
-			l := fallback.New(&limitertest.Stub{Err: errDown}, nil, fallback.WithObserver(obs))
+			l := fallback.New(&limitertest.Stub{Err: errDown}, nil, fallback.WithStateHook(obs.ObserveBreaker))
 			do := tg.serve(t, setup{limiter: l, limit: ratelimit.PerMinute(100), observer: obs, name: "login"})
 			for range 8 {
 				require.Equal(t, "ok", do(context.Background()).kind)

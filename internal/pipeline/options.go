@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/headers"
+	"github.com/sluice-go/ratelimit/observe"
 )
 
 // Options are the settings every middleware shares, over its request type R. Each
@@ -33,7 +34,7 @@ type Options[R any] struct {
 	Style      headers.Style
 	PolicyName string
 	// Observer is told of every decision the limiter makes; nil: none.
-	Observer ratelimit.Observer
+	Observer observe.Observer
 	// Shadow decides and reports every request, and lets every one proceed.
 	Shadow bool
 

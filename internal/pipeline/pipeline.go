@@ -5,7 +5,6 @@
 package pipeline
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/headers"
+	"github.com/sluice-go/ratelimit/observe"
 )
 
 // UnkeyedKey is the key under which requests are limited when the key function fails or
@@ -92,10 +92,9 @@ type Pipeline[R any] struct {
 	prefix  string
 
 	// observer, when not nil, is told of each decision: see decide.
-	observer    ratelimit.Observer
-	backend     string
-	origin      ratelimit.OriginReporter
-	multiOrigin multiOriginReporter
+	observer observe.Observer
+	backend  string
+	origin   observe.OriginReporter
 
 	// shadowResume is when shadow decisions resume after a backend failure, in nanoseconds
 	// since epoch on the monotonic clock: see ShadowPause.
@@ -174,18 +173,11 @@ func New[R any](prefix string, l ratelimit.Limiter, o *Options[R], onError func(
 	}
 	p := &Pipeline[R]{limiter: l, opts: *o, onError: onError, prefix: prefix, epoch: time.Now(),
 		shadowBudget: shadowBudget}
-	if p.observer = ratelimit.Observers(o.Observer); p.observer != nil {
-		p.backend = ratelimit.BackendName(l)
-		p.origin, _ = l.(ratelimit.OriginReporter)
-		p.multiOrigin, _ = l.(multiOriginReporter)
+	if p.observer = observe.Join(o.Observer); p.observer != nil {
+		p.backend = observe.BackendName(l)
+		p.origin, _ = l.(observe.OriginReporter)
 	}
 	return p, nil
-}
-
-// multiOriginReporter is ratelimit.OriginReporter for AllowAll (fallback.Limiter), so that
-// the decisions over several limits report the backend that made them too.
-type multiOriginReporter interface {
-	AllowAllOrigin(ctx context.Context, reqs []ratelimit.Request) (ratelimit.MultiResult, ratelimit.Origin, error)
 }
 
 // isNil reports whether l is nil, or an interface holding a nil pointer (a *local.Limiter

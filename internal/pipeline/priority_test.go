@@ -15,6 +15,7 @@ import (
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/internal/limitertest"
 	"github.com/sluice-go/ratelimit/internal/redistest"
+	"github.com/sluice-go/ratelimit/observe"
 )
 
 // priorities records the priority of each decision an observer is told of.
@@ -23,7 +24,7 @@ type priorities struct {
 	seen []ratelimit.Priority
 }
 
-func (p *priorities) ObserveDecision(_ context.Context, d ratelimit.Decision) {
+func (p *priorities) ObserveDecision(_ context.Context, d observe.Decision) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.seen = append(p.seen, d.Priority)

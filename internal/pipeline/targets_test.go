@@ -24,6 +24,7 @@ import (
 	"github.com/sluice-go/ratelimit/grpcmw"
 	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/httpmw"
+	"github.com/sluice-go/ratelimit/observe"
 )
 
 // setup is one middleware configuration, said once for every framework.
@@ -35,7 +36,7 @@ type setup struct {
 	cost     func() int // nil: the default cost
 	skip     bool       // the skip function exempts every request
 	policy   ratelimit.ErrorPolicy
-	observer ratelimit.Observer // nil: none
+	observer observe.Observer // nil: none
 	shadow   bool
 	name     string                    // policy name; "": the default
 	limits   []ratelimit.Request       // with WithLimits, instead of limit
