@@ -13,7 +13,6 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/fallback"
-	"github.com/sluice-go/ratelimit/internal/series"
 	"github.com/sluice-go/ratelimit/observe"
 )
 
@@ -44,7 +43,7 @@ const (
 
 // other is the policy and backend of the decisions past WithMaxSeries, and the error.type
 // of an error of no known kind (as OpenTelemetry's semantic conventions name such values).
-const other = series.Other
+const other = observe.OtherSeries
 
 // Observer is an observe.Observer that records decisions, and the breaker transitions
 // given to ObserveBreaker, on OpenTelemetry instruments; see the package documentation for
@@ -61,7 +60,7 @@ type Observer struct {
 	duration    metric.Float64Histogram
 	transitions metric.Int64Counter
 
-	series *series.Table[counters]
+	series *observe.Series[counters]
 	states map[[2]fallback.State]metric.AddOption // the attributes of the known transitions
 }
 
@@ -112,7 +111,7 @@ func New(opts ...Option) (*Observer, error) {
 	}
 	meter := mp.Meter(ScopeName)
 
-	o := &Observer{series: series.New(cfg.maxSeries, newCounters)}
+	o := &Observer{series: observe.NewSeries(cfg.maxSeries, newCounters)}
 	o.states = make(map[[2]fallback.State]metric.AddOption)
 	for _, from := range []fallback.State{fallback.Closed, fallback.Open, fallback.HalfOpen} {
 		for _, to := range []fallback.State{fallback.Closed, fallback.Open, fallback.HalfOpen} {
@@ -242,7 +241,7 @@ func (o *Observer) ObserveDecision(ctx context.Context, d observe.Decision) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	s := o.series.Lookup(attrValue(d.Policy), attrValue(d.Backend))
+	s := o.series.Lookup(d.Policy, d.Backend)
 	shadow := 0
 	if d.Shadow {
 		shadow = 1

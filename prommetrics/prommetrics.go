@@ -13,7 +13,6 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/fallback"
-	"github.com/sluice-go/ratelimit/internal/series"
 	"github.com/sluice-go/ratelimit/observe"
 )
 
@@ -26,7 +25,7 @@ var durationBuckets = [...]float64{
 
 // other is the policy and backend of the decisions past WithMaxSeries, and the error_type
 // of an error of no known kind.
-const other = series.Other
+const other = observe.OtherSeries
 
 // numKinds is the number of observe.ErrorKind values; index 0 (KindNone) stands for an
 // error of no known kind.
@@ -68,7 +67,7 @@ var (
 // and exports them when scraped. It is safe for concurrent use.
 type Collector struct {
 	buckets []bucketSource
-	series  *series.Table[counters]
+	series  *observe.Series[counters]
 
 	transMu     sync.Mutex
 	transitions map[[2]string]int64
@@ -114,7 +113,7 @@ func New(opts ...Option) *Collector {
 	}
 	return &Collector{
 		buckets: cfg.buckets,
-		series: series.New(cfg.maxSeries, func(policy, backend string) *counters {
+		series: observe.NewSeries(cfg.maxSeries, func(policy, backend string) *counters {
 			return &counters{policy: policy, backend: backend}
 		}),
 		transitions: make(map[[2]string]int64),
@@ -124,7 +123,7 @@ func New(opts ...Option) *Collector {
 // ObserveDecision counts d. It allocates nothing once the pair (d.Policy, d.Backend) has
 // been seen, unless a name is not valid UTF-8.
 func (c *Collector) ObserveDecision(_ context.Context, d observe.Decision) {
-	s := c.series.Lookup(labelValue(d.Policy), labelValue(d.Backend))
+	s := c.series.Lookup(d.Policy, d.Backend)
 	shadow := 0
 	if d.Shadow {
 		shadow = 1
