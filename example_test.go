@@ -57,7 +57,7 @@ func ExampleLimit_Validate() {
 		fmt.Println(l, "→", l.Validate())
 	}
 	// Output:
-	// 100/min burst 100 → <nil>
+	// 100/min → <nil>
 	// 0/s burst 5 → ratelimit: invalid limit: rate 0 is not a finite number greater than zero
 	// 0/s burst 0 → ratelimit: invalid limit: rate 0 is not a finite number greater than zero
 }
@@ -127,4 +127,18 @@ func Example_grpc() {
 	// OK "" retry-delay=0s pushback-ms=[]
 	// OK "" retry-delay=0s pushback-ms=[]
 	// ResourceExhausted "rate limit exceeded" retry-delay=30s pushback-ms=[30000]
+}
+
+// A limit is text too: a flag, a configuration field, an environment variable.
+func ExampleParseLimit() {
+	for _, s := range []string{"100/min", "10/s burst 20", "1000/day", "0.5/s", "10/week"} {
+		l, err := ratelimit.ParseLimit(s)
+		fmt.Printf("%-14s rate %.6g/s burst %d, written %q, err %v\n", s, l.Rate, l.Burst, l.String(), err)
+	}
+	// Output:
+	// 100/min        rate 1.66667/s burst 100, written "100/min", err <nil>
+	// 10/s burst 20  rate 10/s burst 20, written "10/s burst 20", err <nil>
+	// 1000/day       rate 0.0115741/s burst 1000, written "1000/day", err <nil>
+	// 0.5/s          rate 0.5/s burst 1, written "30/min burst 1", err <nil>
+	// 10/week        rate 0/s burst 0, written "0/s burst 0", err ratelimit: invalid limit: "10/week": unknown unit "week" (s, min, h or day)
 }

@@ -77,33 +77,6 @@ const MaxKeyLen = 512
 // IsZero reports whether l is the zero Limit, which middleware reads as "no limit".
 func (l Limit) IsZero() bool { return l == Limit{} }
 
-// String formats l for people, in the first unit (second, minute, hour) in which the rate is
-// a whole number, or else in the largest unit that shows at least one request, followed by
-// the warm-up if there is one: "10/s burst 10", "100/min burst 100", "0.0416667/h burst 1",
-// "10/s burst 10 warm-up 30s".
-func (l Limit) String() string {
-	rate, unit := l.Rate, "s"
-	switch {
-	case !(l.Rate > 0) || math.IsInf(l.Rate, 1) || isWhole(l.Rate):
-	case isWhole(l.Rate * 60):
-		rate, unit = l.Rate*60, "min"
-	case isWhole(l.Rate*3600) || l.Rate*60 < 1:
-		rate, unit = l.Rate*3600, "h"
-	case l.Rate < 1:
-		rate, unit = l.Rate*60, "min"
-	}
-	s := strconv.FormatFloat(rate, 'g', 6, 64) + "/" + unit + " burst " + strconv.Itoa(l.Burst)
-	if l.Warmup != 0 {
-		s += " warm-up " + l.Warmup.String()
-	}
-	return s
-}
-
-// isWhole reports whether v is a whole number, give or take float64 rounding.
-func isWhole(v float64) bool {
-	return v != 0 && math.Abs(v-math.Round(v)) <= 1e-9*math.Abs(v)
-}
-
 // Result is the outcome of one decision.
 type Result struct {
 	// Allowed reports whether the request may proceed.

@@ -1,7 +1,9 @@
 package ratelimit_test
 
 import (
+	"encoding/json"
 	"errors"
+	"flag"
 	"math"
 	"testing"
 	"time"
@@ -54,26 +56,106 @@ func TestLimitString(t *testing.T) {
 		limit ratelimit.Limit
 		want  string
 	}{
-		{ratelimit.PerSecond(10), "10/s burst 10"},
-		{ratelimit.PerMinute(2), "2/min burst 2"},
-		{ratelimit.PerMinute(100), "100/min burst 100"},
-		{ratelimit.PerHour(30), "30/h burst 30"},
+		{ratelimit.PerSecond(10), "10/s"},
+		{ratelimit.PerMinute(2), "2/min"},
+		{ratelimit.PerMinute(100), "100/min"},
+		{ratelimit.PerHour(30), "30/h"},
 		{ratelimit.Limit{Rate: 1, Burst: 2}, "1/s burst 2"},
 		{ratelimit.Limit{Rate: 1.5, Burst: 3}, "90/min burst 3"},
 		{ratelimit.Limit{Rate: 0.7, Burst: 3}, "42/min burst 3"},
-		{ratelimit.Limit{Rate: 2.5e-4, Burst: 3}, "0.9/h burst 3"},
-		{ratelimit.Limit{Rate: 1.0 / 86400, Burst: 1}, "0.0416667/h burst 1"},
-		{ratelimit.Limit{Rate: 0.123456789, Burst: 3}, "7.40741/min burst 3"},
-		{ratelimit.Limit{Rate: math.Pi, Burst: 3}, "3.14159/s burst 3"},
+		{ratelimit.Limit{Rate: 2.5e-4, Burst: 3}, "21.6/day burst 3"}, // 0.9/h does not read back exactly
+		{ratelimit.Limit{Rate: 1.0 / 86400, Burst: 1}, "1/day"},
+		{ratelimit.Limit{Rate: 0.5, Burst: 1}, "30/min burst 1"},
+		{ratelimit.Limit{Rate: 0.123456789, Burst: 3}, "7.40740734/min burst 3"},
+		{ratelimit.Limit{Rate: math.Pi, Burst: 3}, "3.141592653589793/s burst 3"},
 		{ratelimit.Limit{}, "0/s burst 0"},
 		{ratelimit.Limit{Rate: -2, Burst: 1}, "-2/s burst 1"},
 		{ratelimit.Limit{Rate: math.Inf(1), Burst: 1}, "+Inf/s burst 1"},
 		{ratelimit.Limit{Rate: math.NaN(), Burst: 1}, "NaN/s burst 1"},
-		{ratelimit.Limit{Rate: 10, Burst: 10, Warmup: 30 * time.Second}, "10/s burst 10 warm-up 30s"},
+		{ratelimit.Limit{Rate: 10, Burst: 10, Warmup: 30 * time.Second}, "10/s warm-up 30s"},
 	}
 	for _, c := range cases {
 		assert.Equal(t, c.want, c.limit.String())
 	}
+}
+
+// ParseLimit reads what String writes, and the usual ways of writing a limit.
+func TestParseLimit(t *testing.T) {
+	cases := []struct {
+		text string
+		want ratelimit.Limit
+	}{
+		{"100/min", ratelimit.PerMinute(100)},
+		{"10/s burst 20", ratelimit.Limit{Rate: 10, Burst: 20}},
+		{"5/h", ratelimit.PerHour(5)},
+		{"1000/day", ratelimit.Limit{Rate: 1000.0 / 86400, Burst: 1000}},
+		{"0.5/s", ratelimit.Limit{Rate: 0.5, Burst: 1}},
+		{"2.5/s", ratelimit.Limit{Rate: 2.5, Burst: 3}},
+		{"  10/second   burst 3 ", ratelimit.Limit{Rate: 10, Burst: 3}},
+		{"1/d", ratelimit.Limit{Rate: 1.0 / 86400, Burst: 1}},
+		{"10/s warm-up 30s", ratelimit.Limit{Rate: 10, Burst: 10, Warmup: 30 * time.Second}},
+		{"10/s burst 5 warmup 1m30s", ratelimit.Limit{Rate: 10, Burst: 5, Warmup: 90 * time.Second}},
+	}
+	for _, c := range cases {
+		got, err := ratelimit.ParseLimit(c.text)
+		require.NoError(t, err, c.text)
+		assert.Equal(t, c.want, got, c.text)
+	}
+	bad := map[string]string{
+		"":                  "ratelimit: invalid limit: empty text",
+		"100":               `ratelimit: invalid limit: "100": "100" is not a count per unit, such as 100/min`,
+		"x/s":               `ratelimit: invalid limit: "x/s": count "x" is not a number greater than zero`,
+		"0/s":               `ratelimit: invalid limit: "0/s": count "0" is not a number greater than zero`,
+		"10/week":           `ratelimit: invalid limit: "10/week": unknown unit "week" (s, min, h or day)`,
+		"10/s burst":        `ratelimit: invalid limit: "10/s burst": "burst" has no value`,
+		"10/s burst two":    `ratelimit: invalid limit: "10/s burst two": burst "two" is not a whole number`,
+		"10/s burst 0":      `ratelimit: invalid limit: burst 0 is less than 1 (in "10/s burst 0")`,
+		"10/s warm-up soon": `ratelimit: invalid limit: "10/s warm-up soon": warm-up "soon" is not a duration such as 30s`,
+		"10/s cap 3":        `ratelimit: invalid limit: "10/s cap 3": unknown part "cap" (burst, warm-up)`,
+		"10/s warm-up 1ns":  `ratelimit: invalid limit: warm-up 1ns is not a whole number of microseconds between 0 and MaxWarmup (2^53 µs) (in "10/s warm-up 1ns")`,
+	}
+	for text, want := range bad {
+		_, err := ratelimit.ParseLimit(text)
+		require.ErrorIs(t, err, ratelimit.ErrInvalidLimit, text)
+		assert.EqualError(t, err, want)
+	}
+}
+
+// A Limit is a flag, a JSON string and an environment variable through its text; the zero
+// Limit is the empty text.
+func TestLimitText(t *testing.T) {
+	var l ratelimit.Limit
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.TextVar(&l, "login", ratelimit.PerMinute(5), "login limit")
+	require.NoError(t, fs.Parse([]string{"-login", "10/s burst 20"}))
+	assert.Equal(t, ratelimit.Limit{Rate: 10, Burst: 20}, l)
+
+	b, err := json.Marshal(struct{ Login ratelimit.Limit }{ratelimit.PerMinute(100)})
+	require.NoError(t, err)
+	assert.Equal(t, `{"Login":"100/min"}`, string(b))
+	var cfg struct{ Login, API ratelimit.Limit }
+	require.NoError(t, json.Unmarshal([]byte(`{"Login":"5/min","API":""}`), &cfg))
+	assert.Equal(t, ratelimit.PerMinute(5), cfg.Login)
+	assert.True(t, cfg.API.IsZero())
+	_, err = ratelimit.Limit{Rate: math.NaN(), Burst: 1}.MarshalText()
+	assert.ErrorIs(t, err, ratelimit.ErrInvalidLimit)
+}
+
+// FuzzLimitText: every valid Limit reads back from its text exactly.
+func FuzzLimitText(f *testing.F) {
+	f.Add(10.0, 10, int64(0))
+	f.Add(100.0/60, 100, int64(0))
+	f.Add(1.0/86400, 1, int64(30e6))
+	f.Add(math.Pi, 3, int64(1))
+	f.Fuzz(func(t *testing.T, rate float64, burst int, warmupUS int64) {
+		l := ratelimit.Limit{Rate: rate, Burst: burst, Warmup: time.Duration(warmupUS) * time.Microsecond}
+		if l.Validate() != nil {
+			return
+		}
+		got, err := ratelimit.ParseLimit(l.String())
+		require.NoError(t, err, l.String())
+		require.Equal(t, l, got, l.String())
+	})
 }
 
 func TestIsZero(t *testing.T) {

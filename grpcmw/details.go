@@ -37,7 +37,7 @@ func (m *interceptor) deniedError(d pipeline.Decision) error {
 }
 
 // exceeded returns the QuotaFailure description of a denial under limit of the policy
-// named policy, `rate limit "login" (2/min burst 2) exceeded`, as for each of several
+// named policy, `rate limit "login" (2/min) exceeded`, as for each of several
 // limits. The latest one is kept, since most interceptors deny under one limit or a few.
 func (m *interceptor) exceeded(policy string, limit ratelimit.Limit) string {
 	if d := m.description.Load(); d != nil && d.policy == policy && d.limit == limit {

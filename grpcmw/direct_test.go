@@ -37,7 +37,7 @@ func TestUnaryServerDirect(t *testing.T) {
 	}
 	md, err := direct(context.Background(), icpt, method, unaryOK(&runs))
 	assert.Equal(t, 2, runs)
-	assert.Equal(t, outcome{codes.ResourceExhausted, denial{30 * time.Second, "rpc", "rate limit \"default\" (2/min burst 2) exceeded"}, "30000"},
+	assert.Equal(t, outcome{codes.ResourceExhausted, denial{30 * time.Second, "rpc", "rate limit \"default\" (2/min) exceeded"}, "30000"},
 		outcomeOf(t, md, err))
 	assert.Equal(t, metadata.Pairs(grpcmw.PushbackKey, "30000", "retry-after", "30"), md, "StyleNone keeps retry-after, as HTTP does")
 

@@ -113,7 +113,7 @@ func TestPeerWithoutIPIsLimitedUnkeyed(t *testing.T) {
 		got = append(got, outcomeOf(t, md, err))
 	}
 	assert.Equal(t, []outcome{allowed, allowed,
-		{codes.ResourceExhausted, denial{30 * time.Second, "unkeyed", "rate limit \"default\" (2/min burst 2) exceeded"}, "30000"}}, got)
+		{codes.ResourceExhausted, denial{30 * time.Second, "unkeyed", "rate limit \"default\" (2/min) exceeded"}, "30000"}}, got)
 	errs := rec.all()
 	require.Len(t, errs, 3)
 	assert.ErrorIs(t, errs[0], ratelimit.ErrKeyEmpty)

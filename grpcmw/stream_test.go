@@ -31,7 +31,7 @@ func TestStreamChargedOnce(t *testing.T) {
 				assert.Equal(t, 5, replies)
 			}
 			replies, md, err := e.streamCall(ctx(t), "SA", 5)
-			assert.Equal(t, outcome{codes.ResourceExhausted, denial{30e9, "rpc", "rate limit \"default\" (2/min burst 2) exceeded"}, "30000"},
+			assert.Equal(t, outcome{codes.ResourceExhausted, denial{30e9, "rpc", "rate limit \"default\" (2/min) exceeded"}, "30000"},
 				outcomeOf(t, md, err))
 			assert.Zero(t, replies)
 			assert.Equal(t, int64(2), e.handled.Load(), "the handler of a denied stream does not run")
@@ -78,7 +78,7 @@ func TestPerMessage(t *testing.T) {
 		grpcmw.WithPerMessage())})
 	replies, md, err := e.streamCall(ctx(t), "SA", 5)
 	assert.Equal(t, 3, replies)
-	assert.Equal(t, outcome{codes.ResourceExhausted, denial{20e9, "rpc", "rate limit \"default\" (3/min burst 3) exceeded"}, "20000"},
+	assert.Equal(t, outcome{codes.ResourceExhausted, denial{20e9, "rpc", "rate limit \"default\" (3/min) exceeded"}, "20000"},
 		outcomeOf(t, md, err))
 
 	// The bucket is empty: a new stream opens (opening is not charged), and its first message

@@ -60,8 +60,8 @@ var (
 )
 
 const (
-	deniedLine = `{"level":"INFO","msg":"rate limit: request denied","policy":"api","backend":"local","shadow":false,"cost":1,"priority":"critical","limit":"2/s burst 2","duration":150,"remaining":0}`
-	failedLine = `{"level":"WARN","msg":"rate limit: the limiter could not decide","policy":"api","backend":"distributed","shadow":false,"cost":1,"priority":"critical","limit":"2/s burst 2","duration":50000000,"error_type":"timeout","err":"ratelimit: redis: context deadline exceeded"}`
+	deniedLine = `{"level":"INFO","msg":"rate limit: request denied","policy":"api","backend":"local","shadow":false,"cost":1,"priority":"critical","limit":"2/s","duration":150,"remaining":0}`
+	failedLine = `{"level":"WARN","msg":"rate limit: the limiter could not decide","policy":"api","backend":"distributed","shadow":false,"cost":1,"priority":"critical","limit":"2/s","duration":50000000,"error_type":"timeout","err":"ratelimit: redis: context deadline exceeded"}`
 )
 
 // TestRecordLimit: two records of each kind a minute; the ones dropped are counted in the
@@ -99,7 +99,7 @@ func TestShadowAndCached(t *testing.T) {
 	d.Shadow, d.Cached, d.Backend = true, true, "fallback"
 	o.ObserveDecision(context.Background(), d)
 	assert.Equal(t, []string{
-		`{"level":"INFO","msg":"rate limit: request would be denied (shadow)","policy":"api","backend":"fallback","shadow":true,"cost":1,"priority":"critical","limit":"2/s burst 2","duration":150,"remaining":0,"cached":true}`,
+		`{"level":"INFO","msg":"rate limit: request would be denied (shadow)","policy":"api","backend":"fallback","shadow":true,"cost":1,"priority":"critical","limit":"2/s","duration":150,"remaining":0,"cached":true}`,
 	}, out.lines())
 }
 
@@ -111,7 +111,7 @@ func TestPriority(t *testing.T) {
 	d.Priority = ratelimit.Sheddable
 	o.ObserveDecision(context.Background(), d)
 	assert.Equal(t, []string{
-		`{"level":"INFO","msg":"rate limit: request denied","policy":"api","backend":"local","shadow":false,"cost":1,"priority":"sheddable","limit":"2/s burst 2","duration":150,"remaining":0}`,
+		`{"level":"INFO","msg":"rate limit: request denied","policy":"api","backend":"local","shadow":false,"cost":1,"priority":"sheddable","limit":"2/s","duration":150,"remaining":0}`,
 	}, out.lines())
 }
 

@@ -1,0 +1,161 @@
+package ratelimit
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// units are the units of a limit's text, in the order String tries them, with the seconds
+// each holds and the other names ParseLimit accepts.
+var units = [...]struct {
+	name    string
+	seconds float64
+	aliases []string
+}{
+	{"s", 1, []string{"sec", "second"}},
+	{"min", 60, []string{"minute"}},
+	{"h", 3600, []string{"hour"}},
+	{"day", 86400, []string{"d"}},
+}
+
+// ParseLimit reads a limit written as String writes it: a count per unit, then, when not
+// the default, the burst and the warm-up:
+//
+//	100/min              100 a minute, a burst of 100
+//	10/s burst 20        10 a second, a burst of 20
+//	5/h, 1000/day, 0.5/s
+//	10/s warm-up 30s     with a warm-up (a time.ParseDuration duration)
+//
+// The units are s (sec, second), min (minute), h (hour) and day (d). The burst defaults to
+// the count, rounded up, at least 1. The rate is the count divided by the unit's seconds,
+// so ParseLimit("100/min") equals PerMinute(100). The limit must be valid (Limit.Validate):
+// an error wraps ErrInvalidLimit and names the part it could not read.
+func ParseLimit(s string) (Limit, error) {
+	fields := strings.Fields(s)
+	if len(fields) == 0 {
+		return Limit{}, fmt.Errorf("%w: empty text", ErrInvalidLimit)
+	}
+	count, unit, ok := strings.Cut(fields[0], "/")
+	if !ok {
+		return Limit{}, fmt.Errorf("%w: %q: %q is not a count per unit, such as 100/min", ErrInvalidLimit, s, fields[0])
+	}
+	n, err := strconv.ParseFloat(count, 64)
+	if err != nil || math.IsNaN(n) || math.IsInf(n, 0) || n <= 0 {
+		return Limit{}, fmt.Errorf("%w: %q: count %q is not a number greater than zero", ErrInvalidLimit, s, count)
+	}
+	seconds, ok := unitSeconds(unit)
+	if !ok {
+		return Limit{}, fmt.Errorf("%w: %q: unknown unit %q (s, min, h or day)", ErrInvalidLimit, s, unit)
+	}
+	l := Limit{Rate: n / seconds, Burst: int(max(math.Ceil(n), 1))}
+	if n > MaxBurst {
+		l.Burst = MaxBurst + 1 // refused by Validate below, with the burst named
+	}
+	for rest := fields[1:]; len(rest) > 0; rest = rest[2:] {
+		if len(rest) < 2 {
+			return Limit{}, fmt.Errorf("%w: %q: %q has no value", ErrInvalidLimit, s, rest[0])
+		}
+		switch key, value := rest[0], rest[1]; key {
+		case "burst":
+			b, err := strconv.Atoi(value)
+			if err != nil {
+				return Limit{}, fmt.Errorf("%w: %q: burst %q is not a whole number", ErrInvalidLimit, s, value)
+			}
+			l.Burst = b
+		case "warm-up", "warmup":
+			d, err := time.ParseDuration(value)
+			if err != nil {
+				return Limit{}, fmt.Errorf("%w: %q: warm-up %q is not a duration such as 30s", ErrInvalidLimit, s, value)
+			}
+			l.Warmup = d
+		default:
+			return Limit{}, fmt.Errorf("%w: %q: unknown part %q (burst, warm-up)", ErrInvalidLimit, s, key)
+		}
+	}
+	if err := l.Validate(); err != nil {
+		return Limit{}, fmt.Errorf("%w (in %q)", err, s)
+	}
+	return l, nil
+}
+
+func unitSeconds(unit string) (float64, bool) {
+	for _, u := range units {
+		if unit == u.name {
+			return u.seconds, true
+		}
+		for _, a := range u.aliases {
+			if unit == a {
+				return u.seconds, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// String writes l as ParseLimit reads it, in the first unit (second, minute, hour, day) in
+// which the count is a whole number, else the first in which it is at least 1, else per
+// second; the count is written in the fewest digits that read back to exactly l.Rate, and
+// the burst and the warm-up only when they are not the default: "10/s", "100/min",
+// "10/s burst 20", "1/day", "10/s warm-up 30s". ParseLimit(l.String()) == l for every valid
+// l. An invalid l is written all the same ("0/s burst 0"), for error messages.
+func (l Limit) String() string {
+	count, unit := l.Rate, "s"
+	if l.Rate > 0 && !math.IsInf(l.Rate, 1) {
+		chosen := -1
+		for i, u := range units {
+			c := l.Rate * u.seconds
+			if c/u.seconds != l.Rate || c > 1<<53 {
+				continue // does not read back exactly
+			}
+			if c == math.Trunc(c) {
+				chosen = i
+				break
+			}
+			if chosen < 0 && c >= 1 {
+				chosen = i
+			}
+		}
+		if chosen >= 0 {
+			count, unit = l.Rate*units[chosen].seconds, units[chosen].name
+		}
+	}
+	s := strconv.FormatFloat(count, 'g', -1, 64) + "/" + unit
+	if count <= 0 || math.IsNaN(count) || math.IsInf(count, 0) || l.Burst != int(max(math.Ceil(count), 1)) {
+		s += " burst " + strconv.Itoa(l.Burst)
+	}
+	if l.Warmup != 0 {
+		s += " warm-up " + l.Warmup.String()
+	}
+	return s
+}
+
+// MarshalText returns l.String(), or an error wrapping ErrInvalidLimit for an invalid l;
+// the zero Limit, which middleware reads as "not limited", is the empty text. With
+// UnmarshalText it makes a Limit a flag (flag.TextVar), a JSON or YAML string, an
+// environment variable.
+func (l Limit) MarshalText() ([]byte, error) {
+	if l.IsZero() {
+		return nil, nil
+	}
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	return []byte(l.String()), nil
+}
+
+// UnmarshalText sets l to ParseLimit(text), or to the zero Limit for an empty text.
+func (l *Limit) UnmarshalText(text []byte) error {
+	if len(strings.TrimSpace(string(text))) == 0 {
+		*l = Limit{}
+		return nil
+	}
+	parsed, err := ParseLimit(string(text))
+	if err != nil {
+		return err
+	}
+	*l = parsed
+	return nil
+}
