@@ -1,11 +1,31 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
+
+// TestGenerated regenerates each middleware's options in memory and compares them, byte for
+// byte, with the file on disk.
+func TestGenerated(t *testing.T) {
+	for _, pkg := range []string{"ginmw", "httpmw", "grpcmw"} {
+		t.Run(pkg, func(t *testing.T) {
+			want, err := Generate(pkg)
+			require.NoError(t, err)
+			path := filepath.Join("..", "..", pkg, fileName)
+			got, err := os.ReadFile(path)
+			require.NoError(t, err)
+			if string(got) != string(want) {
+				t.Fatalf("%s is stale: run go generate ./... from the module's root", path)
+			}
+		})
+	}
+}
 
 // TestComment pins the wrapping of doc comments: a line of width columns is kept, one more
 // column wraps, a paragraph is reflowed, and paragraphs are separated by an empty comment
