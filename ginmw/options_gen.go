@@ -90,10 +90,10 @@ func WithSkipFunc(f func(c *gin.Context) bool) Option {
 // WithPriorityFunc sets a function that gives each request its priority
 // ([ratelimit.Priority]): a request of a lower priority is admitted only while its bucket
 // keeps a reserve for the higher ones (the limiter's reserves: local.WithReserves,
-// distributed.WithReserves), so that a flood of sheddable requests (c.FullPath() ==
-// "/stats") cannot take the tokens of critical ones ("/login", "/pay"). The priority goes
-// in the context the limiter is asked with ([ratelimit.WithPriority]) and to the observer
-// ([WithObserver]). Default: the priority the request's context carries,
+// distributed.WithReserves), so that a flood of sheddable requests
+// (c.FullPath() == "/stats") cannot take the tokens of critical ones ("/login", "/pay").
+// The priority goes in the context the limiter is asked with ([ratelimit.WithPriority]) and
+// to the observer ([WithObserver]). Default: the priority the request's context carries,
 // [ratelimit.Critical] unless code before the middleware set one. A nil f means the
 // default. See
 // https://github.com/sluice-go/ratelimit/blob/main/docs/algorithms.md#priority-reserves.

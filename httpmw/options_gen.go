@@ -35,13 +35,13 @@ func WithLimit(l ratelimit.Limit) Option {
 	return func(o *options) { o.SetLimit(l) }
 }
 
-// WithRouteLimits sets a limit per route: limits maps route patterns ("GET /v1/items/{id}",
-// "POST /login") to their limits, and other requests get def. Each route is a policy of its
-// own, named by its pattern in the headers, the metrics and its buckets: two routes never
-// share a bucket, whatever their limits. def's requests are under the policy named by
-// [WithPolicyName]. An entry of the zero Limit is refused, as by [WithLimit]; def may be
-// the zero Limit, which leaves the other routes unlimited. The map is copied. See
-// [WithLimit] for the default.
+// WithRouteLimits sets a limit per route: limits maps route patterns
+// ("GET /v1/items/{id}", "POST /login") to their limits, and other requests get def. Each
+// route is a policy of its own, named by its pattern in the headers, the metrics and its
+// buckets: two routes never share a bucket, whatever their limits. def's requests are under
+// the policy named by [WithPolicyName]. An entry of the zero Limit is refused, as by
+// [WithLimit]; def may be the zero Limit, which leaves the other routes unlimited. The map
+// is copied. See [WithLimit] for the default.
 //
 // A request's pattern is the one http.ServeMux routed it by (Request.Pattern), when the
 // middleware wraps the handlers the mux routes to; the one the mux will route it by, when

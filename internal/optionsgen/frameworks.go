@@ -82,9 +82,9 @@ var frameworks = map[string]*framework{
 			"requests that match no route) get def.",
 		Route: "route", Routes: "routes", RouteName: "pattern", RouteNamedIn: "the headers",
 		RefundWhen:    "the handler ran",
-		RefundExample: "count only failed logins (c.Writer.Status() == 401), only server errors",
+		RefundExample: "count only failed logins (" + keep("c.Writer.Status() == 401") + "), only server errors",
 		CostOf:        "request",
-		Sheddable:     `c.FullPath() == "/stats"`,
+		Sheddable:     keep(`c.FullPath() == "/stats"`),
 		Critical:      `"/login", "/pay"`,
 		FailClosed:    "answers 503",
 		StyleWhat:     "headers responses carry (see package [headers])",
@@ -113,7 +113,7 @@ var frameworks = map[string]*framework{
 		KeyDefault: "[httpkeys.ClientIP](), the socket peer's address; behind a proxy, pass " +
 			"httpkeys.ClientIP(httpkeys.WithTrustedProxies(...))",
 		TableIntro: "WithRouteLimits sets a limit per route: limits maps route patterns " +
-			"(\"GET /v1/items/{id}\", \"POST /login\") to their limits, and other requests get def.",
+			"(" + keep(`"GET /v1/items/{id}", "POST /login"`) + ") to their limits, and other requests get def.",
 		TableMore: "A request's pattern is the one http.ServeMux routed it by (Request.Pattern), " +
 			"when the middleware wraps the handlers the mux routes to; the one the mux will route " +
 			"it by, when the middleware wraps the *http.ServeMux itself; or what [WithRouteFunc] " +
@@ -121,14 +121,14 @@ var frameworks = map[string]*framework{
 			"is reported to the error handler: route limits are never inert without a word.",
 		Route: "route", Routes: "routes", RouteName: "pattern", RouteNamedIn: "the headers",
 		RefundWhen:    "the handler ran, given the final status it answered",
-		RefundExample: "count only failed logins (status == 401), only server errors",
+		RefundExample: "count only failed logins (" + keep("status == 401") + "), only server errors",
 		RefundMore: "An informational status before it (103 Early Hints) is not the answer; " +
 			"200 is given when the handler wrote no final status, as net/http answers then, " +
 			"and when it hijacked the connection. The handler's ResponseWriter has the same " +
 			"optional interfaces (http.Flusher, http.Hijacker, io.ReaderFrom, http.Pusher) as " +
 			"the server's, and http.ResponseController reaches the rest.",
 		CostOf:     "request",
-		Sheddable:  `r.URL.Path == "/stats"`,
+		Sheddable:  keep(`r.URL.Path == "/stats"`),
 		Critical:   `"/login", "/pay"`,
 		FailClosed: "answers 503",
 		StyleWhat:  "headers responses carry (see package [headers])",

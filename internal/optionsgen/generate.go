@@ -156,6 +156,13 @@ func render(fw *framework, opt option) (rendered, error) {
 	return r, err
 }
 
+// nbsp joins the words of a phrase that a doc comment keeps on one line (see keep).
+const nbsp = "\u00a0"
+
+// keep returns s with its spaces made ones that comment does not break a line at, for
+// code in a sentence ("c.FullPath() == \"/stats\"").
+func keep(s string) string { return strings.ReplaceAll(s, " ", nbsp) }
+
 // comment returns text as a doc comment: each paragraph (separated by a blank line) wrapped
 // at width, the paragraphs separated by an empty comment line.
 func comment(text string) string {
@@ -165,7 +172,8 @@ func comment(text string) string {
 			b.WriteString("//\n")
 		}
 		line := "//"
-		for _, w := range strings.Fields(para) {
+		for _, w := range strings.FieldsFunc(para, func(r rune) bool { return r == ' ' || r == '\n' || r == '\t' }) {
+			w = strings.ReplaceAll(w, nbsp, " ")
 			if len(line)+1+len(w) > width && line != "//" {
 				b.WriteString(line + "\n")
 				line = "//"

@@ -28,11 +28,13 @@ func TestGenerated(t *testing.T) {
 }
 
 // TestComment pins the wrapping of doc comments: a line of width columns is kept, one more
-// column wraps, a paragraph is reflowed, and paragraphs are separated by an empty comment
-// line.
+// column wraps, a phrase kept whole (keep) is not broken, a paragraph is reflowed, and
+// paragraphs are separated by an empty comment line.
 func TestComment(t *testing.T) {
 	words := strings.TrimSpace(strings.Repeat("abcdefghij ", 8)) // 87 bytes: "// " + 87 = 90
 	assert.Equal(t, "// "+words+" a", comment(words+" a"), "92 columns fit")
 	assert.Equal(t, "// "+words+"\n// ab", comment(words+" ab"), "93 columns wrap")
 	assert.Equal(t, "// One line.\n//\n// Second.", comment("  One\nline.\n\nSecond.\n"))
+	// A phrase kept whole moves to the next line whole: 90 + " (a == b)" is 99 columns.
+	assert.Equal(t, "// "+words+"\n// (a == b)", comment(words+" ("+keep("a == b")+")"))
 }
