@@ -7,8 +7,11 @@
 //	r.Use(ginmw.New(limiter, ginmw.WithLimit(ratelimit.PerSecond(20))))
 //
 // New returns a gin.HandlerFunc, so it goes on the engine, on a group or on one route, each
-// with its own limit; WithRouteLimits gives each route pattern its own. A bucket is named
-// by its key and its limit, so middlewares with different limits never share a bucket.
+// with its own limit; WithRouteLimits gives each route pattern its own. Every limit belongs
+// to a policy, whose name starts its buckets' keys: WithPolicyName's ("default" unless
+// given), or, with WithRouteLimits, the route's pattern, so that two routes never share a
+// bucket; two middlewares share buckets only where they share a policy name, a key and a
+// limit.
 //
 // An allowed request proceeds with rate-limit headers (WithHeaderStyle); a denied one gets
 // a 429 with Retry-After and {"error":"rate limit exceeded","retry_after":N}

@@ -16,8 +16,9 @@ import (
 // turn instead. Limits, keys, costs, skipping and errors work as on the server side, the
 // context being the outgoing one.
 //
-// It panics if l is nil, if no limit was configured, if a fixed limit is neither zero nor
-// valid, or if WithWait and WithCostFunc are both given.
+// It panics if l is nil, if no limit was configured, if two options conflict (each option
+// says with which; WithWait and WithCostFunc among them), or if a fixed limit is invalid or
+// not accepted by l, the zero Limit included but for a table's default.
 func UnaryClientInterceptor(l ratelimit.Limiter, opts ...Option) grpc.UnaryClientInterceptor {
 	m := newClientInterceptor("UnaryClientInterceptor", l, opts)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {

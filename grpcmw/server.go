@@ -20,8 +20,10 @@ import (
 // is told and the error policy decides (WithErrorPolicy: proceed by default, or
 // codes.Unavailable).
 //
-// It panics if l is nil, if no limit was configured, or if a fixed limit is neither zero
-// nor valid: these are mistakes in the program, not conditions to handle at run time.
+// It panics if l is nil, if no limit was configured, if two options conflict (each option
+// says with which), or if a fixed limit is invalid or not accepted by l, the zero Limit
+// included but for a table's default: these are mistakes in the program, not conditions
+// to handle at run time.
 func UnaryServerInterceptor(l ratelimit.Limiter, opts ...Option) grpc.UnaryServerInterceptor {
 	m := newInterceptor("UnaryServerInterceptor", l, opts)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {

@@ -19,8 +19,10 @@ const UnkeyedKey = pipeline.UnkeyedKey
 
 // New returns a net/http middleware that asks l whether each request may proceed; the
 // package documentation says how it answers. It panics if l is nil, if no limit is
-// configured, or if a fixed limit (WithLimit, WithRouteLimits) is neither zero nor accepted
-// by l: these are mistakes in the program, not conditions to handle at run time.
+// configured, if two options conflict (each option says with which), or if a fixed limit
+// (WithLimit, WithRouteLimits) is invalid or not accepted by l, the zero Limit included but
+// for a table's default: these are mistakes in the program, not conditions to handle at
+// run time.
 func New(l ratelimit.Limiter, opts ...Option) func(http.Handler) http.Handler {
 	o := defaultOptions()
 	for _, opt := range opts {
