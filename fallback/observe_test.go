@@ -12,7 +12,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/fallback"
-	"github.com/sluice-go/ratelimit/internal/conformance"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 // observed keeps what an Observer is told.
@@ -100,7 +100,7 @@ func TestObserveOutage(t *testing.T) {
 
 // TestOriginWithoutSecondary: the errors the Limiter answers alone come from "fallback".
 func TestOriginWithoutSecondary(t *testing.T) {
-	clock := conformance.NewClock()
+	clock := ratelimittest.NewClock()
 	primary := newSwitched(t, clock)
 	l := fallback.New(primary, nil, fallback.WithClock(clock.Now), fallback.WithFailureThreshold(1))
 	ctx := context.Background()

@@ -1,4 +1,4 @@
-package conformance
+package ratelimittest
 
 import (
 	"context"
@@ -18,8 +18,7 @@ import (
 // algorithm: a request of priority p for n tokens is decided as AllowN would decide it on the
 // same bucket with Burst replaced by Burst − R, R = Reserves.Tokens(p, Burst), for the
 // admission, RetryAfter and Remaining; the bucket itself (refill, windows, expiry, identity)
-// keeps the real Burst. A backend runs RunPriority beside Run, on harnesses that set
-// Harness.Reserves.
+// keeps the real Burst. Run runs them when the Harness declares Reserves.
 //
 // Most timelines use Limit{Rate: 1, Burst: 10}: T = 1 s, and W = 10 s for the window
 // algorithms, whose windows then start on the harness clock's first reading (Unix
@@ -43,23 +42,6 @@ var priorityRules = []rule{
 	{"AgainstModel", priorityAgainstModel},
 }
 
-// RunPriority runs the rules of priority reserves that apply to algorithm as subtests, each
-// on a Harness of its own made by newHarness, which must build its limiter with that
-// algorithm and the default reserves, and set Harness.Reserves. The rules on Peek, Refund
-// and AllowAll run on limiters that implement ratelimit.Inspector and
-// ratelimit.MultiLimiter.
-func RunPriority(t *testing.T, algorithm ratelimit.Algorithm, newHarness func(t *testing.T) Harness) {
-	require.NotEmpty(t, rulesOf(algorithm), "no rules for %v", algorithm)
-	for _, r := range priorityRules {
-		t.Run(r.name, func(t *testing.T) {
-			h := newHarness(t)
-			require.Equal(t, algorithm, h.Algorithm, "the harness was built for another algorithm")
-			require.NotNil(t, h.Reserves, "RunPriority needs Harness.Reserves")
-			r.run(t, h)
-		})
-	}
-}
-
 // ten is the limit of most timelines below.
 var ten = ratelimit.Limit{Rate: 1, Burst: 10}
 
@@ -74,7 +56,7 @@ type pstep struct {
 
 // playPriority runs steps in order against one bucket of l, whose clock h moves, and checks
 // every result exactly.
-func playPriority(t *testing.T, h Harness, l ratelimit.Limiter, key string, limit ratelimit.Limit, steps []pstep) {
+func playPriority(t testing.TB, h harness, l ratelimit.Limiter, key string, limit ratelimit.Limit, steps []pstep) {
 	t.Helper()
 	for i, s := range steps {
 		h.Advance(s.advance)
@@ -99,7 +81,7 @@ type outcome struct {
 // playOutcomes runs steps on one bucket of l, the clock standing still, and checks Allowed
 // and Remaining, which every algorithm answers alike while no time passes; and that
 // RetryAfter is positive exactly on denials.
-func playOutcomes(t *testing.T, l ratelimit.Limiter, key string, limit ratelimit.Limit, steps []outcome) {
+func playOutcomes(t testing.TB, l ratelimit.Limiter, key string, limit ratelimit.Limit, steps []outcome) {
 	t.Helper()
 	for i, s := range steps {
 		n := max(s.n, 1)
@@ -144,7 +126,7 @@ var ladderRequests = []ratelimit.Priority{
 // priorityLadder drains a full bucket of 10 from the bottom priority up, with the clock
 // standing still, then lets time pass until each priority's RetryAfter: each priority stops
 // at its reserve and is told when it passes again, for its priority.
-func priorityLadder(t *testing.T, h Harness) {
+func priorityLadder(t testing.TB, h harness) {
 	want, then := ladderOf(h.Algorithm)
 	require.Len(t, want, len(ladderRequests))
 	steps := make([]pstep, len(want))
@@ -290,7 +272,7 @@ func ladderOf(a ratelimit.Algorithm) (ladder []ratelimit.Result, then []pstep) {
 // priorityLogSpread is the sliding log's own ladder, entries a second apart, where each
 // priority waits for a different entry to leave. It runs within priorityLadder's rule for
 // the sliding log (see priorityAgainstModel for the random timelines).
-func priorityLogSpread(t *testing.T, h Harness) {
+func priorityLogSpread(t testing.TB, h harness) {
 	w := 10 * sec
 	playPriority(t, h, h.Limiter, "spread", ten, []pstep{
 		// Entries at 0, 1, 2, 3 and 4 s.
@@ -326,7 +308,7 @@ func priorityLogSpread(t *testing.T, h Harness) {
 
 // priorityExceedsBurst: n above the burst left to a priority can never pass at it: an error
 // wrapping ErrExceedsBurst, which takes nothing and names no key.
-func priorityExceedsBurst(t *testing.T, h Harness) {
+func priorityExceedsBurst(t testing.TB, h harness) {
 	const key = "user:secret-42"
 	cases := []struct {
 		p ratelimit.Priority
@@ -363,7 +345,7 @@ func priorityExceedsBurst(t *testing.T, h Harness) {
 
 // priorityDenialTakesNothing: a bucket drained to the Sheddable reserve denies ten
 // Sheddable requests, and still holds exactly its five tokens for the others.
-func priorityDenialTakesNothing(t *testing.T, h Harness) {
+func priorityDenialTakesNothing(t testing.TB, h harness) {
 	steps := []outcome{{p: critical, n: 5, allowed: true, remaining: 5}}
 	steps = append(steps, repeat(sheddable, 10, false, 0)...)
 	steps = append(steps, repeat(normal, 4, true, 3)...)
@@ -376,7 +358,7 @@ func priorityDenialTakesNothing(t *testing.T, h Harness) {
 
 // priorityCriticalIsDefault: a context that carries no priority is Critical: it takes the
 // bucket to empty, as AllowN always has.
-func priorityCriticalIsDefault(t *testing.T, h Harness) {
+func priorityCriticalIsDefault(t testing.TB, h harness) {
 	ctx := context.Background()
 	for i := range 10 {
 		c := ctx
@@ -395,7 +377,7 @@ func priorityCriticalIsDefault(t *testing.T, h Harness) {
 
 // priorityCustomReserves: Normal 0.2 and Sheddable 0.7 keep ⌊2⌋ and ⌊7⌋ tokens of 10
 // back: three Sheddable pass, then five Normal, then two Critical.
-func priorityCustomReserves(t *testing.T, h Harness) {
+func priorityCustomReserves(t testing.TB, h harness) {
 	l := h.Reserves(ratelimit.Reserves{Normal: 0.2, Sheddable: 0.7})
 	steps := repeat(sheddable, 3, true, 2)
 	steps = append(steps, outcome{p: sheddable})
@@ -412,7 +394,7 @@ func priorityCustomReserves(t *testing.T, h Harness) {
 }
 
 // priorityReservesOff: a negative reserve keeps nothing back; the other keeps its default.
-func priorityReservesOff(t *testing.T, h Harness) {
+func priorityReservesOff(t testing.TB, h harness) {
 	off := h.Reserves(ratelimit.Reserves{Normal: -1, Sheddable: -1})
 	playOutcomes(t, off, "off", ten, append(repeat(sheddable, 10, true, 9), outcome{p: sheddable}))
 	playOutcomes(t, off, "off-n", ten, []outcome{{p: sheddable, n: 10, allowed: true}})
@@ -427,7 +409,7 @@ func priorityReservesOff(t *testing.T, h Harness) {
 
 // prioritySmallBursts: reserves are whole tokens, rounded down. Burst 3 keeps ⌊0.3⌋ = 0
 // back from Normal and ⌊1.5⌋ = 1 from Sheddable; Burst 1 keeps nothing back.
-func prioritySmallBursts(t *testing.T, h Harness) {
+func prioritySmallBursts(t testing.TB, h harness) {
 	three := ratelimit.Limit{Rate: 1, Burst: 3}
 	playOutcomes(t, h.Limiter, "three", three, []outcome{
 		{p: sheddable, allowed: true, remaining: 1},
@@ -450,7 +432,7 @@ func prioritySmallBursts(t *testing.T, h Harness) {
 // priorities take, in turn, exactly the 2^52 tokens of the bucket, each down to its reserve.
 // The sliding log refuses such a Burst (ratelimit.MaxLogBurst): its part is the rest of the
 // suite's.
-func priorityHugeBurst(t *testing.T, h Harness) {
+func priorityHugeBurst(t testing.TB, h harness) {
 	if h.Algorithm == ratelimit.SlidingWindowLog {
 		return
 	}
@@ -481,7 +463,7 @@ func priorityHugeBurst(t *testing.T, h Harness) {
 // 20 tokens; Sheddable ones take at most 50; and Normal ones, more than the 80 tokens they
 // may take, leave the bucket at their reserve or below, so that between 4 and 20 tokens are
 // left, exactly as many as Critical requests can then take.
-func priorityConcurrency(t *testing.T, h Harness) {
+func priorityConcurrency(t testing.TB, h harness) {
 	l := h.Reserves(ratelimit.Reserves{Normal: 0.2})
 	limit := ratelimit.Limit{Rate: 1, Burst: 100}
 	const goroutines, criticals, attempts = 64, 16, 8
@@ -539,7 +521,7 @@ func priorityConcurrency(t *testing.T, h Harness) {
 
 // priorityInspector: Peek answers what AllowN would at the priority of its context, and
 // Refund answers as Peek for one token at it.
-func priorityInspector(t *testing.T, h Harness) {
+func priorityInspector(t testing.TB, h harness) {
 	ins, ok := h.Limiter.(ratelimit.Inspector)
 	if !ok {
 		return // a backend without Inspector: nothing to check
@@ -589,7 +571,7 @@ func priorityInspector(t *testing.T, h Harness) {
 
 // priorityAllowAll: AllowAll decides every request at the priority of its context, each
 // keeping its own bucket's reserve, all or nothing.
-func priorityAllowAll(t *testing.T, h Harness) {
+func priorityAllowAll(t testing.TB, h harness) {
 	ml, ok := h.Limiter.(ratelimit.MultiLimiter)
 	if !ok {
 		return // a backend without MultiLimiter: nothing to check
@@ -634,7 +616,7 @@ func priorityAllowAll(t *testing.T, h Harness) {
 // models of the window algorithms, the sliding log and the leaky bucket (the token bucket
 // decides as the leaky bucket does; the ladder pins it), each request decided as under
 // Burst less its reserve: the "Burst − R" rule, checked on thousands of states.
-func priorityAgainstModel(t *testing.T, h Harness) {
+func priorityAgainstModel(t testing.TB, h harness) {
 	rng := rand.New(rand.NewPCG(18, 18))
 	prioritized := func(limit ratelimit.Limit, n int) (ratelimit.Priority, int) {
 		p := ratelimit.Priority(rng.IntN(3))
@@ -649,24 +631,24 @@ func priorityAgainstModel(t *testing.T, h Harness) {
 			now = now.Add(d)
 		}
 		for i, limit := range []ratelimit.Limit{{Rate: 5, Burst: 8}, {Rate: 0.1, Burst: 6}, {Rate: 7, Burst: 50}} {
-			arrivals := RandomWindowArrivals(uint64(i+30), limit, 300)
+			arrivals := randomWindowArrivals(uint64(i+30), limit, 300)
 			for j := range arrivals {
 				arrivals[j].Priority, arrivals[j].N = prioritized(limit, arrivals[j].N)
 			}
-			admitted, denied := CheckWindowModel(t, h, now, "prio"+limit.String(), limit, arrivals)
+			admitted, denied := checkWindowModel(t, h, now, "prio"+limit.String(), limit, arrivals)
 			require.Positive(t, admitted, "%v", limit)
 			require.Positive(t, denied, "%v", limit)
 		}
 	case ratelimit.SlidingWindowLog, ratelimit.LeakyBucket:
 		limit := ratelimit.Limit{Rate: 10, Burst: 9} // W = 900 ms
-		ops := RandomOps(31, 300, 150*ms, 3)
+		ops := randomOps(31, 300, 150*ms, 3)
 		for j := range ops {
 			ops[j].Priority, ops[j].N = prioritized(limit, ops[j].N)
 		}
 		if h.Algorithm == ratelimit.SlidingWindowLog {
-			CheckSlidingLog(t, h, limit, ops)
+			checkSlidingLog(t, h, limit, ops)
 		} else {
-			CheckLeakyBucket(t, h, limit, ops)
+			checkLeakyBucket(t, h, limit, ops)
 		}
 	}
 }
