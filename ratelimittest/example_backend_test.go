@@ -105,7 +105,7 @@ func retry(us int64, rate, tat, ahead, room float64) int64 {
 }
 
 func toMicros(tokens, rate float64) int64 { return int64(math.Min(tokens*1e6/rate+0.5, maxUS)) }
-func micros(us int64) time.Duration      { return time.Duration(us) * time.Microsecond }
+func micros(us int64) time.Duration       { return time.Duration(us) * time.Microsecond }
 
 func (g *gcra) Wait(context.Context, string, ratelimit.Limit) error {
 	g.mu.Lock()
