@@ -153,3 +153,17 @@ func TestExampleBackendWrong(t *testing.T) {
 	}
 	require.NotContains(t, err.Error(), "TokenBucket/InvalidInput: ", "bad input is refused before any charge")
 }
+
+// TestExampleBackendUncontrolled: on a clock no test moves (here the system clock, as a
+// database server's would be), the rules that hold whatever the clock does still run.
+func TestExampleBackendUncontrolled(t *testing.T) {
+	h := harness(false)
+	h.Clock = ratelimittest.ClockUncontrolled
+	newOnClock := h.New
+	h.New = func(t testing.TB, c ratelimittest.Config) ratelimit.Limiter {
+		g := newOnClock(t, c).(*gcra)
+		g.now = time.Now
+		return g
+	}
+	ratelimittest.Run(t, h)
+}
