@@ -13,8 +13,8 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
-	"github.com/sluice-go/ratelimit/internal/conformance"
 	"github.com/sluice-go/ratelimit/internal/redistest"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 // newClient returns a client of server that honours context deadlines, closed at cleanup.
@@ -33,7 +33,7 @@ func uniquePrefix() string {
 }
 
 // newLimiter returns a limiter on client whose script reads clock instead of Redis TIME.
-func newLimiter(t testing.TB, client redis.Scripter, clock *conformance.Clock, opts ...distributed.Option) *distributed.Limiter {
+func newLimiter(t testing.TB, client redis.Scripter, clock *ratelimittest.Clock, opts ...distributed.Option) *distributed.Limiter {
 	opts = append([]distributed.Option{
 		distributed.WithPrefix(uniquePrefix()),
 		distributed.WithClock(clock.Now),
@@ -46,32 +46,25 @@ func newLimiter(t testing.TB, client redis.Scripter, clock *conformance.Clock, o
 	return l
 }
 
-// runConformance runs the suite on client for every algorithm.
-func runConformance(t *testing.T, client redis.Scripter) {
-	for _, alg := range conformance.Algorithms() {
-		t.Run(alg.String(), func(t *testing.T) {
-			conformance.Run(t, alg, redisHarness(client, alg))
-		})
+// redisHarness describes to ratelimittest the limiters on client built with opts (each
+// called afresh, for a prefix of its own) after the test ones, on a clock of their own that
+// the script reads in place of Redis TIME.
+func redisHarness(client redis.Scripter, opts func() []distributed.Option) ratelimittest.Harness {
+	return ratelimittest.Harness{
+		New: func(t testing.TB, c ratelimittest.Config) ratelimit.Limiter {
+			return newLimiter(t, client, c.Clock, append(opts(),
+				distributed.WithAlgorithm(c.Algorithm), distributed.WithReserves(c.Reserves))...)
+		},
+		Reserves: true,
+		Warmup:   true,
 	}
 }
 
-// redisHarness returns the conformance harnesses of algorithm alg on client: each a limiter
-// built with opts on a clock of its own, and, for the priority rules, limiters with other
-// reserves on the same clock.
-func redisHarness(client redis.Scripter, alg ratelimit.Algorithm, opts ...distributed.Option) func(t *testing.T) conformance.Harness {
-	return func(t *testing.T) conformance.Harness {
-		clock := conformance.NewClock()
-		opts := append(opts[:len(opts):len(opts)], distributed.WithAlgorithm(alg))
-		return conformance.Harness{
-			Limiter:   newLimiter(t, client, clock, opts...),
-			Advance:   clock.Advance,
-			CanWait:   alg == ratelimit.LeakyBucket,
-			Algorithm: alg,
-			Reserves: func(r ratelimit.Reserves) ratelimit.Limiter {
-				return newLimiter(t, client, clock, append(opts, distributed.WithReserves(r))...)
-			},
-		}
-	}
+func noOptions() []distributed.Option { return nil }
+
+// runConformance runs every rule of the contract on client.
+func runConformance(t *testing.T, client redis.Scripter) {
+	ratelimittest.Run(t, redisHarness(client, noOptions))
 }
 
 func TestConformance(t *testing.T) {
@@ -112,7 +105,7 @@ func TestConformanceCluster(t *testing.T) {
 // counted in tokens since 2020-01-01. TestRedisClock checks its expiry.
 func TestKeyLayout(t *testing.T) {
 	server := redistest.NewServer(t)
-	clock := conformance.NewClock() // 2026-01-01, 2192 days after 2020-01-01
+	clock := ratelimittest.NewClock() // 2026-01-01, 2192 days after 2020-01-01
 	l, err := distributed.New(newClient(t, server.Addr()), distributed.WithClock(clock.Now))
 	require.NoError(t, err)
 

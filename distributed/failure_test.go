@@ -15,8 +15,8 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
-	"github.com/sluice-go/ratelimit/internal/conformance"
 	"github.com/sluice-go/ratelimit/internal/redistest"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 // noLeaks fails t if goroutines started during the test outlive its cleanups.
@@ -150,7 +150,7 @@ func TestRedisStopped(t *testing.T) {
 // failover); the next call loads it again, and no request fails or is counted twice.
 func TestScriptFlush(t *testing.T) {
 	server := redistest.NewServer(t)
-	clock := conformance.NewClock()
+	clock := ratelimittest.NewClock()
 	l := newLimiter(t, newClient(t, server.Addr()), clock)
 	limit := ratelimit.Limit{Rate: 1, Burst: 50}
 	admitted := 0

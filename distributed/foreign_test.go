@@ -9,8 +9,8 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
-	"github.com/sluice-go/ratelimit/internal/conformance"
 	"github.com/sluice-go/ratelimit/internal/redistest"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 // tags are the algorithms' tags in their keys (docs/redis.md).
@@ -85,7 +85,7 @@ type foreignCase struct {
 
 func foreignCases() []foreignCase {
 	var cases []foreignCase
-	for _, alg := range conformance.Algorithms() {
+	for _, alg := range ratelimittest.Algorithms() {
 		cases = append(cases, foreignCase{alg.String(), alg, ratelimit.Limit{Rate: 1, Burst: 3}, ":" + tags[alg] + ":1:3"})
 	}
 	return append(cases, foreignCase{"Warmup", ratelimit.TokenBucket,
@@ -131,7 +131,7 @@ func TestForeignValues(t *testing.T) {
 			for _, path := range paths {
 				t.Run(c.name+"/"+f.name+"/"+path, func(t *testing.T) {
 					prefix := uniquePrefix()
-					l := newLimiter(t, client, conformance.NewClock(),
+					l := newLimiter(t, client, ratelimittest.NewClock(),
 						distributed.WithAlgorithm(c.alg), distributed.WithPrefix(prefix))
 					key := prefix + user + c.suffix
 					write := append([]string(nil), f.write...)
@@ -208,7 +208,7 @@ func TestWrittenKeysExpire(t *testing.T) {
 		ratelimit.SlidingWindowCounter: {"SET", "%k", "0:1:1"},
 		ratelimit.SlidingWindowLog:     {"ZADD", "%k", "5", "5:1"}, // an entry long gone
 	}
-	for _, alg := range conformance.Algorithms() {
+	for _, alg := range ratelimittest.Algorithms() {
 		t.Run(alg.String(), func(t *testing.T) {
 			prefix := uniquePrefix()
 			// The Redis clock, so that Redis's own expiry is the script's.

@@ -10,9 +10,9 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
-	"github.com/sluice-go/ratelimit/internal/conformance"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 // TestHugeBurstDrainThenDeny drains buckets of ratelimit.MaxBurst at every rate the limit
@@ -30,7 +30,7 @@ func TestHugeBurstDrainThenDeny(t *testing.T) {
 	for _, rate := range []float64{5e5, 7e5, 999_999, 1e6} {
 		limit := ratelimit.Limit{Rate: rate, Burst: ratelimit.MaxBurst}
 		t.Run(fmt.Sprint(rate), func(t *testing.T) {
-			clock := conformance.NewClock()
+			clock := ratelimittest.NewClock()
 			// The same arithmetic: each compared to the first, Delay aside.
 			shared := []ratelimit.Limiter{
 				newLimiter(t, client, clock),
@@ -59,7 +59,7 @@ func TestHugeBurstDrainThenDeny(t *testing.T) {
 // drainThenDeny takes all of key's bucket and asks for one more token, which must be denied,
 // and then, after its RetryAfter, admitted. It leaves the clock where it found it and returns
 // the denial.
-func drainThenDeny(t *testing.T, l ratelimit.Limiter, clock *conformance.Clock, key string, limit ratelimit.Limit) ratelimit.Result {
+func drainThenDeny(t *testing.T, l ratelimit.Limiter, clock *ratelimittest.Clock, key string, limit ratelimit.Limit) ratelimit.Result {
 	t.Helper()
 	ctx := context.Background()
 	res, err := l.AllowN(ctx, key, limit, limit.Burst)
@@ -82,7 +82,7 @@ func drainThenDeny(t *testing.T, l ratelimit.Limiter, clock *conformance.Clock, 
 }
 
 // newLocal returns a local limiter of algorithm on clock, closed at cleanup.
-func newLocal(t *testing.T, clock *conformance.Clock, algorithm ratelimit.Algorithm) *local.Limiter {
+func newLocal(t *testing.T, clock *ratelimittest.Clock, algorithm ratelimit.Algorithm) *local.Limiter {
 	l := local.New(local.WithClock(clock.Now), local.WithAlgorithm(algorithm))
 	t.Cleanup(func() { _ = l.Close() })
 	return l

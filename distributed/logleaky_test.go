@@ -13,8 +13,8 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
-	"github.com/sluice-go/ratelimit/internal/conformance"
 	"github.com/sluice-go/ratelimit/internal/redistest"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 // admission is one allowed request of a contention test.
@@ -68,7 +68,7 @@ func TestContention(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			for _, alg := range []ratelimit.Algorithm{ratelimit.SlidingWindowLog, ratelimit.LeakyBucket} {
 				t.Run(alg.String(), func(t *testing.T) {
-					l := newLimiter(t, client, conformance.NewClock(), distributed.WithAlgorithm(alg))
+					l := newLimiter(t, client, ratelimittest.NewClock(), distributed.WithAlgorithm(alg))
 					got := contend(t, l, limit)
 					// In the order they were decided, Remaining falls by each one's cost.
 					slices.SortFunc(got, func(a, b admission) int { return b.res.Remaining - a.res.Remaining })
@@ -92,7 +92,7 @@ func TestContention(t *testing.T) {
 // the window (with the test clock, at least an hour). A denial writes nothing.
 func TestSlidingLogKeyLayout(t *testing.T) {
 	server := redistest.NewServer(t)
-	clock := conformance.NewClock() // 2026-01-01: 2192 days = 189,388,800 s after 2020-01-01
+	clock := ratelimittest.NewClock() // 2026-01-01: 2192 days = 189,388,800 s after 2020-01-01
 	l, err := distributed.New(newClient(t, server.Addr()), distributed.WithClock(clock.Now),
 		distributed.WithAlgorithm(ratelimit.SlidingWindowLog))
 	require.NoError(t, err)
@@ -127,7 +127,7 @@ func TestSlidingLogKeyLayout(t *testing.T) {
 // still counts every token.
 func TestSlidingLogClockStepsBack(t *testing.T) {
 	server := redistest.NewServer(t)
-	clock := conformance.NewClock()
+	clock := ratelimittest.NewClock()
 	l := newLimiter(t, newClient(t, server.Addr()), clock, distributed.WithAlgorithm(ratelimit.SlidingWindowLog))
 	ctx := context.Background()
 	limit := ratelimit.Limit{Rate: 1, Burst: 3} // W = 3 s

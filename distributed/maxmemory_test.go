@@ -10,8 +10,8 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
-	"github.com/sluice-go/ratelimit/internal/conformance"
 	"github.com/sluice-go/ratelimit/internal/redistest"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 // usedMemory returns the used_memory of server's INFO, in bytes.
@@ -69,8 +69,8 @@ func TestMaxmemoryNoEviction(t *testing.T) {
 	limit := ratelimit.Limit{Rate: 1000.0 / 86400, Burst: 1000}
 	const prefix = "oom:"
 	limiters := map[ratelimit.Algorithm]*distributed.Limiter{}
-	for _, alg := range conformance.Algorithms() {
-		l := newLimiter(t, client, conformance.NewClock(),
+	for _, alg := range ratelimittest.Algorithms() {
+		l := newLimiter(t, client, ratelimittest.NewClock(),
 			distributed.WithAlgorithm(alg), distributed.WithPrefix(prefix+alg.String()+":"))
 		limiters[alg] = l
 		// Before Redis is full: one bucket drained, one half used.
@@ -89,7 +89,7 @@ func TestMaxmemoryNoEviction(t *testing.T) {
 	fillMemory(t, server)
 	before := usedMemory(t, server)
 
-	for _, alg := range conformance.Algorithms() {
+	for _, alg := range ratelimittest.Algorithms() {
 		t.Run(alg.String(), func(t *testing.T) {
 			l := limiters[alg]
 			keys, err := server.Do("KEYS", prefix+alg.String()+":*")

@@ -10,8 +10,8 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
-	"github.com/sluice-go/ratelimit/internal/conformance"
 	"github.com/sluice-go/ratelimit/internal/redistest"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 func newClusterClientOf(t *testing.T, cluster *redistest.Cluster) *redis.ClusterClient {
@@ -34,7 +34,7 @@ const slotB, slotA = "{b}:user", "{a}:user"
 func TestAllowAllCrossSlotRefund(t *testing.T) {
 	cluster := redistest.NewCluster(t)
 	prefix := uniquePrefix()
-	l := newLimiter(t, newClusterClientOf(t, cluster), conformance.NewClock(), distributed.WithPrefix(prefix))
+	l := newLimiter(t, newClusterClientOf(t, cluster), ratelimittest.NewClock(), distributed.WithPrefix(prefix))
 	limit := ratelimit.Limit{Rate: 1, Burst: 3}
 	drained := ratelimit.Limit{Rate: 1, Burst: 1}
 	res, err := l.Allow(context.Background(), slotA, drained)
@@ -86,7 +86,7 @@ func TestAllowAllCrossSlotRefund(t *testing.T) {
 // wrapping ErrCrossSlot, naming no key, before any script runs; keys of one slot are decided.
 func TestAllowAllCrossSlotRefuse(t *testing.T) {
 	cluster := redistest.NewCluster(t)
-	l := newLimiter(t, newClusterClientOf(t, cluster), conformance.NewClock(),
+	l := newLimiter(t, newClusterClientOf(t, cluster), ratelimittest.NewClock(),
 		distributed.WithCrossSlot(distributed.CrossSlotRefuse))
 	limit := ratelimit.Limit{Rate: 1, Burst: 3}
 	assert.Equal(t, 2, peekRemaining(t, l, slotA, limit)) // loads the script on a's master

@@ -13,8 +13,8 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
-	"github.com/sluice-go/ratelimit/internal/conformance"
 	"github.com/sluice-go/ratelimit/internal/redistest"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 // The test clock reads 2026-01-01, 2192 days after 2020-01-01: at one token a second, a
@@ -28,7 +28,7 @@ const nowInSeconds = 2192 * 86400
 func TestAllowAllConcurrentRedisState(t *testing.T) {
 	server := redistest.NewServer(t)
 	prefix := uniquePrefix()
-	l := newLimiter(t, newClient(t, server.Addr()), conformance.NewClock(), distributed.WithPrefix(prefix))
+	l := newLimiter(t, newClient(t, server.Addr()), ratelimittest.NewClock(), distributed.WithPrefix(prefix))
 	global := ratelimit.Limit{Rate: 1, Burst: 100}
 	perUser := ratelimit.Limit{Rate: 1, Burst: 10}
 
@@ -108,12 +108,12 @@ func TestAllowAllOneRoundTrip(t *testing.T) {
 	}
 	t.Run("Single", func(t *testing.T) {
 		server := redistest.NewServer(t)
-		l := newLimiter(t, newClient(t, server.Addr()), conformance.NewClock())
+		l := newLimiter(t, newClient(t, server.Addr()), ratelimittest.NewClock())
 		check(t, l, func() int64 { return scriptCalls(t, server) })
 	})
 	t.Run("Cluster", func(t *testing.T) {
 		cluster := redistest.NewCluster(t)
-		l := newLimiter(t, newClusterClientOf(t, cluster), conformance.NewClock())
+		l := newLimiter(t, newClusterClientOf(t, cluster), ratelimittest.NewClock())
 		check(t, l, func() int64 {
 			var n int64
 			for _, node := range cluster.Nodes() {
@@ -144,7 +144,7 @@ func peekRemaining(t *testing.T, l *distributed.Limiter, key string, limit ratel
 func TestAllowAllForeignValue(t *testing.T) {
 	server := redistest.NewServer(t)
 	prefix := uniquePrefix()
-	l := newLimiter(t, newClient(t, server.Addr()), conformance.NewClock(), distributed.WithPrefix(prefix))
+	l := newLimiter(t, newClient(t, server.Addr()), ratelimittest.NewClock(), distributed.WithPrefix(prefix))
 	limit := ratelimit.Limit{Rate: 1, Burst: 2}
 	_, err := server.Do("SET", prefix+"bad:tb:1:2", "not a number")
 	require.NoError(t, err)
@@ -153,7 +153,7 @@ func TestAllowAllForeignValue(t *testing.T) {
 	require.True(t, res.Allowed)
 	// Two new buckets, each charged one token of two: back in 1 s.
 	fresh := ratelimit.Result{Allowed: true, Limit: limit, Remaining: 1, ResetAfter: time.Second,
-		Charge: ratelimit.Charge{At: conformance.NewClock().Now()}} // the clock never moves here
+		Charge: ratelimit.Charge{At: ratelimittest.NewClock().Now()}} // the clock never moves here
 	assert.Equal(t, []ratelimit.Result{fresh, fresh}, res.Results)
 	good, err := server.Do("GET", prefix+"good:tb:1:2")
 	require.NoError(t, err)

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
-	"github.com/sluice-go/ratelimit/internal/conformance"
 	"github.com/sluice-go/ratelimit/internal/redistest"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 const us = time.Microsecond
@@ -23,7 +23,7 @@ type step struct {
 	want    ratelimit.Result
 }
 
-func play(t *testing.T, l ratelimit.Limiter, clock *conformance.Clock, limit ratelimit.Limit, steps []step) {
+func play(t *testing.T, l ratelimit.Limiter, clock *ratelimittest.Clock, limit ratelimit.Limit, steps []step) {
 	t.Helper()
 	for i, s := range steps {
 		clock.Advance(s.advance)
@@ -101,7 +101,7 @@ func TestPrecision(t *testing.T) {
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			clock := conformance.NewClock()
+			clock := ratelimittest.NewClock()
 			play(t, newLimiter(t, client, clock), clock, c.limit, c.steps)
 		})
 	}
@@ -112,7 +112,7 @@ func TestPrecision(t *testing.T) {
 // requests out of a burst of 1,000.
 func TestFractionalIntervalDoesNotDrift(t *testing.T) {
 	server := redistest.NewServer(t)
-	clock := conformance.NewClock()
+	clock := ratelimittest.NewClock()
 	l := newLimiter(t, newClient(t, server.Addr()), clock)
 	limit := ratelimit.Limit{Rate: 300000, Burst: 1000}
 	ctx := context.Background()
@@ -136,7 +136,7 @@ func TestFractionalIntervalDoesNotDrift(t *testing.T) {
 // well inside.
 func TestFarFuture(t *testing.T) {
 	server := redistest.NewServer(t)
-	clock := conformance.NewClock()
+	clock := ratelimittest.NewClock()
 	clock.Advance(74 * 365 * 24 * time.Hour)
 	l := newLimiter(t, newClient(t, server.Addr()), clock)
 	play(t, l, clock, ratelimit.Limit{Rate: 1e6, Burst: 10}, []step{
@@ -148,7 +148,7 @@ func TestFarFuture(t *testing.T) {
 
 func TestMaxRate(t *testing.T) {
 	server := redistest.NewServer(t)
-	clock := conformance.NewClock()
+	clock := ratelimittest.NewClock()
 	l := newLimiter(t, newClient(t, server.Addr()), clock)
 	ctx := context.Background()
 	_, err := l.Allow(ctx, "k", ratelimit.Limit{Rate: 1e6, Burst: 1})

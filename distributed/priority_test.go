@@ -15,18 +15,9 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
-	"github.com/sluice-go/ratelimit/internal/conformance"
 	"github.com/sluice-go/ratelimit/internal/redistest"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
-
-func TestPriorityConformance(t *testing.T) {
-	client := newClient(t, redistest.NewServer(t).Addr())
-	for _, alg := range conformance.Algorithms() {
-		t.Run(alg.String(), func(t *testing.T) {
-			conformance.RunPriority(t, alg, redisHarness(client, alg))
-		})
-	}
-}
 
 // TestPriorityFlood: 64 goroutines on one Redis bucket of 100 tokens, for every algorithm,
 // with the clock standing still: 16 Normal goroutines and 32 Sheddable ones make 8 requests
@@ -39,9 +30,9 @@ func TestPriorityFlood(t *testing.T) {
 	server := redistest.NewServer(t)
 	client := newClient(t, server.Addr())
 	limit := ratelimit.Limit{Rate: 1, Burst: 100}
-	for _, alg := range conformance.Algorithms() {
+	for _, alg := range ratelimittest.Algorithms() {
 		t.Run(alg.String(), func(t *testing.T) {
-			clock := conformance.NewClock()
+			clock := ratelimittest.NewClock()
 			prefix := uniquePrefix()
 			l := newLimiter(t, client, clock, distributed.WithAlgorithm(alg), distributed.WithPrefix(prefix),
 				distributed.WithReserves(ratelimit.Reserves{Normal: 0.2}))
@@ -124,7 +115,7 @@ func TestPriorityFlood(t *testing.T) {
 // storedCount reads how many tokens the bucket at key has given out, from its value in
 // Redis: the TAT less now, in tokens at 1 a second, for the token and leaky buckets (the
 // clock stands still); the window's count for the window algorithms; the log's entries.
-func storedCount(t *testing.T, server *redistest.Server, alg ratelimit.Algorithm, key string, clock *conformance.Clock) int64 {
+func storedCount(t *testing.T, server *redistest.Server, alg ratelimit.Algorithm, key string, clock *ratelimittest.Clock) int64 {
 	t.Helper()
 	if alg == ratelimit.SlidingWindowLog {
 		n, err := server.Do("ZCARD", key)
@@ -210,16 +201,5 @@ func TestWithReservesInvalid(t *testing.T) {
 	for _, r := range []ratelimit.Reserves{{}, {Normal: -1, Sheddable: -1}, {Normal: 0.3, Sheddable: 0.9}} {
 		_, err := distributed.New(client, distributed.WithReserves(r))
 		require.NoError(t, err, "%+v", r)
-	}
-}
-
-// TestPriorityConformanceCluster runs the rules on a 3-node Cluster, where AllowAll decides
-// keys of different slots slot by slot, each keeping its reserve.
-func TestPriorityConformanceCluster(t *testing.T) {
-	client := newClusterClientOf(t, redistest.NewCluster(t))
-	for _, alg := range conformance.Algorithms() {
-		t.Run(alg.String(), func(t *testing.T) {
-			conformance.RunPriority(t, alg, redisHarness(client, alg))
-		})
 	}
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
-	"github.com/sluice-go/ratelimit/internal/conformance"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 )
 
@@ -31,17 +30,6 @@ func inBubble(t *testing.T, server *redistest.Server, f func(t *testing.T, l *di
 		require.NoError(t, err)
 		f(t, l)
 	})
-}
-
-// TestQueueWait runs the rules of Wait every backend shares, the script reading synctest's
-// clock.
-func TestQueueWait(t *testing.T) {
-	server := redistest.NewServer(t)
-	for _, tt := range conformance.QueueWait {
-		t.Run(tt.Name, func(t *testing.T) {
-			inBubble(t, server, func(t *testing.T, l *distributed.Limiter) { tt.Run(t, l) })
-		})
-	}
 }
 
 // TestWaitOtherAlgorithms: Wait stays unsupported for the policing algorithms.

@@ -10,28 +10,16 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
-	"github.com/sluice-go/ratelimit/internal/conformance"
 	"github.com/sluice-go/ratelimit/internal/redistest"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
-
-// TestWarmup runs the warm-up rules on one Redis: the token bucket's tables, and every other
-// algorithm's refusal.
-func TestWarmup(t *testing.T) {
-	server := redistest.NewServer(t)
-	client := newClient(t, server.Addr())
-	for _, alg := range conformance.Algorithms() {
-		t.Run(alg.String(), func(t *testing.T) {
-			conformance.RunWarmup(t, alg, redisHarness(client, alg))
-		})
-	}
-}
 
 // TestWarmupKeyLayout pins what a bucket with a warm-up looks like in Redis: its key, tagged
 // "tbw" and ending in the warm-up in µs, and its value, "s:T": when the warm-up began, in µs
 // since 2020, and the TAT on the warm clock.
 func TestWarmupKeyLayout(t *testing.T) {
 	server := redistest.NewServer(t)
-	clock := conformance.NewClock() // 2026-01-01, 2192 days after 2020-01-01
+	clock := ratelimittest.NewClock() // 2026-01-01, 2192 days after 2020-01-01
 	l, err := distributed.New(newClient(t, server.Addr()), distributed.WithClock(clock.Now))
 	require.NoError(t, err)
 	limit := ratelimit.Limit{Rate: 10, Burst: 20, Warmup: 30 * time.Second}

@@ -2,7 +2,6 @@ package distributed_test
 
 import (
 	"context"
-	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -13,72 +12,12 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
-	"github.com/sluice-go/ratelimit/internal/args"
-	"github.com/sluice-go/ratelimit/internal/conformance"
 	"github.com/sluice-go/ratelimit/internal/redistest"
-	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 // windowAlgorithms are the algorithms of fixed, epoch-aligned windows.
 var windowAlgorithms = []ratelimit.Algorithm{ratelimit.FixedWindow, ratelimit.SlidingWindowCounter}
-
-// TestWindowsAgreeWithLocal plays the same random timelines on the local backend and on the
-// Redis script and requires identical Results, far from the round numbers of the
-// conformance suite: windows of days to centuries, bursts up to 10⁹, costs up to the burst.
-// There the counter's float arithmetic is inexact, its first guess at RetryAfter can be a few
-// microseconds off, and the search that corrects it must take the same steps on both
-// backends. The clock stays below 2⁵³ µs since 1970 (the year 2255), where Lua's numbers are
-// exact integers.
-func TestWindowsAgreeWithLocal(t *testing.T) {
-	server := redistest.NewServer(t)
-	client := newClient(t, server.Addr())
-	limits := []ratelimit.Limit{
-		{Rate: 1e-3, Burst: 1000},                       // W = 10⁶ s, 11.6 days
-		{Rate: 12345.0 / (1 << 40) * 1e6, Burst: 12345}, // W = 2⁴⁰ µs, 12.7 days
-		{Rate: 1e9 / 3e15 * 1e6, Burst: 1e9},            // W = 3·10¹⁵ µs, 95 years
-		{Rate: 7e-9, Burst: 7},                          // W = 10¹⁵ µs, 31.7 years
-		{Rate: 1e-6, Burst: 9007},                       // W = 9.007·10¹⁵ µs, 285 years
-		{Rate: 3, Burst: 1},                             // W = 333,333 µs
-	}
-	for _, alg := range windowAlgorithms {
-		for i, limit := range limits {
-			w, err := args.Window(limit)
-			require.NoError(t, err)
-			t.Run(alg.String()+"/"+limit.String(), func(t *testing.T) {
-				clock := conformance.NewClock()
-				loc := local.New(local.WithClock(clock.Now), local.WithAlgorithm(alg))
-				t.Cleanup(func() { loc.Close() })
-				red := newLimiter(t, client, clock, distributed.WithAlgorithm(alg))
-				rng := rand.New(rand.NewPCG(uint64(i), 7))
-				budget := int64(5e15) // µs the clock may still move
-				ctx := context.Background()
-				for j := range 400 {
-					var gap int64
-					switch rng.IntN(4) {
-					case 1:
-						gap = rng.Int64N(w/8 + 1)
-					case 2:
-						gap = rng.Int64N(w + 1)
-					case 3:
-						gap = rng.Int64N(2*w + 1)
-					}
-					gap = min(gap, budget)
-					budget -= gap
-					clock.Advance(time.Duration(gap) * time.Microsecond)
-					n := 1 + rng.IntN(limit.Burst)
-					if rng.IntN(2) == 0 {
-						n = 1 + rng.IntN(min(limit.Burst, 3))
-					}
-					want, err := loc.AllowN(ctx, "k", limit, n)
-					require.NoError(t, err)
-					got, err := red.AllowN(ctx, "k", limit, n)
-					require.NoError(t, err)
-					require.Equal(t, want, got, "request %d: n=%d at %v", j, n, clock.Now())
-				}
-			})
-		}
-	}
-}
 
 // TestWindowKeyLayout pins what a window bucket looks like in Redis: its name, its value,
 // and its expiry at the end of the windows it weighs in.
@@ -98,7 +37,7 @@ func TestWindowKeyLayout(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.alg.String(), func(t *testing.T) {
-			clock := conformance.NewClock()
+			clock := ratelimittest.NewClock()
 			l, err := distributed.New(client, distributed.WithClock(clock.Now), distributed.WithAlgorithm(c.alg))
 			require.NoError(t, err)
 			_, err = l.Allow(ctx, "user:42", limit)

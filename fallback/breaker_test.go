@@ -13,8 +13,8 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/fallback"
-	"github.com/sluice-go/ratelimit/internal/conformance"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 // rig is a fallback Limiter on a switched primary and a local secondary, all on one clock
@@ -23,13 +23,13 @@ type rig struct {
 	l         *fallback.Limiter
 	primary   *switched
 	secondary *local.Limiter
-	clock     *conformance.Clock
+	clock     *ratelimittest.Clock
 	hooks     *recorder
 }
 
 func newRig(t *testing.T, opts ...fallback.Option) *rig {
 	t.Helper()
-	clock := conformance.NewClock()
+	clock := ratelimittest.NewClock()
 	r := &rig{primary: newSwitched(t, clock), secondary: newLocal(t, clock), clock: clock, hooks: &recorder{}}
 	opts = append([]fallback.Option{
 		fallback.WithClock(clock.Now),
@@ -288,7 +288,7 @@ func TestInconclusiveProbe(t *testing.T) {
 // TestNoSecondary: without a secondary, failures and the open breaker are errors wrapping
 // ErrUnavailable, with the Result every backend returns with an error.
 func TestNoSecondary(t *testing.T) {
-	clock := conformance.NewClock()
+	clock := ratelimittest.NewClock()
 	primary := newSwitched(t, clock)
 	l := fallback.New(primary, nil, fallback.WithClock(clock.Now))
 	primary.fail(nil)

@@ -10,9 +10,9 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/fallback"
-	"github.com/sluice-go/ratelimit/internal/conformance"
 	"github.com/sluice-go/ratelimit/local"
 	"github.com/sluice-go/ratelimit/observe"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 const ms = time.Millisecond
@@ -173,7 +173,7 @@ func TestDenialCacheHitAllocatesNothing(t *testing.T) {
 // TestDenialCacheIsBounded: at its cap, the cache makes room by dropping denials, first
 // the expired ones; a dropped denial only sends requests back to the primary.
 func TestDenialCacheIsBounded(t *testing.T) {
-	clock := conformance.NewClock()
+	clock := ratelimittest.NewClock()
 	primary := newSwitched(t, clock)
 	l := fallback.New(primary, nil, fallback.WithClock(clock.Now), fallback.WithDenialCacheSize(64))
 	ctx := context.Background()
@@ -248,7 +248,7 @@ func TestDenialCacheResetWins(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			clock := conformance.NewClock()
+			clock := ratelimittest.NewClock()
 			primary := &late{Limiter: newLocal(t, clock)}
 			l := fallback.New(primary, nil, fallback.WithClock(clock.Now))
 			res, err := l.Allow(ctx, "k", limit)
@@ -298,7 +298,7 @@ func TestDenialCacheTTL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clock := conformance.NewClock()
+			clock := ratelimittest.NewClock()
 			primary := newSwitched(t, clock)
 			l := fallback.New(primary, nil, fallback.WithClock(clock.Now), tt.opt)
 			allow := func() (ratelimit.Result, observe.Origin) {

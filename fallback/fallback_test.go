@@ -13,33 +13,23 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/fallback"
-	"github.com/sluice-go/ratelimit/internal/conformance"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 // TestConformanceHealthy: over a healthy primary, with its denial cache on, the Limiter
 // passes every rule of the backends, for every algorithm: the cache changes no answer.
 func TestConformanceHealthy(t *testing.T) {
-	for _, alg := range conformance.Algorithms() {
-		t.Run(alg.String(), func(t *testing.T) {
-			newHarness := func(t *testing.T) conformance.Harness {
-				clock := conformance.NewClock()
-				open := func(r ratelimit.Reserves) ratelimit.Limiter {
-					primary := local.New(local.WithClock(clock.Now), local.WithCleanupInterval(-1), local.WithAlgorithm(alg),
-						local.WithReserves(r))
-					t.Cleanup(func() { _ = primary.Close() })
-					return fallback.New(primary, nil, fallback.WithClock(clock.Now))
-				}
-				return conformance.Harness{Limiter: open(ratelimit.Reserves{}), Advance: clock.Advance, CanWait: true,
-					Algorithm: alg, Reserves: open}
-			}
-			conformance.Run(t, alg, newHarness)
-			conformance.RunMulti(t, alg, newHarness)
-			conformance.RunInspector(t, alg, newHarness)
-			t.Run("Priority", func(t *testing.T) { conformance.RunPriority(t, alg, newHarness) })
-			t.Run("Warmup", func(t *testing.T) { conformance.RunWarmup(t, alg, newHarness) })
-		})
-	}
+	ratelimittest.Run(t, ratelimittest.Harness{
+		New: func(t testing.TB, c ratelimittest.Config) ratelimit.Limiter {
+			primary := local.New(local.WithClock(c.Clock.Now), local.WithCleanupInterval(-1),
+				local.WithAlgorithm(c.Algorithm), local.WithReserves(c.Reserves))
+			t.Cleanup(func() { _ = primary.Close() })
+			return fallback.New(primary, nil, fallback.WithClock(c.Clock.Now))
+		},
+		Reserves: true,
+		Warmup:   true,
+	})
 }
 
 // TestConformanceDegraded: over a primary that cannot reach its Redis (a real Redis
@@ -47,33 +37,25 @@ func TestConformanceHealthy(t *testing.T) {
 // backends, for every algorithm: the secondary decides everything, exactly as it would alone.
 func TestConformanceDegraded(t *testing.T) {
 	addr := deadAddr(t)
-	for _, alg := range conformance.Algorithms() {
-		t.Run(alg.String(), func(t *testing.T) {
-			newHarness := func(t *testing.T) conformance.Harness {
-				clock := conformance.NewClock()
-				open := func(r ratelimit.Reserves) ratelimit.Limiter {
-					secondary := local.New(local.WithClock(clock.Now), local.WithCleanupInterval(-1), local.WithAlgorithm(alg),
-						local.WithReserves(r))
-					t.Cleanup(func() { _ = secondary.Close() })
-					l := fallback.New(deadRedis(t, addr, alg), secondary, fallback.WithClock(clock.Now), fallback.WithReserves(r))
-					// Open the breaker first, so that Wait goes to the secondary from the start
-					// (the Redis backend may answer ErrNotSupported, rightly passed through).
-					for range fallback.DefaultFailureThreshold {
-						_, err := l.Allow(context.Background(), "warm-up", roomy)
-						require.NoError(t, err)
-					}
-					require.Equal(t, fallback.Open, l.State())
-					return l
-				}
-				return conformance.Harness{Limiter: open(ratelimit.Reserves{}), Advance: clock.Advance, CanWait: true,
-					Algorithm: alg, Reserves: open}
+	ratelimittest.Run(t, ratelimittest.Harness{
+		New: func(t testing.TB, c ratelimittest.Config) ratelimit.Limiter {
+			secondary := local.New(local.WithClock(c.Clock.Now), local.WithCleanupInterval(-1),
+				local.WithAlgorithm(c.Algorithm), local.WithReserves(c.Reserves))
+			t.Cleanup(func() { _ = secondary.Close() })
+			l := fallback.New(deadRedis(t, addr, c.Algorithm), secondary, fallback.WithClock(c.Clock.Now),
+				fallback.WithReserves(c.Reserves))
+			// Open the breaker first, so that Wait goes to the secondary from the start
+			// (the Redis backend may answer ErrNotSupported, rightly passed through).
+			for range fallback.DefaultFailureThreshold {
+				_, err := l.Allow(context.Background(), "warm-up", roomy)
+				require.NoError(t, err)
 			}
-			conformance.Run(t, alg, newHarness)
-			conformance.RunMulti(t, alg, newHarness)
-			conformance.RunInspector(t, alg, newHarness)
-			t.Run("Priority", func(t *testing.T) { conformance.RunPriority(t, alg, newHarness) })
-		})
-	}
+			require.Equal(t, fallback.Open, l.State())
+			return l
+		},
+		Reserves: true,
+		Warmup:   true,
+	})
 }
 
 // deadAddr returns a loopback address nothing listens on: it was bound and released.
@@ -88,7 +70,7 @@ func deadAddr(t *testing.T) string {
 
 // deadRedis returns a Redis backend on addr whose calls fail at once when nothing listens
 // there: one dial, no retry.
-func deadRedis(t *testing.T, addr string, alg ratelimit.Algorithm) *distributed.Limiter {
+func deadRedis(t testing.TB, addr string, alg ratelimit.Algorithm) *distributed.Limiter {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
 	t.Cleanup(func() { _ = c.Close() })
@@ -202,7 +184,7 @@ func TestInstancesPriorities(t *testing.T) {
 	for _, reserves := range []ratelimit.Reserves{{}, {Normal: 0.3, Sheddable: 0.6}} {
 		for _, instances := range []int{1, 4} {
 			t.Run(fmt.Sprintf("%+v/%d", reserves, instances), func(t *testing.T) {
-				clock := conformance.NewClock()
+				clock := ratelimittest.NewClock()
 				newLimiter := func() *local.Limiter {
 					l := local.New(local.WithClock(clock.Now), local.WithCleanupInterval(-1), local.WithReserves(reserves))
 					t.Cleanup(func() { _ = l.Close() })
@@ -254,7 +236,7 @@ func TestInstancesPriorities(t *testing.T) {
 // leave 3 to a Sheddable request, which the primary would admit up to 10 tokens. The
 // primary is a Redis backend that cannot reach its Redis.
 func TestInstancesPrioritiesAllowAllPeek(t *testing.T) {
-	clock := conformance.NewClock()
+	clock := ratelimittest.NewClock()
 	secondary := newLocal(t, clock)
 	l := fallback.New(deadRedis(t, deadAddr(t), ratelimit.TokenBucket), secondary,
 		fallback.WithClock(clock.Now), fallback.WithInstances(4))

@@ -9,9 +9,9 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/fallback"
-	"github.com/sluice-go/ratelimit/internal/conformance"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -94,7 +94,7 @@ func (s *switched) hang() (release func()) {
 }
 
 // newLocal returns a local limiter on clock, without a cleanup goroutine.
-func newLocal(t *testing.T, clock *conformance.Clock) *local.Limiter {
+func newLocal(t *testing.T, clock *ratelimittest.Clock) *local.Limiter {
 	t.Helper()
 	l := local.New(local.WithClock(clock.Now), local.WithCleanupInterval(-1))
 	t.Cleanup(func() { _ = l.Close() })
@@ -102,7 +102,7 @@ func newLocal(t *testing.T, clock *conformance.Clock) *local.Limiter {
 }
 
 // newSwitched returns a healthy switched primary on clock.
-func newSwitched(t *testing.T, clock *conformance.Clock) *switched {
+func newSwitched(t *testing.T, clock *ratelimittest.Clock) *switched {
 	return &switched{Limiter: newLocal(t, clock)}
 }
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/fallback"
-	"github.com/sluice-go/ratelimit/internal/conformance"
 	"github.com/sluice-go/ratelimit/observe"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 // observed keeps what an Observer and a state hook are told.
@@ -102,7 +102,7 @@ func TestObserveOutage(t *testing.T) {
 
 // TestOriginWithoutSecondary: the errors the Limiter answers alone come from "fallback".
 func TestOriginWithoutSecondary(t *testing.T) {
-	clock := conformance.NewClock()
+	clock := ratelimittest.NewClock()
 	primary := newSwitched(t, clock)
 	l := fallback.New(primary, nil, fallback.WithClock(clock.Now), fallback.WithFailureThreshold(1))
 	ctx := context.Background()

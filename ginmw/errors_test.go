@@ -13,9 +13,9 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/ginmw"
-	"github.com/sluice-go/ratelimit/internal/limitertest"
 	"github.com/sluice-go/ratelimit/keyfuncs"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 // A request that cannot be keyed is limited in one shared bucket, not let through.
@@ -138,7 +138,8 @@ func TestNewPanics(t *testing.T) {
 // A fixed limit the backend rejects, though Limit.Validate accepts it, panics at start-up
 // rather than failing on every request: the backends say so through ValidateLimit.
 func TestNewAsksTheBackend(t *testing.T) {
-	log, _ := limitertest.Local(t, local.WithAlgorithm(ratelimit.SlidingWindowLog))
+	log := local.New(local.WithClock(ratelimittest.NewClock().Now), local.WithAlgorithm(ratelimit.SlidingWindowLog))
+	t.Cleanup(func() { _ = log.Close() })
 	tooLong := ratelimit.Limit{Rate: 1, Burst: ratelimit.MaxLogBurst + 1}
 	assert.PanicsWithValue(t, fmt.Sprintf("ginmw: New: WithLimit(%v): ratelimit: invalid limit: burst %d is above the sliding window log's maximum of %d (ratelimit.MaxLogBurst)",
 		tooLong, tooLong.Burst, ratelimit.MaxLogBurst),

@@ -7,9 +7,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/sluice-go/ratelimit/internal/conformance"
-	"github.com/sluice-go/ratelimit/internal/limitertest"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 func TestMain(m *testing.M) {
@@ -18,7 +17,12 @@ func TestMain(m *testing.M) {
 }
 
 // newLimiter returns a local limiter reading a clock that moves only when the test says.
-func newLimiter(t *testing.T) (*local.Limiter, *conformance.Clock) { return limitertest.Local(t) }
+func newLimiter(t *testing.T) (*local.Limiter, *ratelimittest.Clock) {
+	clock := ratelimittest.NewClock()
+	l := local.New(local.WithClock(clock.Now))
+	t.Cleanup(func() { _ = l.Close() })
+	return l, clock
+}
 
 // newRouter returns an engine with mw on every route: GET /v1/items/:id, POST /login and
 // GET /health, each answering 200 "ok".

@@ -15,8 +15,8 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/grpcmw"
 	"github.com/sluice-go/ratelimit/headers"
-	"github.com/sluice-go/ratelimit/internal/limitertest"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 // With WithWait, calls over the limit wait for their turn instead of failing. The limit is
@@ -66,7 +66,7 @@ func TestClientWaitNotSupported(t *testing.T) {
 	for _, policy := range []ratelimit.ErrorPolicy{ratelimit.FailOpen, ratelimit.FailClosed} {
 		t.Run(policy.String(), func(t *testing.T) {
 			var rec recorder
-			l := &limitertest.Stub{Err: ratelimit.ErrNotSupported}
+			l := &ratelimittest.Stub{Err: ratelimit.ErrNotSupported}
 			e := newEnv(t, server{}, grpc.WithUnaryInterceptor(grpcmw.UnaryClientInterceptor(l,
 				grpcmw.WithLimit(ratelimit.PerMinute(1)), grpcmw.WithWait(), grpcmw.WithErrorPolicy(policy),
 				grpcmw.WithErrorHandler(rec.handle))))
@@ -108,7 +108,7 @@ func TestClientPriority(t *testing.T) {
 		return ratelimit.Critical
 	})
 	for _, wait := range []bool{false, true} {
-		l := &limitertest.Stub{Result: allowed}
+		l := &ratelimittest.Stub{Result: allowed}
 		opts := []grpcmw.Option{grpcmw.WithLimit(ratelimit.PerMinute(10))}
 		if wait {
 			opts = append(opts, grpcmw.WithWait())

@@ -16,9 +16,9 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/grpcmw"
 	"github.com/sluice-go/ratelimit/headers"
-	"github.com/sluice-go/ratelimit/internal/limitertest"
 	"github.com/sluice-go/ratelimit/keyfuncs/grpckeys"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 const method = "/test.Echo/A"
@@ -65,7 +65,7 @@ func TestRetryDelayRounding(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.retryAfter.String(), func(t *testing.T) {
-			icpt := grpcmw.UnaryServerInterceptor(&limitertest.Stub{Result: ratelimit.Result{RetryAfter: tt.retryAfter}},
+			icpt := grpcmw.UnaryServerInterceptor(&ratelimittest.Stub{Result: ratelimit.Result{RetryAfter: tt.retryAfter}},
 				grpcmw.WithLimit(ratelimit.PerSecond(1)))
 			md, err := direct(context.Background(), icpt, method, unaryOK(new(int)))
 			o := outcomeOf(t, md, err)
@@ -105,7 +105,7 @@ func TestQuotaFailureSubject(t *testing.T) {
 		metadata.Pairs("x-api-key", "secret"))
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			icpt := grpcmw.UnaryServerInterceptor(&limitertest.Stub{Result: ratelimit.Result{RetryAfter: time.Second}},
+			icpt := grpcmw.UnaryServerInterceptor(&ratelimittest.Stub{Result: ratelimit.Result{RetryAfter: time.Second}},
 				grpcmw.WithLimit(ratelimit.PerSecond(1)), grpcmw.WithKeyFunc(tt.key),
 				grpcmw.WithErrorHandler(func(context.Context, string, error) error { return nil }))
 			md, err := direct(ctx, icpt, method, unaryOK(new(int)))
@@ -156,7 +156,7 @@ func TestMetadata(t *testing.T) {
 // A shaping limiter's Delay holds the call; a call whose context ends meanwhile ends with
 // the context's code and never reaches the handler.
 func TestDelayHoldsTheCall(t *testing.T) {
-	l := &limitertest.Stub{Result: ratelimit.Result{Allowed: true, Delay: time.Millisecond}}
+	l := &ratelimittest.Stub{Result: ratelimit.Result{Allowed: true, Delay: time.Millisecond}}
 	icpt := grpcmw.UnaryServerInterceptor(l, grpcmw.WithLimit(ratelimit.PerSecond(1)))
 	var runs int
 	_, err := direct(context.Background(), icpt, method, unaryOK(&runs))

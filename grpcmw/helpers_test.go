@@ -21,13 +21,17 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/sluice-go/ratelimit/internal/conformance"
-	"github.com/sluice-go/ratelimit/internal/limitertest"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 // newLimiter returns a local limiter reading a clock that moves only when the test says.
-func newLimiter(t *testing.T) (*local.Limiter, *conformance.Clock) { return limitertest.Local(t) }
+func newLimiter(t *testing.T) (*local.Limiter, *ratelimittest.Clock) {
+	clock := ratelimittest.NewClock()
+	l := local.New(local.WithClock(clock.Now))
+	t.Cleanup(func() { _ = l.Close() })
+	return l, clock
+}
 
 // The test service, registered without generated code: unary methods A and B echo a
 // StringValue; bidirectional streams SA and SB echo every message until the client closes.

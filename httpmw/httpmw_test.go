@@ -12,13 +12,14 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/httpmw"
-	"github.com/sluice-go/ratelimit/internal/limitertest"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 // newLimiter returns a local limiter on a clock that never moves.
 func newLimiter(t *testing.T) *local.Limiter {
-	l, _ := limitertest.Local(t)
+	l := local.New(local.WithClock(ratelimittest.NewClock().Now))
+	t.Cleanup(func() { _ = l.Close() })
 	return l
 }
 

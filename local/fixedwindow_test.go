@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
-	"github.com/sluice-go/ratelimit/internal/conformance"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 // windowAlgorithms are the algorithms of fixed, epoch-aligned windows.
@@ -38,8 +38,8 @@ func TestSplit(t *testing.T) {
 // in has stopped weighing, and never about a time before its last admission; packed in a
 // word or kept under a mutex alike.
 func TestWindowFull(t *testing.T) {
-	limit := ratelimit.Limit{Rate: 1, Burst: 10}   // W = 10 s
-	t0 := conformance.NewClock().Now().UnixMicro() // a window boundary
+	limit := ratelimit.Limit{Rate: 1, Burst: 10}     // W = 10 s
+	t0 := ratelimittest.NewClock().Now().UnixMicro() // a window boundary
 	at := func(d time.Duration) int64 { return t0 + d.Microseconds() }
 	cases := []struct {
 		alg       ratelimit.Algorithm
@@ -151,41 +151,4 @@ func TestWindowAllocatesNothing(t *testing.T) {
 		assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = l.Allow(ctx, "open", open) }), "%v", alg)
 		assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = l.Allow(ctx, "shut", shut) }), "%v", alg)
 	}
-}
-
-// FuzzFixedWindow checks random timelines against the reference model of
-// internal/conformance (see conformance.CheckWindowModel).
-func FuzzFixedWindow(f *testing.F) { fuzzWindows(f, ratelimit.FixedWindow) }
-
-// FuzzSlidingWindowCounter checks random timelines against the reference model of
-// internal/conformance (see conformance.CheckWindowModel).
-func FuzzSlidingWindowCounter(f *testing.F) { fuzzWindows(f, ratelimit.SlidingWindowCounter) }
-
-// fuzzWindows reads a limit and a timeline from the fuzzer's bytes: a burst of 1 to 16, a
-// window of 1 µs to 16.7 s, then per request three bytes, two for the gap (0 to 4 windows)
-// and one for the cost, up to 500 requests.
-func fuzzWindows(f *testing.F, alg ratelimit.Algorithm) {
-	f.Add(uint8(9), uint32(10_000_000), []byte("\x00\x00\x07\x00\x10\x00\x00\x40\x03\xff\xff\x00\x01\x02\x03"))
-	f.Add(uint8(0), uint32(333_333), []byte("\x00\x00\x00\x00\x00\x00\x00\x40\x00\x00\x40\x00"))
-	f.Add(uint8(15), uint32(7), []byte("\x00\x00\x0f\x01\x00\x01\x02\x00\x05\x00\x00\x0f"))
-	f.Add(uint8(3), uint32(59_999_999), []byte("\xf0\x3f\x02\x20\x00\x01\x00\x00\x03\x10\x40\x01"))
-	f.Fuzz(func(t *testing.T, burst uint8, window uint32, data []byte) {
-		b := 1 + int(burst%16)
-		w := 1 + int64(window%(1<<24))
-		limit := ratelimit.Limit{Rate: float64(b) * 1e6 / float64(w), Burst: b}
-		data = data[:min(len(data), 3*500)] // the model's checks grow with the square of this
-		arrivals := make([]conformance.WindowArrival, 0, len(data)/3)
-		for i := 0; i+2 < len(data); i += 3 {
-			gap := (int64(data[i]) | int64(data[i+1])<<8) * w / (1 << 14)
-			arrivals = append(arrivals, conformance.WindowArrival{
-				Advance: time.Duration(gap) * time.Microsecond,
-				N:       1 + int(data[i+2])%b,
-			})
-		}
-		clock := conformance.NewClock()
-		l := New(WithClock(clock.Now), WithAlgorithm(alg), WithCleanupInterval(-1))
-		defer l.Close()
-		h := conformance.Harness{Limiter: l, Advance: clock.Advance, CanWait: true, Algorithm: alg}
-		conformance.CheckWindowModel(t, h, clock.Now(), "fuzz", limit, arrivals)
-	})
 }

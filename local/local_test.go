@@ -12,28 +12,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
-	"github.com/sluice-go/ratelimit/internal/conformance"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
+// TestConformance runs every rule of the contract, on a clock the test moves.
 func TestConformance(t *testing.T) {
-	for _, alg := range conformance.Algorithms() {
-		t.Run(alg.String(), func(t *testing.T) {
-			newHarness := func(t *testing.T) conformance.Harness {
-				clock := conformance.NewClock()
-				open := func(r ratelimit.Reserves) ratelimit.Limiter {
-					l := New(WithClock(clock.Now), WithAlgorithm(alg), WithReserves(r))
-					t.Cleanup(func() { l.Close() })
-					return l
-				}
-				return conformance.Harness{Limiter: open(ratelimit.Reserves{}), Advance: clock.Advance, CanWait: true,
-					Algorithm: alg, Reserves: open}
-			}
-			conformance.Run(t, alg, newHarness)
-			conformance.RunMulti(t, alg, newHarness)
-			conformance.RunInspector(t, alg, newHarness)
-			t.Run("Priority", func(t *testing.T) { conformance.RunPriority(t, alg, newHarness) })
-		})
-	}
+	ratelimittest.Run(t, ratelimittest.Harness{
+		New: func(t testing.TB, c ratelimittest.Config) ratelimit.Limiter {
+			l := New(WithClock(c.Clock.Now), WithAlgorithm(c.Algorithm), WithReserves(c.Reserves))
+			t.Cleanup(func() { l.Close() })
+			return l
+		},
+		Reserves: true,
+		Warmup:   true,
+	})
 }
 
 // TestSystemClock plays the seed timeline on the default, monotonic clock; synctest moves it.
@@ -248,7 +240,7 @@ func TestCleanupWithoutIdleTime(t *testing.T) {
 // and the rest share one overflow bucket instead of passing unlimited.
 func TestKeySpray(t *testing.T) {
 	const keys, maxBuckets = 1_000_000, 100_000
-	clock := conformance.NewClock()
+	clock := ratelimittest.NewClock()
 	l := New(WithMaxBuckets(maxBuckets), WithClock(clock.Now), WithCleanupInterval(-1))
 	defer l.Close()
 	ctx := context.Background()
@@ -285,7 +277,7 @@ func TestKeySpray(t *testing.T) {
 // TestEvictionAtCap: with one bucket per shard, a second key in a shard evicts the first
 // only once it is full again.
 func TestEvictionAtCap(t *testing.T) {
-	clock := conformance.NewClock()
+	clock := ratelimittest.NewClock()
 	l := New(WithMaxBuckets(64), WithClock(clock.Now), WithCleanupInterval(-1))
 	defer l.Close()
 	limit := ratelimit.Limit{Rate: 1, Burst: 1}
@@ -321,7 +313,7 @@ func TestAlgorithmNotSupported(t *testing.T) {
 // too long to represent saturate at 2⁵³ µs (285 years), as on the Redis backend, instead of
 // wrapping.
 func TestExtremeLimits(t *testing.T) {
-	clock := conformance.NewClock()
+	clock := ratelimittest.NewClock()
 	l := New(WithClock(clock.Now))
 	defer l.Close()
 	ctx := context.Background()
@@ -387,39 +379,9 @@ func TestAllowAllocatesNothing(t *testing.T) {
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = l.Allow(ctx, "cold", slow) }))
 }
 
-// TestInterleavings plays random mixes of AllowN, AllowAll, Peek, Refund and Reset against
-// the reference models (see conformance.CheckInterleavings), for every algorithm.
-func TestInterleavings(t *testing.T) {
-	for _, alg := range conformance.Algorithms() {
-		t.Run(alg.String(), func(t *testing.T) {
-			for seed := range uint64(8) {
-				conformance.CheckInterleavings(t, func(t *testing.T) conformance.Harness {
-					clock := conformance.NewClock()
-					l := New(WithClock(clock.Now), WithAlgorithm(alg))
-					t.Cleanup(func() { l.Close() })
-					return conformance.Harness{Limiter: l, Advance: clock.Advance, CanWait: true, Algorithm: alg}
-				}, seed, 500)
-			}
-		})
-	}
-}
-
 // TestInvalidReserves: New refuses reserves that cannot be enforced, saying which.
 func TestInvalidReserves(t *testing.T) {
 	require.PanicsWithValue(t,
 		"local: New: WithReserves: ratelimit: invalid limit: reserve Sheddable = 0.05 is less than reserve Normal = 0.1: a lower priority must keep back at least as much",
 		func() { New(WithReserves(ratelimit.Reserves{Sheddable: 0.05})) })
-}
-
-func TestWarmup(t *testing.T) {
-	for _, alg := range conformance.Algorithms() {
-		t.Run(alg.String(), func(t *testing.T) {
-			conformance.RunWarmup(t, alg, func(t *testing.T) conformance.Harness {
-				clock := conformance.NewClock()
-				l := New(WithClock(clock.Now), WithAlgorithm(alg))
-				t.Cleanup(func() { l.Close() })
-				return conformance.Harness{Limiter: l, Advance: clock.Advance, CanWait: true, Algorithm: alg}
-			})
-		})
-	}
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
-	"github.com/sluice-go/ratelimit/internal/conformance"
 )
 
 // The tests of Wait with ratelimit.LeakyBucket, on synctest's clock: a place in the queue is
@@ -23,15 +22,6 @@ func newQueue(t *testing.T) *Limiter {
 	l := New(WithAlgorithm(ratelimit.LeakyBucket))
 	t.Cleanup(func() { l.Close() })
 	return l
-}
-
-// TestQueueWait runs the rules of Wait every backend shares, on synctest's clock.
-func TestQueueWait(t *testing.T) {
-	for _, tt := range conformance.QueueWait {
-		t.Run(tt.Name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) { tt.Run(t, newQueue(t)) })
-		})
-	}
 }
 
 // TestQueueWaitClose: Close wakes a Wait sleeping until its turn.

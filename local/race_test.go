@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
-	"github.com/sluice-go/ratelimit/internal/conformance"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 // TestDecisionsRaceDrops: goroutines decide on a few hot keys, without a lock (AllowN, and
@@ -46,7 +46,7 @@ func TestDecisionsRaceDrops(t *testing.T) {
 	const workers, keys, tries, rounds = 4, 3, 8, 300
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			clock := conformance.NewClock()
+			clock := ratelimittest.NewClock()
 			l := New(WithClock(clock.Now), WithCleanupInterval(-1), WithAlgorithm(c.alg))
 			defer l.Close()
 			ctx := context.Background()
@@ -130,7 +130,7 @@ func TestDecisionsRaceDrops(t *testing.T) {
 			background.Wait()
 			require.Positive(t, replaced, "no hot bucket was dropped: the test tested nothing")
 
-			refClock := conformance.NewClock()
+			refClock := ratelimittest.NewClock()
 			ref := New(WithClock(refClock.Now), WithCleanupInterval(-1), WithAlgorithm(c.alg))
 			defer ref.Close()
 			total := 0

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/sluice-go/ratelimit"
-	"github.com/sluice-go/ratelimit/internal/conformance"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 // FuzzTokenBucketMatchesXRate drives the token bucket and a golang.org/x/time/rate limiter,
@@ -85,7 +85,7 @@ const retrySlack = 1100 * time.Nanosecond
 // playAgainstXRate plays the requests decoded from data (see FuzzTokenBucketMatchesXRate) on
 // both limiters, and returns how many both allowed and both denied.
 func playAgainstXRate(t *testing.T, limit ratelimit.Limit, data []byte) (allowed, denied int) {
-	clock := conformance.NewClock()
+	clock := ratelimittest.NewClock()
 	l := New(WithClock(clock.Now), WithCleanupInterval(-1))
 	defer l.Close()
 	ref := rate.NewLimiter(rate.Limit(limit.Rate), limit.Burst)

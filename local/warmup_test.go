@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
-	"github.com/sluice-go/ratelimit/internal/conformance"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 // warmLimit is the conformance suite's warm-up limit: 100 a second, a burst of 50, warm
@@ -83,7 +83,7 @@ func TestWarmupSweep(t *testing.T) {
 // TestWarmupOverflow: at the cap, keys without a bucket share one overflow bucket per limit,
 // warm-up included: a plain limit's overflow bucket is not a warm one's.
 func TestWarmupOverflow(t *testing.T) {
-	clock := conformance.NewClock()
+	clock := ratelimittest.NewClock()
 	l := New(WithMaxBuckets(64), WithClock(clock.Now), WithCleanupInterval(-1))
 	defer l.Close()
 	ctx := context.Background()
@@ -110,7 +110,7 @@ func TestWarmupOverflow(t *testing.T) {
 // TestWarmupConcurrency: 64 goroutines on one cold bucket whose clock stands still: exactly
 // ⌊τ(0)⌋ = 16 win, and every loser is told when to come back.
 func TestWarmupConcurrency(t *testing.T) {
-	clock := conformance.NewClock()
+	clock := ratelimittest.NewClock()
 	l := New(WithClock(clock.Now), WithCleanupInterval(-1))
 	defer l.Close()
 	var admitted atomic.Int64

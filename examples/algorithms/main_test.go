@@ -94,7 +94,7 @@ func TestGenerate(t *testing.T) {
 }
 
 // TestColdStart: the warm bucket admits what the conformance suite's ColdStartRamp rule
-// says (internal/conformance/warmup.go derives it): τ(0) = 16 at once, then the ramp of the
+// says (ratelimittest/warmup.go derives it): τ(0) = 16 at once, then the ramp of the
 // warm clock, 3.67 to 10 per 100 ms, then 10. The plain bucket admits its burst of 50 and
 // the 10 tokens it earns meanwhile, less the one that is not there yet at 99 ms: 59, then
 // 10 per 100 ms. The warm one is behind it at every millisecond.

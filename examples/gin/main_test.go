@@ -13,10 +13,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-go/ratelimit/internal/limitertest"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 	"github.com/sluice-go/ratelimit/local"
 	"github.com/sluice-go/ratelimit/prommetrics"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 func TestMain(m *testing.M) {
@@ -96,7 +96,8 @@ func TestParsePrefixes(t *testing.T) {
 // /metrics, scraped over HTTP from a real server after a few requests, holds the series of
 // the decisions: 5 logins allowed and 1 denied, 1 API request allowed.
 func TestMetrics(t *testing.T) {
-	l, _ := limitertest.Local(t)
+	l := local.New(local.WithClock(ratelimittest.NewClock().Now))
+	t.Cleanup(func() { _ = l.Close() })
 	registry := prometheus.NewRegistry()
 	metrics := prommetrics.New()
 	registry.MustRegister(metrics)

@@ -9,8 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-go/ratelimit/internal/limitertest"
 	"github.com/sluice-go/ratelimit/internal/redistest"
+	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 // send sends method path to srv and returns the response, its body read.
@@ -27,7 +28,8 @@ func send(t *testing.T, srv *httptest.Server, method, path string) *http.Respons
 
 // The routes through a real server on loopback, on a clock that never moves.
 func TestRoutes(t *testing.T) {
-	l, _ := limitertest.Local(t)
+	l := local.New(local.WithClock(ratelimittest.NewClock().Now))
+	t.Cleanup(func() { _ = l.Close() })
 	srv := httptest.NewServer(newMux(l))
 	t.Cleanup(srv.Close)
 

@@ -11,7 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
-	"github.com/sluice-go/ratelimit/internal/limitertest"
+	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 func TestMain(m *testing.M) {
@@ -21,7 +22,8 @@ func TestMain(m *testing.M) {
 
 // localLimiter returns a local limiter on a clock that never moves.
 func localLimiter(t *testing.T) ratelimit.Limiter {
-	l, _ := limitertest.Local(t)
+	l := local.New(local.WithClock(ratelimittest.NewClock().Now))
+	t.Cleanup(func() { _ = l.Close() })
 	return l
 }
 
@@ -68,7 +70,7 @@ func TestBehaviour(t *testing.T) {
 	}, {
 		name: "limiter error, fail open",
 		setup: func(t *testing.T) setup {
-			return setup{limiter: &limitertest.Stub{Err: errDown}, limit: ratelimit.PerMinute(1)}
+			return setup{limiter: &ratelimittest.Stub{Err: errDown}, limit: ratelimit.PerMinute(1)}
 		},
 		requests: 1,
 		want:     answer{kind: "ok", ran: true, fields: none},
@@ -76,7 +78,7 @@ func TestBehaviour(t *testing.T) {
 	}, {
 		name: "limiter error, fail closed",
 		setup: func(t *testing.T) setup {
-			return setup{limiter: &limitertest.Stub{Err: errDown}, limit: ratelimit.PerMinute(1), policy: ratelimit.FailClosed}
+			return setup{limiter: &ratelimittest.Stub{Err: errDown}, limit: ratelimit.PerMinute(1), policy: ratelimit.FailClosed}
 		},
 		requests: 1,
 		want:     answer{kind: "unavailable", fields: none},
@@ -112,7 +114,7 @@ func TestBehaviour(t *testing.T) {
 		// The zero Limit from a limit function: this request is not limited.
 		name: "zero limit",
 		setup: func(t *testing.T) setup {
-			return setup{limiter: &limitertest.Stub{}, limit: ratelimit.Limit{}, limitFn: true}
+			return setup{limiter: &ratelimittest.Stub{}, limit: ratelimit.Limit{}, limitFn: true}
 		},
 		requests: 1,
 		want:     answer{kind: "ok", ran: true, fields: none},
@@ -120,7 +122,7 @@ func TestBehaviour(t *testing.T) {
 	}, {
 		name: "skip",
 		setup: func(t *testing.T) setup {
-			return setup{limiter: &limitertest.Stub{}, limit: ratelimit.PerMinute(1), skip: true}
+			return setup{limiter: &ratelimittest.Stub{}, limit: ratelimit.PerMinute(1), skip: true}
 		},
 		requests: 1,
 		want:     answer{kind: "ok", ran: true, fields: none},
@@ -136,7 +138,7 @@ func TestBehaviour(t *testing.T) {
 					got = do(context.Background())
 				}
 				assert.Equal(t, tt.want, got)
-				if stub, ok := s.limiter.(*limitertest.Stub); ok && tt.asked >= 0 {
+				if stub, ok := s.limiter.(*ratelimittest.Stub); ok && tt.asked >= 0 {
 					assert.Len(t, stub.Keys(), tt.asked)
 				}
 			})
@@ -149,7 +151,7 @@ func TestDelayHonoured(t *testing.T) {
 	const delay = 20 * time.Millisecond
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
-			stub := &limitertest.Stub{Result: ratelimit.Result{Allowed: true, Remaining: 1, Delay: delay}}
+			stub := &ratelimittest.Stub{Result: ratelimit.Result{Allowed: true, Remaining: 1, Delay: delay}}
 			do := tg.serve(t, setup{limiter: stub, limit: ratelimit.PerSecond(2)})
 			start := time.Now()
 			got := do(context.Background())
@@ -166,13 +168,13 @@ func TestDelayHonoured(t *testing.T) {
 func TestClientLeaves(t *testing.T) {
 	cases := []struct {
 		name string
-		stub func(entered chan struct{}) *limitertest.Stub
+		stub func(entered chan struct{}) *ratelimittest.Stub
 	}{
-		{"during the delay", func(entered chan struct{}) *limitertest.Stub {
-			return &limitertest.Stub{Result: ratelimit.Result{Allowed: true, Remaining: 1, Delay: time.Hour}, Entered: entered}
+		{"during the delay", func(entered chan struct{}) *ratelimittest.Stub {
+			return &ratelimittest.Stub{Result: ratelimit.Result{Allowed: true, Remaining: 1, Delay: time.Hour}, Entered: entered}
 		}},
-		{"while the limiter decides", func(entered chan struct{}) *limitertest.Stub {
-			return &limitertest.Stub{Block: true, Entered: entered}
+		{"while the limiter decides", func(entered chan struct{}) *ratelimittest.Stub {
+			return &ratelimittest.Stub{Block: true, Entered: entered}
 		}},
 	}
 	for _, tt := range cases {

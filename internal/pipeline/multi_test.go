@@ -12,10 +12,10 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
-	"github.com/sluice-go/ratelimit/internal/limitertest"
 	"github.com/sluice-go/ratelimit/internal/metrictest"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 // 2 a second and 5 a minute on one key.
@@ -44,12 +44,12 @@ func TestLimits(t *testing.T) {
 	}
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
-			l := &limitertest.Multi{MultiResult: denied}
+			l := &ratelimittest.Multi{MultiResult: denied}
 			got := tg.serve(t, setup{limiter: l, limits: secondAndMinute})(context.Background())
 			assert.Equal(t, answer{kind: "denied", fields: map[string]string{"retry-after": "1",
 				"x-ratelimit-limit": "2", "x-ratelimit-remaining": "0", "x-ratelimit-reset": "1"}}, got)
 
-			l = &limitertest.Multi{MultiResult: allowed}
+			l = &ratelimittest.Multi{MultiResult: allowed}
 			got = tg.serve(t, setup{limiter: l, limits: secondAndMinute})(context.Background())
 			assert.Equal(t, answer{kind: "ok", ran: true, fields: map[string]string{
 				"x-ratelimit-limit": "2", "x-ratelimit-remaining": "1", "x-ratelimit-reset": "1"}}, got)
@@ -64,7 +64,7 @@ func TestRefundIf(t *testing.T) {
 		t.Run(tg.name, func(t *testing.T) {
 			// Each refund names the charge of its own limit's decision.
 			at := time.UnixMicro(1_000_000)
-			l := &limitertest.Multi{MultiResult: ratelimit.MultiResult{Allowed: true,
+			l := &ratelimittest.Multi{MultiResult: ratelimit.MultiResult{Allowed: true,
 				Results: []ratelimit.Result{{Allowed: true, Charge: ratelimit.Charge{At: at, Part: "a"}},
 					{Allowed: true, Charge: ratelimit.Charge{At: at.Add(time.Microsecond), Part: "b"}}}}}
 			do := tg.serve(t, setup{limiter: l, limits: secondAndMinute, refundOK: true})
@@ -72,7 +72,7 @@ func TestRefundIf(t *testing.T) {
 			assert.Equal(t, []string{`second|ip:192.0.2.1 1 charged at 1000000 by "a"`, `minute|ip:192.0.2.1 1 charged at 1000001 by "b"`},
 				l.Refunds())
 
-			single := &limitertest.Multi{Stub: limitertest.Stub{Result: ratelimit.Result{Allowed: true, Remaining: 1,
+			single := &ratelimittest.Multi{Stub: ratelimittest.Stub{Result: ratelimit.Result{Allowed: true, Remaining: 1,
 				Charge: ratelimit.Charge{At: at}}}}
 			do = tg.serve(t, setup{limiter: single, limit: ratelimit.PerSecond(2), refundOK: true,
 				cost: func() int { return 2 }})
@@ -80,7 +80,7 @@ func TestRefundIf(t *testing.T) {
 			assert.Len(t, single.Refunds(), 1)
 			assert.Contains(t, single.Refunds()[0], "charged at 1000000")
 
-			deniedOne := &limitertest.Multi{Stub: limitertest.Stub{Result: ratelimit.Result{RetryAfter: time.Second}}}
+			deniedOne := &ratelimittest.Multi{Stub: ratelimittest.Stub{Result: ratelimit.Result{RetryAfter: time.Second}}}
 			do = tg.serve(t, setup{limiter: deniedOne, limit: ratelimit.PerSecond(2), refundOK: true})
 			assert.Equal(t, "denied", do(context.Background()).kind)
 			assert.Empty(t, deniedOne.Refunds())

@@ -10,8 +10,9 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/fallback"
-	"github.com/sluice-go/ratelimit/internal/limitertest"
 	"github.com/sluice-go/ratelimit/internal/metrictest"
+	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 // The series of ratelimit.requests, as metrictest.Attrs encodes them.
@@ -82,7 +83,7 @@ func TestObservedErrors(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
 			obs, reader := metrictest.NewObserver(t)
-			stub := &limitertest.Stub{Err: errDown}
+			stub := &ratelimittest.Stub{Err: errDown}
 			closed := tg.serve(t, setup{limiter: stub, limit: ratelimit.PerSecond(1), observer: obs, name: "login",
 				policy: ratelimit.FailClosed})
 			assert.Equal(t, "unavailable", closed(context.Background()).kind)
@@ -104,8 +105,9 @@ func TestObservedOutage(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
 			obs, reader := metrictest.NewObserver(t)
-			secondary, _ := limitertest.Local(t)
-			l := fallback.New(&limitertest.Stub{Err: errDown}, secondary, fallback.WithStateHook(obs.ObserveBreaker))
+			secondary := local.New(local.WithClock(ratelimittest.NewClock().Now))
+			t.Cleanup(func() { _ = secondary.Close() })
+			l := fallback.New(&ratelimittest.Stub{Err: errDown}, secondary, fallback.WithStateHook(obs.ObserveBreaker))
 			do := tg.serve(t, setup{limiter: l, limit: ratelimit.PerMinute(100), observer: obs, name: "login"})
 			for range 8 {
 				require.Equal(t, "ok", do(context.Background()).kind)
@@ -131,7 +133,7 @@ func TestObservedOutageWithoutSecondary(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
 			obs, reader := metrictest.NewObserver(t)
-			l := fallback.New(&limitertest.Stub{Err: errDown}, nil, fallback.WithStateHook(obs.ObserveBreaker))
+			l := fallback.New(&ratelimittest.Stub{Err: errDown}, nil, fallback.WithStateHook(obs.ObserveBreaker))
 			do := tg.serve(t, setup{limiter: l, limit: ratelimit.PerMinute(100), observer: obs, name: "login"})
 			for range 8 {
 				require.Equal(t, "ok", do(context.Background()).kind)
@@ -152,7 +154,7 @@ func TestObservedOutageWithoutSecondary(t *testing.T) {
 func TestShadowBudget(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
-			stub := &limitertest.Stub{Block: true}
+			stub := &ratelimittest.Stub{Block: true}
 			do := tg.serve(t, setup{limiter: stub, limit: ratelimit.PerMinute(1), shadow: true})
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()

@@ -13,9 +13,9 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
-	"github.com/sluice-go/ratelimit/internal/limitertest"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 	"github.com/sluice-go/ratelimit/observe"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 // priorities records the priority of each decision an observer is told of.
@@ -89,18 +89,18 @@ func TestPriorityReachesLimiter(t *testing.T) {
 	allowed := ratelimit.Result{Allowed: true, Remaining: 1}
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
-			l := &limitertest.Stub{Result: allowed}
+			l := &ratelimittest.Stub{Result: allowed}
 			do := tg.serve(t, setup{limiter: l, limit: ratelimit.PerMinute(2)})
 			do(context.Background())
 			assert.Equal(t, []ratelimit.Priority{ratelimit.Critical}, l.Priorities())
 
-			l = &limitertest.Stub{Result: allowed}
+			l = &ratelimittest.Stub{Result: allowed}
 			do = tg.serve(t, setup{limiter: l, limit: ratelimit.PerMinute(2),
 				priority: func() ratelimit.Priority { return ratelimit.Normal }})
 			do(context.Background())
 			assert.Equal(t, []ratelimit.Priority{ratelimit.Normal}, l.Priorities())
 
-			m := &limitertest.Multi{MultiResult: ratelimit.MultiResult{Allowed: true,
+			m := &ratelimittest.Multi{MultiResult: ratelimit.MultiResult{Allowed: true,
 				Results: []ratelimit.Result{allowed, allowed}}}
 			m.Result = allowed
 			do = tg.serve(t, setup{limiter: m, limits: secondAndMinute,

@@ -1,4 +1,4 @@
-package conformance
+package ratelimittest
 
 import (
 	"context"
@@ -13,14 +13,11 @@ import (
 	"github.com/sluice-go/ratelimit"
 )
 
-// QueueWait is the table of rules of Wait with ratelimit.LeakyBucket: a place in the queue
-// is reserved at once, then the caller sleeps until its turn. Each rule runs on a limiter
-// with no buckets yet, inside a testing/synctest bubble whose clock the limiter reads (the
-// Redis backend's tests make the script read it too), so that turns come exactly on time.
-var QueueWait = []struct {
-	Name string
-	Run  func(t *testing.T, l ratelimit.Limiter)
-}{
+// queueRules are the rules of Wait with ratelimit.LeakyBucket: a place in the queue is
+// reserved at once, then the caller sleeps until its turn. Each rule runs on a limiter with
+// no buckets yet, inside a testing/synctest bubble whose clock the limiter reads, so that
+// turns come exactly on time.
+var queueRules = []rule{
 	{"Spacing", queueSpacing},
 	{"Deadline", queueDeadline},
 	{"FullPastDeadline", queueFullPastDeadline},
@@ -33,7 +30,8 @@ var tenPerSecond = ratelimit.Limit{Rate: 10, Burst: 5}
 // queueSpacing: seven callers Wait at once on a queue of five. Five take a place at once and
 // leave 100 ms apart; the other two find it full, come back when a place frees up, and leave
 // in their turn: every 100 ms, one caller goes.
-func queueSpacing(t *testing.T, l ratelimit.Limiter) {
+func queueSpacing(t testing.TB, h harness) {
+	l := h.Limiter
 	start := time.Now()
 	var mu sync.Mutex
 	var left []time.Duration
@@ -54,7 +52,8 @@ func queueSpacing(t *testing.T, l ratelimit.Limiter) {
 
 // queueDeadline: a Wait whose turn would come after its deadline fails at once and takes
 // nothing; one whose turn comes exactly at the deadline goes.
-func queueDeadline(t *testing.T, l ratelimit.Limiter) {
+func queueDeadline(t testing.TB, h harness) {
+	l := h.Limiter
 	ctx := context.Background()
 	res, err := l.AllowN(ctx, "k", tenPerSecond, 3) // turns at 0, 100 and 200 ms: the queue ends at 300 ms
 	require.NoError(t, err)
@@ -76,7 +75,8 @@ func queueDeadline(t *testing.T, l ratelimit.Limiter) {
 // queueFullPastDeadline: the queue is full and drains after the deadline: fail at once,
 // without waiting for a place. With room for the turn at 500 ms, the Wait waits for a place
 // (100 ms), then for its turn (400 ms more).
-func queueFullPastDeadline(t *testing.T, l ratelimit.Limiter) {
+func queueFullPastDeadline(t testing.TB, h harness) {
+	l := h.Limiter
 	ctx := context.Background()
 	res, err := l.AllowN(ctx, "k", tenPerSecond, 5)
 	require.NoError(t, err)
@@ -97,7 +97,8 @@ func queueFullPastDeadline(t *testing.T, l ratelimit.Limiter) {
 
 // queueCanceledKeepsPlace: a Wait canceled while it sleeps until its turn returns at once,
 // and the place stays taken: the caller after it keeps its turn.
-func queueCanceledKeepsPlace(t *testing.T, l ratelimit.Limiter) {
+func queueCanceledKeepsPlace(t testing.TB, h harness) {
+	l := h.Limiter
 	ctx := context.Background()
 	res, err := l.Allow(ctx, "k", tenPerSecond) // turn at 0
 	require.NoError(t, err)

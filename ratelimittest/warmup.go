@@ -1,4 +1,4 @@
-package conformance
+package ratelimittest
 
 import (
 	"context"
@@ -37,23 +37,6 @@ var warmupRules = []rule{
 	{"AllowAllRefuses", warmAllowAllRefuses},
 }
 
-// RunWarmup runs the warm-up rules that apply to algorithm, each on a Harness of its own
-// made by newHarness: the token bucket's rules above, and for every other algorithm that a
-// limit with a warm-up is refused with ratelimit.ErrNotSupported.
-func RunWarmup(t *testing.T, algorithm ratelimit.Algorithm, newHarness func(t *testing.T) Harness) {
-	rules := warmupRules
-	if algorithm != ratelimit.TokenBucket {
-		rules = []rule{{"NotSupported", warmNotSupported}}
-	}
-	for _, r := range rules {
-		t.Run(r.name, func(t *testing.T) {
-			h := newHarness(t)
-			require.Equal(t, algorithm, h.Algorithm, "the harness was built for another algorithm")
-			r.run(t, h)
-		})
-	}
-}
-
 // warmColdStartRamp: a client asks for a token every millisecond (ten times the rate) from
 // a cold start. Under such a load the bucket admits what it holds at once, τ(0) = 16.67, so
 // 16, then what the warm clock earns: r·f(d), which ramps from 100/3 to 100 a second, so
@@ -63,7 +46,7 @@ func RunWarmup(t *testing.T, algorithm ratelimit.Algorithm, newHarness func(t *t
 // earned in the k-th), and from 1 s on 10, the plain bucket's 100 a second. A plain bucket
 // under the same load admits 50 at once: the warm one stays below it at every millisecond,
 // and no interval of length L ever sees more than b + r·L tokens admitted.
-func warmColdStartRamp(t *testing.T, h Harness) {
+func warmColdStartRamp(t testing.TB, h harness) {
 	plain := ratelimit.Limit{Rate: warmRamp.Rate, Burst: warmRamp.Burst}
 	want := []int{20, 4, 5, 6, 6, 7, 8, 8, 9, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10}
 	got := make([]int, len(want))
@@ -94,7 +77,7 @@ func warmColdStartRamp(t *testing.T, h Harness) {
 }
 
 // allowOne asks for one token of (key, limit).
-func allowOne(t *testing.T, h Harness, key string, limit ratelimit.Limit) ratelimit.Result {
+func allowOne(t testing.TB, h harness, key string, limit ratelimit.Limit) ratelimit.Result {
 	t.Helper()
 	res, err := h.Limiter.Allow(context.Background(), key, limit)
 	require.NoError(t, err)
@@ -104,7 +87,7 @@ func allowOne(t *testing.T, h Harness, key string, limit ratelimit.Limit) rateli
 // checkBound checks the token bucket's guarantee on admissions at times at (of costs[i]
 // tokens each, 1 if costs is nil): no interval of length L, from one admission to a later
 // one, holds more than Burst + Rate·L tokens.
-func checkBound(t *testing.T, limit ratelimit.Limit, at []time.Duration, costs []int) {
+func checkBound(t testing.TB, limit ratelimit.Limit, at []time.Duration, costs []int) {
 	t.Helper()
 	cost := func(i int) int {
 		if costs == nil {
@@ -130,7 +113,7 @@ func checkBound(t *testing.T, limit ratelimit.Limit, at []time.Duration, costs [
 // when W catches up with T: d(d + P)/(3P)·10⁻⁴ = 50.3367 at d = 826,687.9 µs, ResetAfter
 // 816,688 µs. One more token is 1 token of the warm clock away, d(d + P) growing by 3·10¹⁰
 // from 10 ms: 28,610 µs.
-func warmRetryAfterIsExact(t *testing.T, h Harness) {
+func warmRetryAfterIsExact(t testing.TB, h harness) {
 	play(t, h, "retry", warmRamp, []step{
 		// Remaining: ⌊b − max(T − W, b − τ)⌋ = ⌊τ⌋ = 16.
 		{n: 17, want: denied(16, 10*ms, 0)},
@@ -144,7 +127,7 @@ func warmRetryAfterIsExact(t *testing.T, h Harness) {
 // end of the warm-up: RetryAfter 1 s, exactly. The warm-up it began runs to its end however
 // long the request takes to come back (the bucket could only go cold 500 ms after the
 // warm-up, once W(d) = W(P) + b): at 1 s, or at 1.4 s, it is admitted.
-func warmWholeBurstAtColdStart(t *testing.T, h Harness) {
+func warmWholeBurstAtColdStart(t testing.TB, h harness) {
 	for _, back := range []time.Duration{time.Second, 1400 * ms} {
 		key := "whole" + back.String()
 		play(t, h, key, warmRamp, []step{
@@ -161,7 +144,7 @@ func warmWholeBurstAtColdStart(t *testing.T, h Harness) {
 // before, it is warm and full: 50 at once. A millisecond after, it is cold again: 16 at once
 // (τ(0) = 16.67), and the next token when W = 0.33 (T = 49.33 against b − 1), at 9,902 µs;
 // 1 µs early is denied.
-func warmRestartAfterRest(t *testing.T, h Harness) {
+func warmRestartAfterRest(t testing.TB, h harness) {
 	play(t, h, "warm", warmRamp, []step{
 		{want: allowed(15, 631371*time.Microsecond)},
 		{advance: 1499 * ms, n: 50, want: allowed(0, 500*ms)},
@@ -178,7 +161,7 @@ func warmRestartAfterRest(t *testing.T, h Harness) {
 
 // warmBucketIdentity: a warm-up is part of the limit, so of the bucket: the same key and
 // rate and burst with another warm-up, or none, is another bucket.
-func warmBucketIdentity(t *testing.T, h Harness) {
+func warmBucketIdentity(t testing.TB, h harness) {
 	plain := ratelimit.Limit{Rate: warmRamp.Rate, Burst: warmRamp.Burst}
 	other := warmRamp
 	other.Warmup = 2 * time.Second
@@ -191,7 +174,7 @@ func warmBucketIdentity(t *testing.T, h Harness) {
 
 // warmInvalid: a warm-up that Limit.Validate refuses, or a rate above 10⁶ a second with a
 // warm-up, is ratelimit.ErrInvalidLimit, before anything is decided.
-func warmInvalid(t *testing.T, h Harness) {
+func warmInvalid(t testing.TB, h harness) {
 	for _, limit := range []ratelimit.Limit{
 		{Rate: 1, Burst: 1, Warmup: -time.Second},
 		{Rate: 1, Burst: 1, Warmup: 1500 * time.Nanosecond},
@@ -211,7 +194,7 @@ func warmInvalid(t *testing.T, h Harness) {
 }
 
 // warmNotSupported: every algorithm but the token bucket refuses a warm-up.
-func warmNotSupported(t *testing.T, h Harness) {
+func warmNotSupported(t testing.TB, h harness) {
 	ctx := context.Background()
 	res, err := h.Limiter.Allow(ctx, "warm", warmRamp)
 	require.ErrorIs(t, err, ratelimit.ErrNotSupported)
@@ -227,7 +210,7 @@ func warmNotSupported(t *testing.T, h Harness) {
 // allowed, and at most the warm-up plus a drained bucket's refill; a denied request is
 // admitted once its RetryAfter has passed, and still a moment later; and no interval ever
 // saw more than Burst + Rate·L tokens.
-func warmInvariants(t *testing.T, h Harness) {
+func warmInvariants(t testing.TB, h harness) {
 	limit := ratelimit.Limit{Rate: 40, Burst: 12, Warmup: 700 * ms}
 	rng := rand.New(rand.NewPCG(18, 2))
 	ctx := context.Background()
@@ -286,7 +269,7 @@ func warmInvariants(t *testing.T, h Harness) {
 // T = 50 − 16.67 + 16 = 49.33; 10 given back, 39.33, and a token would leave 9, the bucket
 // holding all it can when W reaches 40.33, at 708,305 µs; 50 given back stop at
 // W + b − τ = 33.33, a new bucket's. Reset makes a new bucket, cold again.
-func warmInspector(t *testing.T, h Harness) {
+func warmInspector(t testing.TB, h harness) {
 	in, ok := h.Limiter.(ratelimit.Inspector)
 	if !ok {
 		return
@@ -319,7 +302,7 @@ func warmInspector(t *testing.T, h Harness) {
 // entry, with ratelimit.ErrNotSupported, and takes nothing from the other entries. A cold
 // bucket must record that its warm-up began even when it denies, and an all-or-nothing
 // decision that denies writes nothing.
-func warmAllowAllRefuses(t *testing.T, h Harness) {
+func warmAllowAllRefuses(t testing.TB, h harness) {
 	ml, ok := h.Limiter.(ratelimit.MultiLimiter)
 	if !ok {
 		return

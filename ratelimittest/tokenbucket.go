@@ -1,4 +1,4 @@
-package conformance
+package ratelimittest
 
 import (
 	"context"
@@ -25,7 +25,7 @@ var tokenBucketRules = []rule{
 
 // seedTimeline is the example of seed 000: Rate 1/s, Burst 2, first request at 0.1 s. In GCRA
 // terms T = 1 s and τ = 2 s; ResetAfter is TAT − now, Remaining ⌊(τ − (TAT − now)) / T⌋.
-func seedTimeline(t *testing.T, h Harness) {
+func seedTimeline(t testing.TB, h harness) {
 	play(t, h, "seed", ratelimit.Limit{Rate: 1, Burst: 2}, []step{
 		// A at 0.1 s: TAT 0 → max(0.1, 0) + 1 = 1.1; 1.1 − 2 ≤ 0.1, allowed. Reset 1.1 − 0.1.
 		{advance: 100 * ms, want: allowed(1, time.Second)},
@@ -45,7 +45,7 @@ func seedTimeline(t *testing.T, h Harness) {
 
 // retryAfterIsExact: coming back after exactly RetryAfter is allowed, a millisecond
 // earlier is not.
-func retryAfterIsExact(t *testing.T, h Harness) {
+func retryAfterIsExact(t testing.TB, h harness) {
 	play(t, h, "retry", ratelimit.Limit{Rate: 1, Burst: 2}, []step{
 		{want: allowed(1, time.Second)},
 		{want: allowed(0, 2*time.Second)},
@@ -60,7 +60,7 @@ func retryAfterIsExact(t *testing.T, h Harness) {
 }
 
 // denialTakesNothing: ten denials in a row leave the bucket exactly as it was.
-func denialTakesNothing(t *testing.T, h Harness) {
+func denialTakesNothing(t testing.TB, h harness) {
 	limit := ratelimit.Limit{Rate: 10, Burst: 3} // one token per 100 ms
 	steps := []step{
 		{want: allowed(2, 100*ms)},
@@ -78,7 +78,7 @@ func denialTakesNothing(t *testing.T, h Harness) {
 }
 
 // allowNIsAllOrNothing: a request for more tokens than the bucket holds takes none.
-func allowNIsAllOrNothing(t *testing.T, h Harness) {
+func allowNIsAllOrNothing(t testing.TB, h harness) {
 	play(t, h, "cost", ratelimit.Limit{Rate: 1, Burst: 5}, []step{
 		{n: 3, want: allowed(2, 3*time.Second)},
 		// 2 tokens held, 3 asked: 1 missing at 1 token/s.
@@ -91,7 +91,7 @@ func allowNIsAllOrNothing(t *testing.T, h Harness) {
 }
 
 // refillStopsAtBurst: however long a bucket rests, it holds at most Burst tokens.
-func refillStopsAtBurst(t *testing.T, h Harness) {
+func refillStopsAtBurst(t testing.TB, h harness) {
 	play(t, h, "cap", ratelimit.Limit{Rate: 100, Burst: 4}, []step{
 		{n: 4, want: allowed(0, 40*ms)},
 		{advance: time.Hour, want: allowed(3, 10*ms)},
@@ -101,7 +101,7 @@ func refillStopsAtBurst(t *testing.T, h Harness) {
 }
 
 // resetAfter follows fractional tokens: Rate 2/s (T = 500 ms), Burst 4 (τ = 2 s).
-func resetAfter(t *testing.T, h Harness) {
+func resetAfter(t testing.TB, h harness) {
 	play(t, h, "reset", ratelimit.Limit{Rate: 2, Burst: 4}, []step{
 		{want: allowed(3, 500*ms)},
 		{want: allowed(2, time.Second)},
@@ -113,7 +113,7 @@ func resetAfter(t *testing.T, h Harness) {
 }
 
 // bucketIdentity: a bucket is (key, Rate, Burst); changing any of them is another bucket.
-func bucketIdentity(t *testing.T, h Harness) {
+func bucketIdentity(t testing.TB, h harness) {
 	one := ratelimit.Limit{Rate: 1, Burst: 1}
 	play(t, h, "id", one, []step{
 		{want: allowed(0, time.Second)},
@@ -129,7 +129,7 @@ func bucketIdentity(t *testing.T, h Harness) {
 // invariants checks, over a long irregular timeline, the rules that hold for every result:
 // 0 ≤ Remaining ≤ Burst, RetryAfter is zero exactly when allowed, 0 ≤ ResetAfter ≤ Burst/Rate,
 // and a denied request is allowed once its RetryAfter has passed.
-func invariants(t *testing.T, h Harness) {
+func invariants(t testing.TB, h harness) {
 	limit := ratelimit.Limit{Rate: 5, Burst: 8} // T = 200 ms, full in 1.6 s
 	ctx := context.Background()
 	rng := uint32(1)

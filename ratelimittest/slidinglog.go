@@ -1,4 +1,4 @@
-package conformance
+package ratelimittest
 
 import (
 	"context"
@@ -31,7 +31,7 @@ var slidingLogRules = []rule{
 // logBoundaryBurst is the fixed window's weak spot: Burst requests at the end of one aligned
 // minute, then Burst more just after it. A fixed window admits both batches; the log admits
 // none of the second until the first is a whole window old. The clock starts on a minute.
-func logBoundaryBurst(t *testing.T, h Harness) {
+func logBoundaryBurst(t testing.TB, h harness) {
 	minute := 60 * time.Second
 	play(t, h, "boundary", ratelimit.PerMinute(4), []step{
 		// 0:59: four requests fill the window; each is the newest, so the window empties
@@ -55,7 +55,7 @@ func logBoundaryBurst(t *testing.T, h Harness) {
 
 // logOldestLeaveFirst: entries leave in the order they came, and a request for n tokens
 // waits for the k-th oldest. Rate 1/s, Burst 3: W = 3 s.
-func logOldestLeaveFirst(t *testing.T, h Harness) {
+func logOldestLeaveFirst(t testing.TB, h harness) {
 	play(t, h, "oldest", ratelimit.Limit{Rate: 1, Burst: 3}, []step{
 		{want: allowed(2, 3*time.Second)},                       // t = 0
 		{advance: time.Second, want: allowed(1, 3*time.Second)}, // t = 1
@@ -78,7 +78,7 @@ func logOldestLeaveFirst(t *testing.T, h Harness) {
 
 // logDenialTakesNothing: denials add no entry. Unlike a token bucket, the log gives nothing
 // back until an entry leaves: 100 ms after the burst it still holds all three.
-func logDenialTakesNothing(t *testing.T, h Harness) {
+func logDenialTakesNothing(t testing.TB, h harness) {
 	limit := ratelimit.Limit{Rate: 10, Burst: 3} // W = 300 ms
 	steps := []step{
 		{want: allowed(2, 300*ms)},
@@ -97,7 +97,7 @@ func logDenialTakesNothing(t *testing.T, h Harness) {
 }
 
 // logAllOrNothing: a request for more tokens than the window has room for adds none.
-func logAllOrNothing(t *testing.T, h Harness) {
+func logAllOrNothing(t testing.TB, h harness) {
 	play(t, h, "cost", ratelimit.Limit{Rate: 1, Burst: 5}, []step{ // W = 5 s
 		{n: 3, want: allowed(2, 5*time.Second)},
 		// Room for 2, 3 asked: the oldest entry (t = 0) must leave, at 5 s.
@@ -111,7 +111,7 @@ func logAllOrNothing(t *testing.T, h Harness) {
 
 // logWindowInMicroseconds: W = Burst/Rate rounded to the microsecond, the same integer on
 // every backend. At 3/s with a burst of 1, W = 333,333 µs.
-func logWindowInMicroseconds(t *testing.T, h Harness) {
+func logWindowInMicroseconds(t testing.TB, h harness) {
 	w := 333333 * time.Microsecond
 	play(t, h, "micro", ratelimit.Limit{Rate: 3, Burst: 1}, []step{
 		{want: allowed(0, w)},
@@ -122,7 +122,7 @@ func logWindowInMicroseconds(t *testing.T, h Harness) {
 }
 
 // logBucketIdentity: a bucket is (key, Rate, Burst); changing any of them is another bucket.
-func logBucketIdentity(t *testing.T, h Harness) {
+func logBucketIdentity(t testing.TB, h harness) {
 	one := ratelimit.Limit{Rate: 1, Burst: 1}
 	play(t, h, "id", one, []step{
 		{want: allowed(0, time.Second)},
@@ -137,7 +137,7 @@ func logBucketIdentity(t *testing.T, h Harness) {
 // logMaxBurst: the log holds up to ratelimit.MaxLogBurst entries; a larger Burst is an
 // invalid limit, with the same message on every backend, and so is a window that does not
 // fit in 2^53 µs.
-func logMaxBurst(t *testing.T, h Harness) {
+func logMaxBurst(t testing.TB, h harness) {
 	ctx := context.Background()
 	largest := ratelimit.Limit{Rate: ratelimit.MaxLogBurst, Burst: ratelimit.MaxLogBurst} // W = 1 s
 	play(t, h, "max", largest, []step{
@@ -158,7 +158,7 @@ func logMaxBurst(t *testing.T, h Harness) {
 }
 
 // logModelRule plays a long random timeline against the reference model.
-func logModelRule(t *testing.T, h Harness) {
+func logModelRule(t testing.TB, h harness) {
 	limit := ratelimit.Limit{Rate: 5, Burst: 8} // W = 1.6 s
-	CheckSlidingLog(t, h, limit, RandomOps(1, 300, 400*ms, 3))
+	checkSlidingLog(t, h, limit, randomOps(1, 300, 400*ms, 3))
 }

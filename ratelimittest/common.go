@@ -1,8 +1,6 @@
-// Package conformance is the table of rules every ratelimit.Limiter backend obeys, written
-// once and run against each backend, so that the local and the Redis backends give the same
-// answers to the same questions. Expected values come from the seed documents (the GCRA and
-// token bucket tables) and from first principles, never from what a backend returned.
-package conformance
+package ratelimittest
+
+// The rules every algorithm obeys, and the helpers the rules of each algorithm share.
 
 import (
 	"context"
@@ -20,30 +18,11 @@ import (
 	"github.com/sluice-go/ratelimit"
 )
 
-// Harness is one fresh backend under test.
-type Harness struct {
-	// Limiter is the limiter under test, with no buckets yet. The function that made the
-	// Harness closes it at the test's cleanup.
-	Limiter ratelimit.Limiter
-	// Advance moves the limiter's clock forward by d. The clock must not move otherwise.
-	Advance func(d time.Duration)
-	// CanWait says whether Limiter.Wait is implemented; if not, it must return
-	// ratelimit.ErrNotSupported.
-	CanWait bool
-	// Algorithm is the algorithm Limiter was built with: it picks the rules that apply.
-	Algorithm ratelimit.Algorithm
-	// Reserves, for RunPriority, returns a limiter built like Limiter (same backend,
-	// algorithm and clock, no buckets yet) but with the given priority reserves, closed by the
-	// function that made the Harness at the test's cleanup. Limiter itself must have the
-	// default reserves (the zero ratelimit.Reserves). The other suites leave it nil.
-	Reserves func(r ratelimit.Reserves) ratelimit.Limiter
-}
-
-// rule is one named check, run on a fresh Harness. A rule makes no subtests of its own, so
-// that it can run in a testing/synctest bubble (see RunInBubbles).
+// rule is one named check, run on a fresh harness. A rule makes no subtests of its own, so
+// that it can run in a testing/synctest bubble, and under Check.
 type rule struct {
 	name string
-	run  func(t *testing.T, h Harness)
+	run  func(t testing.TB, h harness)
 }
 
 // common are the rules every algorithm obeys.
@@ -56,7 +35,17 @@ var common = []rule{
 	{"Close", closeRule},
 }
 
-// Algorithms lists the algorithms the suite has rules for, which every backend implements.
+// clockFree are the rules that hold whatever the limiter's clock does meanwhile: all that
+// Run checks of a limiter on a clock it cannot move (ClockUncontrolled).
+var clockFree = []rule{
+	{"InvalidInput", invalidInput},
+	{"AnyKey", anyKey},
+	{"Wait", wait},
+	{"Close", closeRule},
+}
+
+// Algorithms lists the algorithms the suite has rules for: every algorithm of the ratelimit
+// package.
 func Algorithms() []ratelimit.Algorithm {
 	var all []ratelimit.Algorithm
 	for a := ratelimit.TokenBucket; a <= ratelimit.LeakyBucket; a++ {
@@ -85,32 +74,6 @@ func rulesOf(a ratelimit.Algorithm) []rule {
 	return nil
 }
 
-// Run runs every rule that applies to algorithm as a subtest, each on a Harness of its own
-// made by newHarness, which must build its limiter with that algorithm.
-func Run(t *testing.T, algorithm ratelimit.Algorithm, newHarness func(t *testing.T) Harness) {
-	run(t, algorithm, newHarness, func(t *testing.T, f func(t *testing.T)) { f(t) })
-}
-
-// RunInBubbles is Run with each rule in a bubble of its own (see InBubble), for a backend on
-// the system clock: newHarness is called in the bubble, and its Harness's Advance is
-// time.Sleep.
-func RunInBubbles(t *testing.T, algorithm ratelimit.Algorithm, newHarness func(t *testing.T) Harness) {
-	run(t, algorithm, newHarness, InBubble)
-}
-
-func run(t *testing.T, algorithm ratelimit.Algorithm, newHarness func(t *testing.T) Harness, in func(*testing.T, func(*testing.T))) {
-	fresh := func(t *testing.T) Harness {
-		h := newHarness(t)
-		require.Equal(t, algorithm, h.Algorithm, "the harness was built for another algorithm")
-		return h
-	}
-	specific := rulesOf(algorithm)
-	require.NotEmpty(t, specific, "no rules for %v", algorithm)
-	for _, r := range append(specific, common...) {
-		t.Run(r.name, func(t *testing.T) { in(t, func(t *testing.T) { r.run(t, fresh(t)) }) })
-	}
-}
-
 // step is one moment of a timeline: move the clock, ask for n tokens (1 if n is 0), and
 // expect a result (its Limit field is filled in by play).
 type step struct {
@@ -120,7 +83,7 @@ type step struct {
 }
 
 // play runs steps in order against one bucket and checks every result exactly.
-func play(t *testing.T, h Harness, key string, limit ratelimit.Limit, steps []step) {
+func play(t testing.TB, h harness, key string, limit ratelimit.Limit, steps []step) {
 	t.Helper()
 	for i, s := range steps {
 		h.Advance(s.advance)
@@ -136,7 +99,7 @@ func play(t *testing.T, h Harness, key string, limit ratelimit.Limit, steps []st
 // uncharged checks that res carries a Charge exactly when it was allowed (its instant is
 // checked by the charge rules), and returns res without it, to compare with a Result
 // written out in a timeline.
-func uncharged(t *testing.T, res ratelimit.Result) ratelimit.Result {
+func uncharged(t testing.TB, res ratelimit.Result) ratelimit.Result {
 	t.Helper()
 	require.Equal(t, res.Allowed, !res.Charge.At.IsZero(), "a Charge on every admission, and only there: %+v", res)
 	res.Charge = ratelimit.Charge{}
@@ -155,7 +118,7 @@ const ms = time.Millisecond
 
 // invalidInput: every bad argument maps to its sentinel error, with Allowed false, and
 // touches no bucket.
-func invalidInput(t *testing.T, h Harness) {
+func invalidInput(t testing.TB, h harness) {
 	ok := ratelimit.Limit{Rate: 1, Burst: 3}
 	cases := []struct {
 		name  string
@@ -197,7 +160,7 @@ func invalidInput(t *testing.T, h Harness) {
 }
 
 // concurrency: 64 goroutines hammer one bucket whose clock stands still; exactly Burst win.
-func concurrency(t *testing.T, h Harness) {
+func concurrency(t testing.TB, h harness) {
 	const goroutines, attempts = 64, 8
 	limit := ratelimit.Limit{Rate: 1, Burst: 100}
 	var admitted atomic.Int64
@@ -231,7 +194,7 @@ func concurrency(t *testing.T, h Harness) {
 // anyKey: any non-empty string of at most ratelimit.MaxKeyLen bytes is a key of its own,
 // including ones that mean something to Redis (braces, colons), unicode, and the longest
 // ones; a longer key is refused with ErrKeyTooLong.
-func anyKey(t *testing.T, h Harness) {
+func anyKey(t testing.TB, h harness) {
 	long := strings.Repeat("k", ratelimit.MaxKeyLen)
 	keys := []string{
 		"a", "{a}", "{", "}", "a:b:c", "ratelimit:a", "über-ключ-鍵", " ", "\x00",
@@ -252,7 +215,7 @@ func anyKey(t *testing.T, h Harness) {
 
 // wait covers the parts of Wait that need no time to pass: a backend's own tests cover
 // blocking.
-func wait(t *testing.T, h Harness) {
+func wait(t testing.TB, h harness) {
 	limit := ratelimit.Limit{Rate: 1.0 / 3600, Burst: 2} // a token an hour
 	ctx := context.Background()
 	if !h.CanWait {
@@ -281,7 +244,7 @@ func wait(t *testing.T, h Harness) {
 }
 
 // closeRule: after Close every call fails with ErrClosed, and Close can be called again.
-func closeRule(t *testing.T, h Harness) {
+func closeRule(t testing.TB, h harness) {
 	limit := ratelimit.Limit{Rate: 1, Burst: 1}
 	ctx := context.Background()
 	require.NoError(t, h.Limiter.Close())

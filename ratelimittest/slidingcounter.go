@@ -1,4 +1,4 @@
-package conformance
+package ratelimittest
 
 import (
 	"testing"
@@ -28,7 +28,7 @@ var slidingCounterRules = []rule{
 // swcWeightedEstimate: Burst 10, W = 10 s. Eight requests in one window; 2.5 s into the
 // next, 75 % of the sliding window lies in the previous one, so est = 8 × 0.75 = 6 and
 // exactly four more pass.
-func swcWeightedEstimate(t *testing.T, h Harness) {
+func swcWeightedEstimate(t testing.TB, h harness) {
 	var steps []step
 	// At 1 s, window 0: prev 0, so est = cur. ResetAfter: est is 0 from the end of window
 	// 1, at 20 s, 19 s away.
@@ -65,7 +65,7 @@ func swcWeightedEstimate(t *testing.T, h Harness) {
 
 // swcBoundaryBurst: the fixed window's boundary burst does not pass. Burst at the end of
 // one window still weighs fully at the start of the next.
-func swcBoundaryBurst(t *testing.T, h Harness) {
+func swcBoundaryBurst(t testing.TB, h harness) {
 	var steps []step
 	// 9.999 s, the last millisecond of window 0: ten pass. Reset: 20 − 9.999 s.
 	for i := range 10 {
@@ -94,7 +94,7 @@ func swcBoundaryBurst(t *testing.T, h Harness) {
 }
 
 // swcDenialTakesNothing: denials in a row leave both counts as they were.
-func swcDenialTakesNothing(t *testing.T, h Harness) {
+func swcDenialTakesNothing(t testing.TB, h harness) {
 	limit := ratelimit.Limit{Rate: 10, Burst: 3} // W = 300 ms
 	steps := []step{
 		{want: allowed(2, 600*ms)},
@@ -116,7 +116,7 @@ func swcDenialTakesNothing(t *testing.T, h Harness) {
 }
 
 // swcAllowNIsAllOrNothing: a request for more than fits takes nothing.
-func swcAllowNIsAllOrNothing(t *testing.T, h Harness) {
+func swcAllowNIsAllOrNothing(t testing.TB, h harness) {
 	play(t, h, "cost", ratelimit.Limit{Rate: 1, Burst: 5}, []step{ // W = 5 s
 		{n: 3, want: allowed(2, 10*time.Second)},
 		// 3 + 3 > 5, so in window 1: 3·(5 − y)/5 + 3 ≤ 5 at y = 5/3 s, the first whole
@@ -130,7 +130,7 @@ func swcAllowNIsAllOrNothing(t *testing.T, h Harness) {
 }
 
 // swcBucketIdentity: a bucket is (key, Rate, Burst); changing any of them is another bucket.
-func swcBucketIdentity(t *testing.T, h Harness) {
+func swcBucketIdentity(t testing.TB, h harness) {
 	one := ratelimit.Limit{Rate: 1, Burst: 1} // W = 1 s
 	play(t, h, "id", one, []step{
 		{want: allowed(0, 2*time.Second)},

@@ -1,4 +1,4 @@
-package conformance
+package ratelimittest
 
 import (
 	"context"
@@ -13,21 +13,21 @@ import (
 	"github.com/sluice-go/ratelimit/internal/args"
 )
 
-// Op is one request of a timeline: move the clock forward by Advance, then ask for N tokens
+// tick is one request of a timeline: move the clock forward by Advance, then ask for N tokens
 // at Priority (the harness's limiter has the default reserves).
-type Op struct {
+type tick struct {
 	Advance  time.Duration
 	N        int
 	Priority ratelimit.Priority
 }
 
-// RandomOps returns count Ops drawn from seed: advances of 0 to maxAdvance in whole
+// randomOps returns count Ops drawn from seed: advances of 0 to maxAdvance in whole
 // microseconds, costs of 1 to maxN.
-func RandomOps(seed uint64, count int, maxAdvance time.Duration, maxN int) []Op {
+func randomOps(seed uint64, count int, maxAdvance time.Duration, maxN int) []tick {
 	rng := rand.New(rand.NewPCG(seed, 0))
-	ops := make([]Op, count)
+	ops := make([]tick, count)
 	for i := range ops {
-		ops[i] = Op{
+		ops[i] = tick{
 			Advance: time.Duration(rng.Int64N(maxAdvance.Microseconds()+1)) * time.Microsecond,
 			N:       1 + rng.IntN(maxN),
 		}
@@ -35,11 +35,11 @@ func RandomOps(seed uint64, count int, maxAdvance time.Duration, maxN int) []Op 
 	return ops
 }
 
-// timeline plays Ops on one bucket of a Harness, keeping the time in microseconds since the
+// timeline plays Ops on one bucket of a harness, keeping the time in microseconds since the
 // first request's clock reading.
 type timeline struct {
-	t     *testing.T
-	h     Harness
+	t     testing.TB
+	h     harness
 	limit ratelimit.Limit
 	u     int64
 }
@@ -62,13 +62,13 @@ func usable(limit ratelimit.Limit, p ratelimit.Priority) int {
 	return limit.Burst - ratelimit.Reserves{}.Tokens(p, limit.Burst)
 }
 
-// CheckSlidingLog plays ops (whole microseconds, 1 ≤ N ≤ Burst) on a SlidingWindowLog
+// checkSlidingLog plays ops (whole microseconds, 1 ≤ N ≤ Burst) on a SlidingWindowLog
 // harness and checks every Result exactly against the reference model: a plain list of
 // the times of the admitted tokens. After each denial it also checks that RetryAfter is
 // exact: the same request is denied 1 µs before it and allowed at it. At the end it checks
 // the guarantee itself: no interval of length W ever saw more than Burst tokens admitted.
-// An Op of a priority below Critical is decided as under a Burst less its reserve.
-func CheckSlidingLog(t *testing.T, h Harness, limit ratelimit.Limit, ops []Op) {
+// An op of a priority below Critical is decided as under a Burst less its reserve.
+func checkSlidingLog(t testing.TB, h harness, limit ratelimit.Limit, ops []tick) {
 	t.Helper()
 	w, err := args.LogWindow(limit)
 	require.NoError(t, err)
@@ -118,7 +118,7 @@ func CheckSlidingLog(t *testing.T, h Harness, limit ratelimit.Limit, ops []Op) {
 	}
 }
 
-// CheckLeakyBucket plays ops (whole microseconds, 1 ≤ N ≤ Burst) on a LeakyBucket harness
+// checkLeakyBucket plays ops (whole microseconds, 1 ≤ N ≤ Burst) on a LeakyBucket harness
 // against the reference model of a shaper: a queue drained at exactly Rate, computed in
 // floating-point microseconds of its own, with T = 1/Rate and τ = Burst·T. Each request's
 // first token starts at S = max(queue end, u) and it is allowed when S + N·T − u ≤ τ; it
@@ -131,10 +131,10 @@ func CheckSlidingLog(t *testing.T, h Harness, limit ratelimit.Limit, ops []Op) {
 // within the noise of the line may go either way. Beyond the model they check the
 // guarantees: departures (u + Delay) never closer than N·T to the one before, but for the
 // two roundings; never more than Burst tokens queued; and RetryAfter exact for the backend
-// (denied 1 µs before it, allowed at it). An Op of a priority below Critical is decided as
+// (denied 1 µs before it, allowed at it). An op of a priority below Critical is decided as
 // in a queue of Burst less its reserve, τ' = (Burst − R)·T; the queue it joins is the real
 // one.
-func CheckLeakyBucket(t *testing.T, h Harness, limit ratelimit.Limit, ops []Op) {
+func checkLeakyBucket(t testing.TB, h harness, limit ratelimit.Limit, ops []tick) {
 	t.Helper()
 	tl := &timeline{t: t, h: h, limit: limit}
 	period := 1e6 / limit.Rate // T in µs

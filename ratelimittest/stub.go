@@ -1,17 +1,15 @@
-// Package limitertest has the one fake ratelimit.Limiter of the module's tests, for the
-// cases a real backend cannot be made to produce on demand: a given error, a given Delay,
-// a limiter that blocks until the caller gives up.
-package limitertest
+package ratelimittest
+
+// The fake limiters, for the tests of what uses a ratelimit.Limiter (middleware, wrappers)
+// in the cases a real backend cannot be made to produce on demand: a given error, a given
+// Delay, a limiter that blocks until the caller gives up.
 
 import (
 	"context"
 	"fmt"
 	"sync"
-	"testing"
 
 	"github.com/sluice-go/ratelimit"
-	"github.com/sluice-go/ratelimit/internal/conformance"
-	"github.com/sluice-go/ratelimit/local"
 )
 
 // Stub is a ratelimit.Limiter that answers every call with Result (its Limit set to the
@@ -99,16 +97,6 @@ func (s *Stub) Costs() []int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]int(nil), s.costs...)
-}
-
-// Local returns a local limiter, with opts, that reads a clock moving only when the test
-// says, and closes it when the test ends.
-func Local(t testing.TB, opts ...local.Option) (*local.Limiter, *conformance.Clock) {
-	t.Helper()
-	clock := conformance.NewClock()
-	l := local.New(append([]local.Option{local.WithClock(clock.Now)}, opts...)...)
-	t.Cleanup(func() { _ = l.Close() })
-	return l, clock
 }
 
 // Multi is a Stub that also decides several limits (ratelimit.MultiLimiter), answering

@@ -1,4 +1,4 @@
-package conformance
+package ratelimittest
 
 import (
 	"sync"
@@ -7,14 +7,13 @@ import (
 	"time"
 )
 
-// Clock is a clock that moves only when told to. A Redis test can pass its reading to the
-// script in place of Redis TIME, and a backend's test seam can read it; limiters that read
-// the system clock are moved by testing/synctest instead (see InBubble). It is safe for
-// concurrent use.
+// Clock is a clock that moves only when told to. A backend under test reads it through
+// Config.Clock (a Redis backend can pass its reading to its script in place of Redis TIME);
+// Run and Agree move it. It is safe for concurrent use.
 type Clock struct {
 	mu     sync.Mutex
 	now    time.Time
-	system bool // SystemClock: time.Now, moved by time.Sleep
+	system bool // systemClock: time.Now, moved by time.Sleep
 }
 
 // NewClock returns a Clock reading 2026-01-01T00:00:00Z: a round instant, so that timelines
@@ -23,10 +22,10 @@ func NewClock() *Clock {
 	return &Clock{now: time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)}
 }
 
-// SystemClock returns a Clock that reads the system clock and advances by sleeping: in a
-// testing/synctest bubble (see InBubble) it moves at once, and together with every limiter
+// systemClock returns a Clock that reads the system clock and advances by sleeping: in a
+// testing/synctest bubble (see inBubble) it moves at once, and together with every limiter
 // on the system clock.
-func SystemClock() *Clock { return &Clock{system: true} }
+func systemClock() *Clock { return &Clock{system: true} }
 
 // Now returns the clock's reading.
 func (c *Clock) Now() time.Time {
@@ -49,10 +48,10 @@ func (c *Clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// InBubble runs f in a testing/synctest bubble whose fake clock has first been moved to the
+// inBubble runs f in a testing/synctest bubble whose fake clock has first been moved to the
 // instant NewClock reads, so that a limiter made in f, on the system clock, sees the times a
 // limiter on a Clock would. In the bubble, time.Sleep is Clock.Advance.
-func InBubble(t *testing.T, f func(t *testing.T)) {
+func inBubble(t *testing.T, f func(t *testing.T)) {
 	synctest.Test(t, func(t *testing.T) {
 		time.Sleep(time.Until(NewClock().Now()))
 		f(t)

@@ -1,4 +1,4 @@
-package conformance
+package ratelimittest
 
 import (
 	"context"
@@ -13,25 +13,25 @@ import (
 	"github.com/sluice-go/ratelimit/internal/args"
 )
 
-// WindowArrival is one request of a timeline: the clock moves by Advance, then the request
+// windowArrival is one request of a timeline: the clock moves by Advance, then the request
 // asks for N tokens at Priority (the harness's limiter has the default reserves).
-type WindowArrival struct {
+type windowArrival struct {
 	Advance  time.Duration
 	N        int
 	Priority ratelimit.Priority
 }
 
-// RandomWindowArrivals returns count arrivals for limit, the same for the same seed: bursts
+// randomWindowArrivals returns count arrivals for limit, the same for the same seed: bursts
 // (several requests at one instant), steady streams at gaps up to a quarter window, and now
 // and then a pause of up to three windows; costs of 1 to 3 tokens, sometimes the whole
 // Burst. Gaps are whole microseconds, rarely round ones.
-func RandomWindowArrivals(seed uint64, limit ratelimit.Limit, count int) []WindowArrival {
+func randomWindowArrivals(seed uint64, limit ratelimit.Limit, count int) []windowArrival {
 	w, err := args.Window(limit)
 	if err != nil {
 		panic(err) // a test's own limit
 	}
 	rng := rand.New(rand.NewPCG(seed, seed))
-	arrivals := make([]WindowArrival, count)
+	arrivals := make([]windowArrival, count)
 	for i := range arrivals {
 		var gap int64
 		switch r := rng.IntN(10); {
@@ -47,7 +47,7 @@ func RandomWindowArrivals(seed uint64, limit ratelimit.Limit, count int) []Windo
 		if rng.IntN(20) == 0 {
 			n = limit.Burst
 		}
-		arrivals[i] = WindowArrival{Advance: time.Duration(gap) * time.Microsecond, N: n}
+		arrivals[i] = windowArrival{Advance: time.Duration(gap) * time.Microsecond, N: n}
 	}
 	return arrivals
 }
@@ -65,8 +65,8 @@ var modelLimits = []ratelimit.Limit{
 }
 
 // checkModelRule plays a random timeline on each of modelLimits, one after the other, each
-// on a key of its own, against the reference model (see CheckWindowModel).
-func checkModelRule(t *testing.T, h Harness) {
+// on a key of its own, against the reference model (see checkWindowModel).
+func checkModelRule(t testing.TB, h harness) {
 	now := NewClock().Now()
 	advance := h.Advance
 	h.Advance = func(d time.Duration) {
@@ -74,15 +74,15 @@ func checkModelRule(t *testing.T, h Harness) {
 		now = now.Add(d)
 	}
 	for i, limit := range modelLimits {
-		admitted, denied := CheckWindowModel(t, h, now, "model"+limit.String(), limit,
-			RandomWindowArrivals(uint64(i+1), limit, 300))
+		admitted, denied := checkWindowModel(t, h, now, "model"+limit.String(), limit,
+			randomWindowArrivals(uint64(i+1), limit, 300))
 		// The timeline must exercise both outcomes to mean anything.
 		require.Positive(t, admitted, "%v", limit)
 		require.Positive(t, denied, "%v", limit)
 	}
 }
 
-// CheckWindowModel plays arrivals on the bucket (key, limit) of a harness built with
+// checkWindowModel plays arrivals on the bucket (key, limit) of a harness built with
 // ratelimit.FixedWindow or ratelimit.SlidingWindowCounter, and requires every Result to be
 // exactly the reference model's. The model keeps every admission and derives each answer
 // from the definitions: the counts of fixed windows aligned to the Unix epoch; est = count
@@ -98,8 +98,8 @@ func checkModelRule(t *testing.T, h Harness) {
 // now is the harness clock's reading, which must not move but by h.Advance; no other request
 // may use the bucket meanwhile. It returns how many arrivals were admitted and denied at
 // first asking.
-func CheckWindowModel(t *testing.T, h Harness, now time.Time, key string, limit ratelimit.Limit,
-	arrivals []WindowArrival) (admitted, denied int) {
+func checkWindowModel(t testing.TB, h harness, now time.Time, key string, limit ratelimit.Limit,
+	arrivals []windowArrival) (admitted, denied int) {
 	t.Helper()
 	w, err := args.Window(limit)
 	require.NoError(t, err)
@@ -108,7 +108,7 @@ func CheckWindowModel(t *testing.T, h Harness, now time.Time, key string, limit 
 		counts: map[int64]int64{}}
 	u := now.UnixMicro()
 	ctx := context.Background()
-	ask := func(i int, a WindowArrival) ratelimit.Result {
+	ask := func(i int, a windowArrival) ratelimit.Result {
 		t.Helper()
 		n := a.N
 		got, err := h.Limiter.AllowN(ratelimit.WithPriority(ctx, a.Priority), key, limit, n)
@@ -225,7 +225,7 @@ func (m *windowModel) decide(u, n, usable int64) ratelimit.Result {
 }
 
 // admit records an admission and checks the algorithm's bounds on the admissions so far.
-func (m *windowModel) admit(t *testing.T, u, n int64) {
+func (m *windowModel) admit(t testing.TB, u, n int64) {
 	t.Helper()
 	m.counts[m.index(u)] += n
 	m.log = append(m.log, admission{u, n})

@@ -1,4 +1,4 @@
-package conformance
+package ratelimittest
 
 import (
 	"testing"
@@ -25,7 +25,7 @@ var fixedWindowRules = []rule{
 
 // fwBoundaryBurst is the weakness of seed 001 and 002, pinned: Burst requests at the very end
 // of one window and Burst at the start of the next all pass, 2×Burst within 2 ms.
-func fwBoundaryBurst(t *testing.T, h Harness) {
+func fwBoundaryBurst(t testing.TB, h harness) {
 	limit := ratelimit.PerMinute(6) // W = 60 s
 	var steps []step
 	// 59.998 s: the first window's last 2 ms. Six pass; each leaves the window 2 ms to run.
@@ -57,7 +57,7 @@ func fwBoundaryBurst(t *testing.T, h Harness) {
 
 // fwWindowAlignment: windows start at multiples of W since the Unix epoch, not at a bucket's
 // first request, so every instance agrees on them.
-func fwWindowAlignment(t *testing.T, h Harness) {
+func fwWindowAlignment(t testing.TB, h harness) {
 	// W = 1 min, first request half a minute in: the window still ends on the minute.
 	play(t, h, "minute", ratelimit.PerMinute(2), []step{
 		{advance: 30 * time.Second, want: allowed(1, 30*time.Second)},
@@ -77,7 +77,7 @@ func fwWindowAlignment(t *testing.T, h Harness) {
 }
 
 // fwDenialTakesNothing: denials in a row leave the window's count as it was.
-func fwDenialTakesNothing(t *testing.T, h Harness) {
+func fwDenialTakesNothing(t testing.TB, h harness) {
 	limit := ratelimit.Limit{Rate: 10, Burst: 3} // W = 300 ms
 	steps := []step{
 		{want: allowed(2, 300*ms)},
@@ -97,7 +97,7 @@ func fwDenialTakesNothing(t *testing.T, h Harness) {
 }
 
 // fwAllowNIsAllOrNothing: a request for more than the window has left takes nothing.
-func fwAllowNIsAllOrNothing(t *testing.T, h Harness) {
+func fwAllowNIsAllOrNothing(t testing.TB, h harness) {
 	play(t, h, "cost", ratelimit.Limit{Rate: 1, Burst: 5}, []step{ // W = 5 s
 		{n: 3, want: allowed(2, 5*time.Second)},
 		// 2 left, 3 asked: wait for the next window, though 2 remain.
@@ -110,7 +110,7 @@ func fwAllowNIsAllOrNothing(t *testing.T, h Harness) {
 }
 
 // fwBucketIdentity: a bucket is (key, Rate, Burst); changing any of them is another bucket.
-func fwBucketIdentity(t *testing.T, h Harness) {
+func fwBucketIdentity(t testing.TB, h harness) {
 	one := ratelimit.Limit{Rate: 1, Burst: 1} // W = 1 s
 	play(t, h, "id", one, []step{
 		{want: allowed(0, time.Second)},

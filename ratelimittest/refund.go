@@ -1,4 +1,4 @@
-package conformance
+package ratelimittest
 
 import (
 	"context"
@@ -35,7 +35,7 @@ func refundRulesOf(a ratelimit.Algorithm) []rule {
 // chargeInstant: every admission, of AllowN or AllowAll, carries a Charge whose instant
 // moves exactly as the clock does, to the microsecond; admissions at one instant carry the
 // same one; a denial and a Peek carry none.
-func chargeInstant(t *testing.T, h Harness) {
+func chargeInstant(t testing.TB, h harness) {
 	ctx := context.Background()
 	limit := ratelimit.Limit{Rate: 1, Burst: 2} // W = 2 s for the windows
 	charge := func(want bool) ratelimit.Charge {
@@ -89,7 +89,7 @@ var fivePerMinute = ratelimit.PerMinute(5)
 
 // playLogins plays steps and returns the instants, since the start, of the attempts that
 // were allowed and not refunded: the charged ones.
-func playLogins(t *testing.T, h Harness, steps []login) []time.Duration {
+func playLogins(t testing.TB, h harness, steps []login) []time.Duration {
 	t.Helper()
 	ctx := context.Background()
 	ins := h.Limiter.(ratelimit.Inspector)
@@ -137,7 +137,7 @@ func chargedIn(times []time.Duration, from, d time.Duration) int {
 // refunded 100 ms into the next, after five failures have filled it, give nothing to the
 // next window, which they never took from: it stays full, and holds five charged attempts,
 // not nine.
-func fwRefundChargedWindow(t *testing.T, h Harness) {
+func fwRefundChargedWindow(t testing.TB, h harness) {
 	w := time.Minute
 	steps := []login{
 		{at: w - 100*ms, name: "ok1", want: true}, {at: w - 100*ms, name: "ok2", want: true},
@@ -166,7 +166,7 @@ func fwRefundChargedWindow(t *testing.T, h Harness) {
 // previous window's, not from the three failures of the new window: at the new window's
 // end (when the previous one weighs nearly nothing) two more attempts pass, not three, and
 // the window holds five charged attempts, not six.
-func swcRefundChargedWindow(t *testing.T, h Harness) {
+func swcRefundChargedWindow(t testing.TB, h harness) {
 	w := time.Minute
 	steps := []login{
 		{at: w - 100*ms, name: "ok1", want: true}, {at: w - 100*ms, name: "ok2", want: true},
@@ -186,7 +186,7 @@ func swcRefundChargedWindow(t *testing.T, h Harness) {
 // entries of the window, which other attempts made: in every interval of a minute, at most
 // five attempts stay charged. Checked over every interval that starts at a charged
 // attempt, which are the intervals that hold the most.
-func swlRefundChargedEntries(t *testing.T, h Harness) {
+func swlRefundChargedEntries(t testing.TB, h harness) {
 	s := time.Second
 	steps := []login{
 		{at: 0, name: "ok1", want: true},
@@ -212,7 +212,7 @@ func swlRefundChargedEntries(t *testing.T, h Harness) {
 
 // swlRefundAfterWindow: a refund whose entries have left the window gives nothing back,
 // even when the window holds entries of the same count made later.
-func swlRefundAfterWindow(t *testing.T, h Harness) {
+func swlRefundAfterWindow(t testing.TB, h harness) {
 	s := time.Second
 	steps := []login{
 		{at: 0, name: "slow", want: true},

@@ -1,4 +1,4 @@
-package conformance
+package ratelimittest
 
 import (
 	"context"
@@ -44,8 +44,8 @@ var leakyBucketRules = []rule{
 // withDelays runs a token bucket rule on a LeakyBucket harness, requiring the k-th decision
 // to carry Delay delays[k] and then clearing it, so that the rule's own table, which
 // expects no Delay, checks the rest.
-func withDelays(r func(*testing.T, Harness), delays ...time.Duration) func(*testing.T, Harness) {
-	return func(t *testing.T, h Harness) {
+func withDelays(r func(testing.TB, harness), delays ...time.Duration) func(testing.TB, harness) {
+	return func(t testing.TB, h harness) {
 		d := &delayCheck{Limiter: h.Limiter, check: func(i, _ int, res ratelimit.Result) {
 			require.Less(t, i, len(delays), "more decisions than Delays listed")
 			require.Equal(t, delays[i], res.Delay, "Delay of decision %d", i)
@@ -82,7 +82,7 @@ func (d *delayCheck) AllowN(ctx context.Context, key string, limit ratelimit.Lim
 // denial, and for an allowed request of n tokens exactly n·T less than ResetAfter (the
 // queue ends n·T after the request starts). Rate 5/s: T = 200 ms; the durations leave as
 // whole microseconds rounded on their own, hence 1 µs of slack.
-func leakyInvariants(t *testing.T, h Harness) {
+func leakyInvariants(t testing.TB, h harness) {
 	h.Limiter = &delayCheck{Limiter: h.Limiter, check: func(i, n int, res ratelimit.Result) {
 		if !res.Allowed {
 			require.Zero(t, res.Delay, "decision %d", i)
@@ -102,7 +102,7 @@ func queued(remaining int, resetAfter, delay time.Duration) ratelimit.Result {
 
 // leakySpacing: Rate 10/s (T = 100 ms), Burst 5. Requests leave evenly spaced by T however
 // they arrive; Remaining counts the free places; ResetAfter is when the queue is empty.
-func leakySpacing(t *testing.T, h Harness) {
+func leakySpacing(t testing.TB, h harness) {
 	play(t, h, "spacing", ratelimit.Limit{Rate: 10, Burst: 5}, []step{
 		// Five at once leave at 0, 100, 200, 300 and 400 ms.
 		{want: queued(4, 100*ms, 0)},
@@ -127,7 +127,7 @@ func leakySpacing(t *testing.T, h Harness) {
 
 // leakyModelRule plays random timelines against the reference model: T = 1024 µs, where
 // the backends' token arithmetic is exact, and T = 1/3 s, where it is not.
-func leakyModelRule(t *testing.T, h Harness) {
-	CheckLeakyBucket(t, h, ratelimit.Limit{Rate: 1e6 / 1024, Burst: 6}, RandomOps(2, 250, 3*ms, 3))
-	CheckLeakyBucket(t, h, ratelimit.Limit{Rate: 3, Burst: 4}, RandomOps(3, 250, 500*ms, 2))
+func leakyModelRule(t testing.TB, h harness) {
+	checkLeakyBucket(t, h, ratelimit.Limit{Rate: 1e6 / 1024, Burst: 6}, randomOps(2, 250, 3*ms, 3))
+	checkLeakyBucket(t, h, ratelimit.Limit{Rate: 3, Burst: 4}, randomOps(3, 250, 500*ms, 2))
 }

@@ -1,4 +1,4 @@
-package conformance
+package ratelimittest
 
 import (
 	"context"
@@ -14,9 +14,9 @@ import (
 	"github.com/sluice-go/ratelimit/internal/args"
 )
 
-// CheckInterleavings plays count operations drawn from seed — AllowN, AllowAll, Peek,
+// checkInterleavings plays count operations drawn from seed — AllowN, AllowAll, Peek,
 // Refund and Reset on three keys under two limits, with the clock moving between them — on
-// harnesses from newHarness, whose Limiter must be a MultiLimiter and an Inspector, and checks
+// h and a fresh harness like it, whose Limiter must be a MultiLimiter and an Inspector, and checks
 // two things:
 //
 //   - Every answer against a reference model of the buckets, for the algorithms that have
@@ -26,10 +26,9 @@ import (
 //     allow.
 //   - Peek changes nothing: the same operations without the Peeks, on a fresh harness, get
 //     the very same answers, for every algorithm.
-func CheckInterleavings(t *testing.T, newHarness func(t *testing.T) Harness, seed uint64, count int) {
+func checkInterleavings(t testing.TB, h harness, seed uint64, count int) {
 	t.Helper()
 	ops := randomCalls(seed, count)
-	h := newHarness(t)
 	m := newModel(h.Algorithm)
 	with := playCalls(t, h, ops, m)
 	var without []call
@@ -40,7 +39,7 @@ func CheckInterleavings(t *testing.T, newHarness func(t *testing.T) Harness, see
 			without = append(without, call{kind: advanceCall, advance: op.advance})
 		}
 	}
-	h2 := newHarness(t)
+	h2 := h.fresh()
 	got := playCalls(t, h2, without, nil)
 	var want []string
 	for i, op := range ops {
@@ -128,7 +127,7 @@ func containsBucket(reqs []ratelimit.Request, q ratelimit.Request) bool {
 
 // playCalls plays calls on h, checks each answer against m if there is one, and returns each
 // answer printed, for comparison.
-func playCalls(t *testing.T, h Harness, calls []call, m model) []string {
+func playCalls(t testing.TB, h harness, calls []call, m model) []string {
 	t.Helper()
 	ctx := context.Background()
 	ml := h.Limiter.(ratelimit.MultiLimiter)
@@ -184,7 +183,7 @@ type model interface {
 	// play applies c at u (Unix µs) and returns the Results the limiter must give.
 	play(c call, u int64) []ratelimit.Result
 	// compare checks got against want, as closely as the model can tell.
-	compare(t *testing.T, want, got ratelimit.Result, msg string)
+	compare(t testing.TB, want, got ratelimit.Result, msg string)
 }
 
 func newModel(a ratelimit.Algorithm) model {
@@ -270,7 +269,7 @@ func (m *bucketModel) play(c call, u int64) []ratelimit.Result {
 	return nil
 }
 
-func (m *bucketModel) compare(t *testing.T, want, got ratelimit.Result, msg string) {
+func (m *bucketModel) compare(t testing.TB, want, got ratelimit.Result, msg string) {
 	t.Helper()
 	if m.exact {
 		got.Charge = ratelimit.Charge{} // the charge rules check it

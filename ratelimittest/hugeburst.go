@@ -1,4 +1,4 @@
-package conformance
+package ratelimittest
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // 10⁶/s (T = 1 µs) W is 2^52 µs, about 143 years; at 500,000/s (T = 2 µs) it is 2^53 µs.
 // Just below that rate the limit is refused, by every algorithm, and the sliding log
 // refuses any Burst above ratelimit.MaxLogBurst.
-func hugeBurst(t *testing.T, h Harness) {
+func hugeBurst(t testing.TB, h harness) {
 	const huge = ratelimit.MaxBurst
 	fast := ratelimit.Limit{Rate: 1e6, Burst: huge} // T = 1 µs, W = 2^52 µs
 	slow := ratelimit.Limit{Rate: 5e5, Burst: huge} // T = 2 µs, W = 2^53 µs
