@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/ginmw"
+	"github.com/sluice-go/ratelimit/headers"
 )
 
 // The limits of the tests with many keys (service). A limited key is asked for many times
@@ -50,8 +51,13 @@ func newKeys(limited, counters int) keys {
 // limited reports whether key i is a limited key, rather than a counter.
 func (k keys) limited(i int) bool { return strings.HasPrefix(k.names[i], "l") }
 
-// limiterKey returns the key the middleware hands the limiter for name.
-func limiterKey(name string) string { return "{" + name + "}" }
+// keyOf returns the key of name, as the service's key function gives it: in braces, so that
+// Redis Cluster places it by name alone.
+func keyOf(name string) string { return "{" + name + "}" }
+
+// limiterKey returns the key the middleware hands the limiter for name: its bucket key,
+// the policy's name and then the key.
+func limiterKey(name string) string { return headers.DefaultPolicyName + "|" + keyOf(name) }
 
 // limitOf returns the limit of the key called name.
 func limitOf(name string) ratelimit.Limit {
@@ -74,7 +80,7 @@ func newService(t *testing.T, s *stack) *service {
 	t.Helper()
 	r := gin.New()
 	r.Use(ginmw.New(s.timed,
-		ginmw.WithKeyFunc(func(c *gin.Context) (string, error) { return limiterKey(c.Param("name")), nil }),
+		ginmw.WithKeyFunc(func(c *gin.Context) (string, error) { return keyOf(c.Param("name")), nil }),
 		ginmw.WithLimitFunc(func(c *gin.Context) ratelimit.Limit { return limitOf(c.Param("name")) }),
 		ginmw.WithErrorPolicy(ratelimit.FailOpen)))
 	r.GET("/k/:name", func(c *gin.Context) { c.String(http.StatusOK, "ok") })

@@ -16,16 +16,16 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/fallback"
-	"github.com/sluice-go/ratelimit/internal/metrictest"
 	"github.com/sluice-go/ratelimit/local"
 	"github.com/sluice-go/ratelimit/observe"
 	"github.com/sluice-go/ratelimit/otelmetrics"
+	"github.com/sluice-go/ratelimit/otelmetrics/otelmetricstest"
 )
 
 var (
-	newObserver = metrictest.NewObserver
-	collect     = metrictest.Collect
-	attrs       = metrictest.Attrs
+	newObserver = otelmetricstest.NewObserver
+	collect     = otelmetricstest.Collect
+	attrs       = otelmetricstest.Attrs
 )
 
 // seedClock is the seed timeline's clock: t0 + at, moved by the test.

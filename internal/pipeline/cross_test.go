@@ -17,10 +17,10 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/fallback"
-	"github.com/sluice-go/ratelimit/internal/metrictest"
 	"github.com/sluice-go/ratelimit/internal/pipeline"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/otelmetrics/otelmetricstest"
 )
 
 // The cross-feature test: every middleware (Gin, net/http, gRPC unary and stream) × backend
@@ -339,11 +339,13 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 			return refunded
 		}
 	}
-	var reader interface{ collect() metrictest.Collected }
+	var reader interface {
+		collect() otelmetricstest.Collected
+	}
 	if fs&withObserver != 0 {
-		obs, r := metrictest.NewObserver(t)
+		obs, r := otelmetricstest.NewObserver(t)
 		s.observer = obs
-		reader = collector(func() metrictest.Collected { return metrictest.Collect(t, r) })
+		reader = collector(func() otelmetricstest.Collected { return otelmetricstest.Collect(t, r) })
 	}
 	if fs&withLimits != 0 && fs&withCost != 0 {
 		// A cost function beside WithLimits, which gives costs, is refused at construction.
@@ -440,6 +442,6 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 }
 
 // collector adapts a function to the reader of a case's metrics.
-type collector func() metrictest.Collected
+type collector func() otelmetricstest.Collected
 
-func (c collector) collect() metrictest.Collected { return c() }
+func (c collector) collect() otelmetricstest.Collected { return c() }

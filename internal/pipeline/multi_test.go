@@ -12,9 +12,9 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
-	"github.com/sluice-go/ratelimit/internal/metrictest"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/otelmetrics/otelmetricstest"
 	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
@@ -169,12 +169,12 @@ func TestInvalidRequestIsRefused(t *testing.T) {
 func TestPolicyNameNamesUnnamedLimits(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
-			obs, reader := metrictest.NewObserver(t)
+			obs, reader := otelmetricstest.NewObserver(t)
 			do := tg.serve(t, setup{limiter: localLimiter(t), observer: obs, name: "login", ietf: true,
 				limits: []ratelimit.Request{{Key: "k", Limit: ratelimit.PerMinute(5)}, {Key: "k", Limit: ratelimit.PerHour(20), Name: "hour"}}})
 			got := do(context.Background())
 			assert.Equal(t, `"login";q=5;w=60, "hour";q=20;w=3600`, got.fields["ratelimit-policy"])
-			counts := metrictest.Collect(t, reader).Counts(t, "ratelimit.requests")
+			counts := otelmetricstest.Collect(t, reader).Counts(t, "ratelimit.requests")
 			assert.Equal(t, map[string]int64{allowedPolicy("login"): 1, allowedPolicy("hour"): 1}, counts)
 		})
 	}

@@ -10,12 +10,12 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/fallback"
-	"github.com/sluice-go/ratelimit/internal/metrictest"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/otelmetrics/otelmetricstest"
 	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
-// The series of ratelimit.requests, as metrictest.Attrs encodes them.
+// The series of ratelimit.requests, as otelmetricstest.Attrs encodes them.
 const (
 	allowed       = "ratelimit.policy=login,ratelimit.priority=critical,ratelimit.result=allowed,ratelimit.shadow=false"
 	denied        = "ratelimit.policy=login,ratelimit.priority=critical,ratelimit.result=denied,ratelimit.shadow=false"
@@ -28,13 +28,13 @@ const (
 func TestObservedSeedTimeline(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
-			obs, reader := metrictest.NewObserver(t)
+			obs, reader := otelmetricstest.NewObserver(t)
 			do := tg.serve(t, setup{limiter: localLimiter(t), limit: ratelimit.Limit{Rate: 1, Burst: 2},
 				observer: obs, name: "login"})
 			for range 3 {
 				do(context.Background())
 			}
-			got := metrictest.Collect(t, reader)
+			got := otelmetricstest.Collect(t, reader)
 			assert.Equal(t, map[string]int64{allowed: 2, denied: 1}, got.Counts(t, "ratelimit.requests"))
 			var n uint64
 			for attrs, p := range got.Histogram(t) {
@@ -54,9 +54,9 @@ func TestShadow(t *testing.T) {
 		t.Run(tg.name, func(t *testing.T) {
 			limit := ratelimit.Limit{Rate: 1, Burst: 1}
 			l := localLimiter(t) // one limiter for both: shadow buckets are apart
-			shadowObs, shadowReader := metrictest.NewObserver(t)
+			shadowObs, shadowReader := otelmetricstest.NewObserver(t)
 			shadow := tg.serve(t, setup{limiter: l, limit: limit, observer: shadowObs, name: "login", shadow: true})
-			enforcedObs, enforcedReader := metrictest.NewObserver(t)
+			enforcedObs, enforcedReader := otelmetricstest.NewObserver(t)
 			enforced := tg.serve(t, setup{limiter: l, limit: limit, observer: enforcedObs, name: "login"})
 			var shadowKinds, enforcedKinds []string
 			for range 10 {
@@ -70,9 +70,9 @@ func TestShadow(t *testing.T) {
 			assert.Equal(t, []string{"ok", "denied", "denied", "denied", "denied", "denied", "denied", "denied", "denied", "denied"},
 				enforcedKinds, "the shadow limit took nothing from the enforced bucket")
 			assert.Equal(t, map[string]int64{allowedShadow: 1, deniedShadow: 9},
-				metrictest.Collect(t, shadowReader).Counts(t, "ratelimit.requests"))
+				otelmetricstest.Collect(t, shadowReader).Counts(t, "ratelimit.requests"))
 			assert.Equal(t, map[string]int64{allowed: 1, denied: 9},
-				metrictest.Collect(t, enforcedReader).Counts(t, "ratelimit.requests"))
+				otelmetricstest.Collect(t, enforcedReader).Counts(t, "ratelimit.requests"))
 		})
 	}
 }
@@ -82,7 +82,7 @@ func TestShadow(t *testing.T) {
 func TestObservedErrors(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
-			obs, reader := metrictest.NewObserver(t)
+			obs, reader := otelmetricstest.NewObserver(t)
 			stub := &ratelimittest.Stub{Err: errDown}
 			closed := tg.serve(t, setup{limiter: stub, limit: ratelimit.PerSecond(1), observer: obs, name: "login",
 				policy: ratelimit.FailClosed})
@@ -93,7 +93,7 @@ func TestObservedErrors(t *testing.T) {
 			assert.Equal(t, map[string]int64{
 				"error.type=unavailable,ratelimit.policy=login,ratelimit.priority=critical,ratelimit.result=error,ratelimit.shadow=false": 1,
 				"error.type=unavailable,ratelimit.policy=login,ratelimit.priority=critical,ratelimit.result=error,ratelimit.shadow=true":  1,
-			}, metrictest.Collect(t, reader).Counts(t, "ratelimit.requests"))
+			}, otelmetricstest.Collect(t, reader).Counts(t, "ratelimit.requests"))
 		})
 	}
 }
@@ -104,7 +104,7 @@ func TestObservedErrors(t *testing.T) {
 func TestObservedOutage(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
-			obs, reader := metrictest.NewObserver(t)
+			obs, reader := otelmetricstest.NewObserver(t)
 			secondary := local.New(local.WithClock(ratelimittest.NewClock().Now))
 			t.Cleanup(func() { _ = secondary.Close() })
 			l := fallback.New(&ratelimittest.Stub{Err: errDown}, secondary, fallback.WithStateHook(obs.ObserveBreaker))
@@ -112,7 +112,7 @@ func TestObservedOutage(t *testing.T) {
 			for range 8 {
 				require.Equal(t, "ok", do(context.Background()).kind)
 			}
-			got := metrictest.Collect(t, reader)
+			got := otelmetricstest.Collect(t, reader)
 			assert.Equal(t, map[string]int64{allowed: 8}, got.Counts(t, "ratelimit.requests"))
 			assert.Equal(t, map[string]int64{"ratelimit.fallback.from=closed,ratelimit.fallback.to=open": 1},
 				got.Counts(t, "ratelimit.fallback.transitions"))
@@ -132,13 +132,13 @@ func TestObservedOutage(t *testing.T) {
 func TestObservedOutageWithoutSecondary(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
-			obs, reader := metrictest.NewObserver(t)
+			obs, reader := otelmetricstest.NewObserver(t)
 			l := fallback.New(&ratelimittest.Stub{Err: errDown}, nil, fallback.WithStateHook(obs.ObserveBreaker))
 			do := tg.serve(t, setup{limiter: l, limit: ratelimit.PerMinute(100), observer: obs, name: "login"})
 			for range 8 {
 				require.Equal(t, "ok", do(context.Background()).kind)
 			}
-			got := metrictest.Collect(t, reader)
+			got := otelmetricstest.Collect(t, reader)
 			assert.Equal(t, map[string]int64{
 				"error.type=unavailable,ratelimit.policy=login,ratelimit.priority=critical,ratelimit.result=error,ratelimit.shadow=false": 8,
 			}, got.Counts(t, "ratelimit.requests"))

@@ -1,6 +1,7 @@
-// Package metrictest reads what an OpenTelemetry observer recorded, through the real SDK
-// and a ManualReader, for the tests of otelmetrics and of the middlewares.
-package metrictest
+// Package otelmetricstest reads what an otelmetrics.Observer recorded, through the real
+// OpenTelemetry SDK and a ManualReader: for the tests of a service that counts its
+// rate-limit decisions, as for the tests of this module.
+package otelmetricstest
 
 import (
 	"context"
