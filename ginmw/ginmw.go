@@ -61,10 +61,14 @@ func (m *middleware) handle(c *gin.Context) {
 	}
 	switch d.Verdict {
 	case pipeline.Proceed:
-		if m.Refund != nil && d.Charged {
+		if d.Permit.Held() || m.Refund != nil && d.Charged {
+			defer d.Permit.Release() // after the handlers, even one that panics
 			c.Next()
 			m.p.Refund(c.Request.Context(), c, d)
 		}
+	case pipeline.Busy:
+		c.Header("Retry-After", "1")
+		c.AbortWithStatusJSON(http.StatusServiceUnavailable, pipeline.ErrorBody{Error: pipeline.MsgBusy})
 	case pipeline.Deny:
 		m.denied(c, d.Result)
 		c.Abort()

@@ -7,6 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/keyfuncs"
 	"github.com/sluice-go/ratelimit/observe"
@@ -100,6 +101,32 @@ func WithSkipFunc(f func(c *gin.Context) bool) Option {
 // https://github.com/sluice-go/ratelimit/blob/main/docs/algorithms.md#priority-reserves.
 func WithPriorityFunc(f func(c *gin.Context) ratelimit.Priority) Option {
 	return func(o *options) { o.Priority = f }
+}
+
+// WithConcurrency holds each request that the rate limit lets through to at most max of its
+// key running at once, with permits of l (concurrency.Local in this process,
+// concurrency/distributed across the fleet): the request waits for a permit as l's queue
+// allows, within its context, and releases it when the handler returns. A request that
+// finds no permit and no room to wait is answered 503 with Retry-After: 1. The key is the
+// one [WithKeyFunc] finds, under the request's policy; a request denied by the rate limit
+// takes no permit. The error policy ([WithErrorPolicy]) covers l's failures as the rate
+// limiter's: under FailOpen a request proceeds without a permit. Without a rate limit
+// option only concurrency is limited, and the rate limiter given may be nil. New panics
+// when l is nil, when max is below 1, and beside [WithLimits] or [WithShadow]. Default: no
+// concurrency limit. See
+// https://github.com/sluice-go/ratelimit/blob/main/docs/concurrency.md.
+func WithConcurrency(l concurrency.Limiter, max int) Option {
+	return func(o *options) { o.SetConcurrency(l, max, nil) }
+}
+
+// WithConcurrencyFunc is [WithConcurrency] with a maximum per request, f's (per route, per
+// plan); 0 leaves a request unlimited in concurrency. A nil f is ignored.
+func WithConcurrencyFunc(l concurrency.Limiter, f func(c *gin.Context) int) Option {
+	return func(o *options) {
+		if f != nil {
+			o.SetConcurrency(l, 0, f)
+		}
+	}
 }
 
 // WithErrorPolicy sets what happens to a request when the limiter fails (Redis unreachable,

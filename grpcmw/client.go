@@ -26,6 +26,7 @@ func UnaryClientInterceptor(l ratelimit.Limiter, opts ...Option) grpc.UnaryClien
 		if err != nil {
 			return err
 		}
+		defer d.Permit.Release()
 		err = invoker(ctx, method, req, reply, cc, callOpts...)
 		m.after(ctx, method, d, err)
 		return err
@@ -37,6 +38,9 @@ func UnaryClientInterceptor(l ratelimit.Limiter, opts ...Option) grpc.UnaryClien
 // UnaryClientInterceptor, and panics in the same cases.
 func StreamClientInterceptor(l ratelimit.Limiter, opts ...Option) grpc.StreamClientInterceptor {
 	m := newClientInterceptor("StreamClientInterceptor", l, opts)
+	if m.Concurrency != nil {
+		panic("grpcmw: StreamClientInterceptor: WithConcurrency: a client stream's end is not seen by an interceptor, so its permit could not be released; limit concurrency on the server")
+	}
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
 		d, err := m.admitClient(ctx, method, callOpts)
 		if err != nil {

@@ -98,6 +98,10 @@ func (m *interceptor) decide(ctx context.Context, fullMethod string, wait bool) 
 			quotaFailure(d.Key, fmt.Sprintf("cost exceeds the burst of rate limit %v", d.Limit)))
 	case pipeline.Invalid:
 		return nil, d, status.Error(codes.Internal, pipeline.MsgInvalid)
+	case pipeline.Busy:
+		// ResourceExhausted, as a denial is, but with no pushback: nobody knows when a
+		// permit frees, so the client's retry policy decides (see WithConcurrency).
+		return nil, d, status.Error(codes.ResourceExhausted, pipeline.MsgBusy)
 	case pipeline.Unavailable:
 		// Unavailable says "cannot serve right now", true of a broken limiter; a denial
 		// never says it (see the package documentation).

@@ -7,6 +7,7 @@ import (
 	"context"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/keyfuncs/grpckeys"
 	"github.com/sluice-go/ratelimit/observe"
@@ -135,6 +136,37 @@ func WithPriorityFunc(f func(ctx context.Context, fullMethod string) ratelimit.P
 		g = func(c call) ratelimit.Priority { return f(c.ctx, c.method) }
 	}
 	return func(o *options) { o.Priority = g }
+}
+
+// WithConcurrency holds each call that the rate limit lets through to at most max of its
+// key running at once, with permits of l (concurrency.Local in this process,
+// concurrency/distributed across the fleet): the call waits for a permit as l's queue
+// allows, within its context, and releases it when the handler returns. A call that finds
+// no permit and no room to wait ends with codes.ResourceExhausted and no retry pushback
+// (the client's retry policy decides when to try again: a retry at once, which Unavailable
+// invites, would add to the load). The key is the one [WithKeyFunc] finds, under the call's
+// policy; a call denied by the rate limit takes no permit. The error policy
+// ([WithErrorPolicy]) covers l's failures as the rate limiter's: under FailOpen a call
+// proceeds without a permit. Without a rate limit option only concurrency is limited, and
+// the rate limiter given may be nil. The constructors panic when l is nil, when max is
+// below 1, and beside [WithLimits] or [WithShadow]. Default: no concurrency limit. See
+// https://github.com/sluice-go/ratelimit/blob/main/docs/concurrency.md.
+func WithConcurrency(l concurrency.Limiter, max int) Option {
+	return func(o *options) { o.SetConcurrency(l, max, nil) }
+}
+
+// WithConcurrencyFunc is [WithConcurrency] with a maximum per call, f's (per method, per
+// plan); 0 leaves a call unlimited in concurrency. A nil f is ignored.
+func WithConcurrencyFunc(l concurrency.Limiter, f func(ctx context.Context, fullMethod string) int) Option {
+	var g func(call) int
+	if f != nil {
+		g = func(c call) int { return f(c.ctx, c.method) }
+	}
+	return func(o *options) {
+		if g != nil {
+			o.SetConcurrency(l, 0, g)
+		}
+	}
 }
 
 // WithErrorPolicy sets what happens to a call when the limiter fails (Redis unreachable,

@@ -36,6 +36,7 @@ func UnaryServerInterceptor(l ratelimit.Limiter, opts ...Option) grpc.UnaryServe
 		if err != nil {
 			return nil, err
 		}
+		defer d.Permit.Release() // after the handler, even one that panics
 		resp, err := handler(ctx, req)
 		m.after(ctx, info.FullMethod, d, err)
 		return resp, err
@@ -54,6 +55,9 @@ func StreamServerInterceptor(l ratelimit.Limiter, opts ...Option) grpc.StreamSer
 	if m.perMessage && m.Refund != nil {
 		panic("grpcmw: StreamServerInterceptor: WithPerMessage and WithRefundIf: a stream charged per message cannot be refunded; pass one of them")
 	}
+	if m.perMessage && m.Concurrency != nil {
+		panic("grpcmw: StreamServerInterceptor: WithPerMessage and WithConcurrency: a permit is held by a stream, not by a message; pass one of them")
+	}
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		if m.perMessage {
 			ms := &messageStream{ServerStream: ss, m: m, method: info.FullMethod}
@@ -70,6 +74,7 @@ func StreamServerInterceptor(l ratelimit.Limiter, opts ...Option) grpc.StreamSer
 		if err != nil {
 			return err
 		}
+		defer d.Permit.Release() // held until the stream ends, even by a panic
 		err = handler(srv, ss)
 		m.after(ss.Context(), info.FullMethod, d, err)
 		return err

@@ -54,6 +54,7 @@ func New(l ratelimit.Limiter, opts ...Option) func(http.Handler) http.Handler {
 			if !ok {
 				return
 			}
+			defer d.Permit.Release() // after the handler, even one that panics
 			if m.Refund == nil || !d.Charged {
 				next.ServeHTTP(w, r)
 				return
@@ -116,6 +117,9 @@ func (m *middleware) admit(x exchange) (pipeline.Decision, bool) {
 		writeJSON(w, http.StatusInternalServerError, pipeline.ErrorBody{Error: pipeline.MsgInvalid})
 	case pipeline.Unavailable:
 		writeJSON(w, http.StatusServiceUnavailable, pipeline.ErrorBody{Error: pipeline.MsgUnavailable})
+	case pipeline.Busy:
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, pipeline.ErrorBody{Error: pipeline.MsgBusy})
 	case pipeline.Ended:
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/keyfuncs/httpkeys"
 	"github.com/sluice-go/ratelimit/observe"
@@ -140,6 +141,36 @@ func WithPriorityFunc(f func(r *http.Request) ratelimit.Priority) Option {
 		g = func(x exchange) ratelimit.Priority { return f(x.r) }
 	}
 	return func(o *options) { o.Priority = g }
+}
+
+// WithConcurrency holds each request that the rate limit lets through to at most max of its
+// key running at once, with permits of l (concurrency.Local in this process,
+// concurrency/distributed across the fleet): the request waits for a permit as l's queue
+// allows, within its context, and releases it when the handler returns. A request that
+// finds no permit and no room to wait is answered 503 with Retry-After: 1. The key is the
+// one [WithKeyFunc] finds, under the request's policy; a request denied by the rate limit
+// takes no permit. The error policy ([WithErrorPolicy]) covers l's failures as the rate
+// limiter's: under FailOpen a request proceeds without a permit. Without a rate limit
+// option only concurrency is limited, and the rate limiter given may be nil. New panics
+// when l is nil, when max is below 1, and beside [WithLimits] or [WithShadow]. Default: no
+// concurrency limit. See
+// https://github.com/sluice-go/ratelimit/blob/main/docs/concurrency.md.
+func WithConcurrency(l concurrency.Limiter, max int) Option {
+	return func(o *options) { o.SetConcurrency(l, max, nil) }
+}
+
+// WithConcurrencyFunc is [WithConcurrency] with a maximum per request, f's (per route, per
+// plan); 0 leaves a request unlimited in concurrency. A nil f is ignored.
+func WithConcurrencyFunc(l concurrency.Limiter, f func(r *http.Request) int) Option {
+	var g func(exchange) int
+	if f != nil {
+		g = func(x exchange) int { return f(x.r) }
+	}
+	return func(o *options) {
+		if g != nil {
+			o.SetConcurrency(l, 0, g)
+		}
+	}
 }
 
 // WithErrorPolicy sets what happens to a request when the limiter fails (Redis unreachable,

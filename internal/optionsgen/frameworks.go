@@ -52,6 +52,7 @@ type framework struct {
 	Critical       string // examples of critical ones
 	PriorityMore   string // after "unless code before the middleware set one"
 	FailClosed     string // what ratelimit.FailClosed does to a request
+	Busy           string // what WithConcurrency answers a request that finds no permit
 	StyleWhat      string // after "WithHeaderStyle sets which rate-limit"
 	StyleMore      string // sentences after the default
 	ShadowAnswered string // what a shadow decision leaves of the answer
@@ -87,6 +88,7 @@ var frameworks = map[string]*framework{
 		Sheddable:     keep(`c.FullPath() == "/stats"`),
 		Critical:      `"/login", "/pay"`,
 		FailClosed:    "answers 503",
+		Busy:          "is answered 503 with Retry-After: 1",
 		StyleWhat:     "headers responses carry (see package [headers])",
 		StyleMore:     "Denials carry Retry-After whatever the style.",
 		ShadowAnswered: "no denial, no Retry-After, headers only when [WithHeaderStyle] " +
@@ -131,6 +133,7 @@ var frameworks = map[string]*framework{
 		Sheddable:  keep(`r.URL.Path == "/stats"`),
 		Critical:   `"/login", "/pay"`,
 		FailClosed: "answers 503",
+		Busy:       "is answered 503 with Retry-After: 1",
 		StyleWhat:  "headers responses carry (see package [headers])",
 		StyleMore:  "Denials carry Retry-After whatever the style.",
 		ShadowAnswered: "no denial, no Retry-After, headers only when [WithHeaderStyle] " +
@@ -172,6 +175,7 @@ var frameworks = map[string]*framework{
 		Critical:     "a login, a payment",
 		PriorityMore: " (on a client, the caller's)",
 		FailClosed:   "ends it with codes.Unavailable",
+		Busy:         "ends with codes.ResourceExhausted and no retry pushback (the client's retry policy decides when to try again: a retry at once, which Unavailable invites, would add to the load)",
 		StyleWhat: "metadata calls carry, mirroring the HTTP headers of package [headers] in " +
 			"lower case (\"x-ratelimit-limit\", ...; \"retry-after\" on denials), as trailer " +
 			"metadata",

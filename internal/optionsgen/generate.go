@@ -143,7 +143,11 @@ func render(fw *framework, opt option) (rendered, error) {
 		if more := expand("fnIn", opt.fnIn); more != "" {
 			in, args = in+", "+more, args+", "+expand("fnArgs", opt.fnArgs)
 		}
-		r.Params = fmt.Sprintf("f func(%s) %s", in, opt.fn)
+		fn := fmt.Sprintf("f func(%s) %s", in, opt.fn)
+		if r.Params != "" {
+			fn = r.Params + ", " + fn // the values first, then f
+		}
+		r.Params = fn
 		r.Fn, r.Args = opt.fn, args
 		// Where f is over the pipeline's request type already, it is set as it is.
 		r.Adapt = !fw.Identity || args != fw.V
@@ -190,6 +194,7 @@ func comment(text string) string {
 func imports(fw *framework) []string {
 	all := append([]string{observer.Import,
 		"github.com/sluice-go/ratelimit",
+		"github.com/sluice-go/ratelimit/concurrency",
 		"github.com/sluice-go/ratelimit/headers",
 	}, fw.Imports...)
 	slices.Sort(all)

@@ -136,6 +136,32 @@ before {{.Mw}} set one{{.PriorityMore}}. A nil f means the default. See
 		set: "o.Priority = {{.G}}",
 	},
 	{
+		name: "WithConcurrency",
+		doc: `WithConcurrency holds each {{.Req}} that the rate limit lets through to at most max
+of its key running at once, with permits of l (concurrency.Local in this process,
+concurrency/distributed across the fleet): the {{.Req}} waits for a permit as l's queue
+allows, within its context, and releases it when the handler returns. A {{.Req}} that
+finds no permit and no room to wait {{.Busy}}. The key is the one [WithKeyFunc] finds,
+under the {{.Req}}'s policy; a {{.Req}} denied by the rate limit takes no permit. The
+error policy ([WithErrorPolicy]) covers l's failures as the rate limiter's: under
+FailOpen a {{.Req}} proceeds without a permit. Without a rate limit option only
+concurrency is limited, and the rate limiter given may be nil. {{cap .Panics}} when l is
+nil, when max is below 1, and beside [WithLimits] or [WithShadow]. Default: no concurrency limit. See
+{{doc "concurrency.md"}}.`,
+		params: "l concurrency.Limiter, max int",
+		set:    "o.SetConcurrency(l, max, nil)",
+	},
+	{
+		name: "WithConcurrencyFunc",
+		doc: `WithConcurrencyFunc is [WithConcurrency] with a maximum per {{.Req}}, f's (per
+{{.Route}}, per plan); 0 leaves a {{.Req}} unlimited in concurrency. A nil f is ignored.`,
+		params: "l concurrency.Limiter",
+		fn:     "int",
+		set: `if {{.G}} != nil {
+o.SetConcurrency(l, 0, {{.G}})
+}`,
+	},
+	{
 		name: "WithErrorPolicy",
 		doc: `WithErrorPolicy sets what happens to a {{.Req}} when the limiter fails (Redis
 unreachable, limiter closed). Default: [ratelimit.FailOpen], the {{.Req}} proceeds;

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/internal/pipeline"
@@ -50,12 +51,13 @@ const (
 	withPriority                     // priorities Critical, Normal, Sheddable in turn
 	withObserver                     // the OpenTelemetry observer
 	withCost                         // costs 1, 2, 1, -1 in turn: -1 is a mistake of the program
-	numFeatures  = 6
+	withConc                         // at most one request of the key in flight, no queue
+	numFeatures  = 7
 )
 
 func (f feature) String() string {
 	var names []string
-	for i, n := range [...]string{"limits", "refund", "shadow", "priority", "observer", "cost"} {
+	for i, n := range [...]string{"limits", "refund", "shadow", "priority", "observer", "cost", "concurrency"} {
 		if f&(1<<i) != 0 {
 			names = append(names, n)
 		}
@@ -352,6 +354,19 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 		assert.Panics(t, func() {
 			tg.serve(t, setup{limiter: l, limits: []ratelimit.Request{{Key: key, Limit: tight}}, cost: cost})
 		})
+	}
+	if fs&withConc != 0 {
+		// Requests one after the other, each holding the key's only permit while it runs,
+		// with no queue: a permit not released, or taken by a request the rate limit
+		// denied, would make the next one busy.
+		conc := concurrency.NewLocal(concurrency.WithQueue(-1, concurrency.OldestFirst))
+		t.Cleanup(func() { _ = conc.Close() })
+		s.conc, s.inFlight = conc, 1
+		if fs&(withLimits|withShadow) != 0 {
+			// A permit needs one key, and is held for real: refused at construction.
+			assert.Panics(t, func() { tg.serve(t, s) })
+			return
+		}
 	}
 	do := tg.serve(t, s)
 

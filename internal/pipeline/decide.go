@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/internal/wait"
 	"github.com/sluice-go/ratelimit/observe"
 )
@@ -20,6 +21,21 @@ import (
 // reports to the observer; shadow mode, the error policy and the verdict read the answer
 // alike.
 func (p *Pipeline[R]) Decide(ctx context.Context, r R) Decision {
+	if p.opts.Skip != nil && p.opts.Skip(r) {
+		return Decision{}
+	}
+	var d Decision
+	if p.limiter != nil {
+		d = p.decideRate(ctx, r)
+	}
+	if p.opts.Concurrency != nil && d.Verdict == Proceed {
+		d = p.acquire(ctx, r, d)
+	}
+	return d
+}
+
+// decideRate is Decide's rate limit.
+func (p *Pipeline[R]) decideRate(ctx context.Context, r R) Decision {
 	d, ok := p.prepare(r)
 	if !ok {
 		return d
@@ -49,11 +65,8 @@ func (p *Pipeline[R]) Decide(ctx context.Context, r R) Decision {
 }
 
 // prepare finds r's limits, keys, costs and policies; ok is false when the decision is
-// already made: r is skipped, not limited, or ended by the error handler.
+// already made: r is not limited, or ended by the error handler.
 func (p *Pipeline[R]) prepare(r R) (d Decision, ok bool) {
-	if p.opts.Skip != nil && p.opts.Skip(r) {
-		return d, false
-	}
 	if p.opts.Limits != nil {
 		return p.prepareAll(r)
 	}
@@ -64,6 +77,17 @@ func (p *Pipeline[R]) prepare(r R) (d Decision, ok bool) {
 	if d.Policy == "" {
 		d.Policy = p.opts.PolicyName
 	}
+	if !p.key(r, &d) {
+		return d, false
+	}
+	d.bucket = BucketKey(d.Policy, d.Key, p.opts.Shadow)
+	return d, true
+}
+
+// key sets d.Key to r's key under d.Policy, or UnkeyedKey when the key function fails or
+// gives a key the limiter cannot take (reported to the error handler); ok is false when
+// the error handler ended r.
+func (p *Pipeline[R]) key(r R, d *Decision) (ok bool) {
 	key, err := p.opts.Key(r)
 	if err == nil {
 		err = checkKey(d.Policy, key, p.opts.Shadow)
@@ -71,12 +95,42 @@ func (p *Pipeline[R]) prepare(r R) (d Decision, ok bool) {
 	if err != nil {
 		if herr := p.onError(r, fmt.Errorf("%sno key, limiting as %q: %w", p.prefix, UnkeyedKey, err)); herr != nil {
 			d.Verdict, d.Err = Handled, herr
-			return d, false
+			return false
 		}
 		key = UnkeyedKey
 	}
-	d.Key, d.bucket = key, BucketKey(d.Policy, key, p.opts.Shadow)
-	return d, true
+	d.Key = key
+	return true
+}
+
+// acquire gives r, which the rate limit let through, its permit to run (WithConcurrency),
+// waiting as the concurrency limiter's queue allows, within r's context: the permit is in
+// d.Permit, for the middleware to release when the handler returns. A request that finds
+// no room is Busy; a failure of the limiter goes to the error policy as a rate limiter's
+// does, and a request that proceeds under FailOpen holds no permit.
+func (p *Pipeline[R]) acquire(ctx context.Context, r R, d Decision) Decision {
+	max := p.opts.InFlight(r)
+	if max == 0 {
+		return d // not limited
+	}
+	if d.Key == "" { // no rate limit decided r: its key is found here
+		d.Policy = p.opts.PolicyName
+		if !p.key(r, &d) {
+			return d
+		}
+	}
+	permit, err := p.opts.Concurrency.Acquire(ctx, BucketKey(d.Policy, d.Key, false), max)
+	switch {
+	case err == nil:
+		d.Permit = permit
+	case ctx.Err() != nil:
+		d.Verdict, d.Err = Ended, ctx.Err()
+	case errors.Is(err, concurrency.ErrQueueFull):
+		d.Verdict, d.Err = Busy, err
+	default:
+		d = p.fail(ctx, r, d, err)
+	}
+	return d
 }
 
 // prepareAll is prepare for several limits (WithLimits). Each entry is settled as one limit
@@ -247,9 +301,22 @@ func (p *Pipeline[R]) Refund(ctx context.Context, r R, d Decision) {
 	}
 }
 
-// Wait waits, with Limiter.Wait, until r may proceed. A deadline that comes before the
-// turn ends r as its context's end would.
+// Wait waits, with Limiter.Wait, until r may proceed, then for its permit to run
+// (WithConcurrency) as Decide does. A deadline that comes before the turn ends r as its
+// context's end would.
 func (p *Pipeline[R]) Wait(ctx context.Context, r R) Decision {
+	if p.limiter == nil || p.opts.Skip != nil && p.opts.Skip(r) {
+		return p.Decide(ctx, r)
+	}
+	d := p.waitRate(ctx, r)
+	if p.opts.Concurrency != nil && d.Verdict == Proceed {
+		d = p.acquire(ctx, r, d)
+	}
+	return d
+}
+
+// waitRate is Wait's rate limit.
+func (p *Pipeline[R]) waitRate(ctx context.Context, r R) Decision {
 	d, ok := p.prepare(r)
 	if !ok {
 		return d

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/observe"
 )
@@ -37,6 +38,11 @@ type Options[R any] struct {
 	Observer observe.Observer
 	// Shadow decides and reports every request, and lets every one proceed.
 	Shadow bool
+	// Concurrency, when set, holds each request that the rate limit lets through to at
+	// most InFlight(r) running at once per key (0: not limited), with a permit released
+	// after the handler (see Pipeline.Acquire).
+	Concurrency concurrency.Limiter
+	InFlight    func(R) int
 
 	// styleSet records that the header style was chosen, which shadow mode respects.
 	styleSet bool
@@ -82,6 +88,21 @@ func (o *Options[R]) setLimitBy(option string) {
 		o.conflict = fmt.Errorf("%s and %s both give the limits: pass one of them", o.limitBy, option)
 	}
 	o.limitBy = option
+}
+
+// SetConcurrency holds each request to at most max(r) of its key in flight at once, with
+// permits of l; max nil means a constant maximum, n.
+func (o *Options[R]) SetConcurrency(l concurrency.Limiter, n int, max func(R) int) {
+	if isNilLimiter(l) && o.conflict == nil {
+		o.conflict = errors.New("WithConcurrency: nil concurrency.Limiter")
+	}
+	o.Concurrency, o.InFlight = l, max
+	if max == nil {
+		o.InFlight = func(R) int { return n }
+		if n < 1 && o.conflict == nil {
+			o.conflict = fmt.Errorf("WithConcurrency: max %d is less than 1", n)
+		}
+	}
 }
 
 // SetKey sets the key function, from the option named option (WithKeyFunc); nil keeps
@@ -166,6 +187,12 @@ func (o *Options[R]) conflicts() error {
 		if err := checkName(f.name); err != nil {
 			return fmt.Errorf("%s: %w", f.option, err)
 		}
+	}
+	if o.Concurrency != nil && o.Shadow {
+		return errors.New("WithConcurrency and WithShadow: shadow mode decides rate limits only, and a permit is held for real; pass one of them")
+	}
+	if o.Concurrency != nil && o.Limits != nil {
+		return errors.New("WithConcurrency and WithLimits: a request's permit needs one key, and WithLimits gives several; pass one of them")
 	}
 	if o.Limits != nil {
 		for _, by := range [...]string{o.keyBy, o.costBy} {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/observe"
 )
@@ -42,6 +43,11 @@ const (
 	// Unavailable refuses a request the limiter failed to decide, under
 	// ratelimit.FailClosed.
 	Unavailable
+	// Busy refuses a request the rate limit let through but that found no permit to run
+	// (WithConcurrency): its key has as many requests in flight as allowed, and no room
+	// to wait (concurrency.ErrQueueFull). HTTP 503 with Retry-After, gRPC
+	// ResourceExhausted without pushback.
+	Busy
 	// Ended ends a request whose own context ended before it could proceed: the client
 	// left or its deadline passed. Decision.Err is the context's error.
 	Ended
@@ -76,6 +82,9 @@ type Decision struct {
 	// Charged reports whether the limiter took tokens for the request: what a refund gives
 	// back.
 	Charged bool
+	// Permit is the request's permit to run, with WithConcurrency: the middleware releases
+	// it when the handler returns. The zero Permit holds nothing.
+	Permit concurrency.Permit
 
 	// bucket is the bucket key of a request under one limit.
 	bucket string
@@ -150,14 +159,18 @@ func KeyOf(bucket string) string {
 // on a configuration that cannot work: a nil limiter, no limit, or a fixed limit that is
 // neither zero nor accepted by l.
 func New[R any](prefix string, l ratelimit.Limiter, o *Options[R], onError func(R, error) error) (*Pipeline[R], error) {
-	if isNil(l) {
+	rateless := o.Limit == nil && o.Limits == nil
+	if isNil(l) && !(rateless && o.Concurrency != nil) {
 		return nil, errors.New("nil Limiter")
 	}
 	if err := o.conflicts(); err != nil {
 		return nil, err
 	}
-	if o.Limit == nil && o.Limits == nil {
+	if rateless && o.Concurrency == nil {
 		return nil, ErrNoLimit
+	}
+	if rateless {
+		l = nil // a typed nil: no rate limit, only the permits of WithConcurrency
 	}
 	if _, ok := l.(ratelimit.MultiLimiter); o.Limits != nil && !ok {
 		return nil, fmt.Errorf("WithLimits: %T does not decide several limits at once (ratelimit.MultiLimiter)", l)
@@ -174,7 +187,10 @@ func New[R any](prefix string, l ratelimit.Limiter, o *Options[R], onError func(
 	p := &Pipeline[R]{limiter: l, opts: *o, onError: onError, prefix: prefix, epoch: time.Now(),
 		shadowBudget: shadowBudget}
 	if p.observer = observe.Join(o.Observer); p.observer != nil {
-		p.backend = observe.BackendName(l)
+		p.backend = "none"
+		if l != nil {
+			p.backend = observe.BackendName(l)
+		}
 		p.origin, _ = l.(observe.OriginReporter)
 	}
 	return p, nil
@@ -183,10 +199,15 @@ func New[R any](prefix string, l ratelimit.Limiter, o *Options[R], onError func(
 // isNil reports whether l is nil, or an interface holding a nil pointer (a *local.Limiter
 // never built, say), which would fail on the first request rather than at start-up.
 func isNil(l ratelimit.Limiter) bool {
-	if l == nil {
+	return l == nil || isNilLimiter(l)
+}
+
+// isNilLimiter reports whether v is nil or holds a nil pointer, map, function or the like.
+func isNilLimiter(v any) bool {
+	if v == nil {
 		return true
 	}
-	switch v := reflect.ValueOf(l); v.Kind() {
+	switch v := reflect.ValueOf(v); v.Kind() {
 	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
 		return v.IsNil()
 	}
@@ -200,6 +221,7 @@ const (
 	MsgTooCostly   = "request cost exceeds the rate limit"
 	MsgInvalid     = "rate limit misconfigured"
 	MsgUnavailable = "rate limiter unavailable"
+	MsgBusy        = "too many requests in flight"
 )
 
 // DeniedBody is the JSON body of an HTTP denial: {"error":"rate limit exceeded",

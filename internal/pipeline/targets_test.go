@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/ginmw"
 	"github.com/sluice-go/ratelimit/grpcmw"
 	"github.com/sluice-go/ratelimit/headers"
@@ -47,6 +48,8 @@ type setup struct {
 	limitsFn func() []ratelimit.Request // WithLimits, the limits of each request; nil: limits
 	refund   func() bool                // WithRefundIf, deciding each charged request; nil: refundOK
 	ietf     bool                       // WithHeaderStyle(headers.StyleBoth)
+	conc     concurrency.Limiter        // WithConcurrency(conc, inFlight)
+	inFlight int
 }
 
 // multi reports whether s gives its limits through WithLimits.
@@ -223,6 +226,9 @@ func serveGin(t *testing.T, s setup) func(context.Context) answer {
 	if s.ietf {
 		opts = append(opts, ginmw.WithHeaderStyle(headers.StyleBoth))
 	}
+	if s.conc != nil {
+		opts = append(opts, ginmw.WithConcurrency(s.conc, s.inFlight))
+	}
 	if s.name != "" {
 		opts = append(opts, ginmw.WithPolicyName(s.name))
 	}
@@ -277,6 +283,9 @@ func serveHTTP(t *testing.T, s setup) func(context.Context) answer {
 	}
 	if s.ietf {
 		opts = append(opts, httpmw.WithHeaderStyle(headers.StyleBoth))
+	}
+	if s.conc != nil {
+		opts = append(opts, httpmw.WithConcurrency(s.conc, s.inFlight))
 	}
 	if s.name != "" {
 		opts = append(opts, httpmw.WithPolicyName(s.name))
@@ -369,6 +378,9 @@ func serveGRPC(t *testing.T, s setup, stream bool) func(context.Context) answer 
 	}
 	if s.ietf {
 		opts = append(opts, grpcmw.WithHeaderStyle(headers.StyleBoth))
+	}
+	if s.conc != nil {
+		opts = append(opts, grpcmw.WithConcurrency(s.conc, s.inFlight))
 	}
 	if s.name != "" {
 		opts = append(opts, grpcmw.WithPolicyName(s.name))
