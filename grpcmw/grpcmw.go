@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 	"sync/atomic"
 
 	"google.golang.org/grpc/codes"
@@ -124,15 +126,31 @@ func (m *interceptor) trailer(d pipeline.Decision, pushback string) metadata.MD 
 	}
 	md := make(metadata.MD, 6)
 	if d.Reqs != nil {
-		headers.SetMultiLower(md, m.Style, d.Reqs, d.Multi)
+		headers.SetMulti(http.Header(md), m.Style, d.Reqs, d.Multi)
 	} else {
-		headers.SetLower(md, m.Style, d.Policy, d.Result)
+		headers.Set(http.Header(md), m.Style, d.Policy, d.Result)
+	}
+	for _, n := range fieldNames { // metadata keys are lower case
+		if v, ok := md[n.canonical]; ok {
+			delete(md, n.canonical)
+			md[n.lower] = v
+		}
 	}
 	if pushback != "" {
 		md[PushbackKey] = []string{pushback}
 	}
 	return md
 }
+
+// fieldNames are the names of the rate-limit fields as headers.Set keys them in an
+// http.Header, and as gRPC metadata keys them.
+var fieldNames = func() (names [6]struct{ canonical, lower string }) {
+	for i, n := range [...]string{headers.NameRetryAfter, headers.NameLimit, headers.NameRemaining,
+		headers.NameReset, headers.NamePolicy, headers.NameRateLimit} {
+		names[i].canonical, names[i].lower = http.CanonicalHeaderKey(n), strings.ToLower(n)
+	}
+	return names
+}()
 
 // logErrors returns the default error handler: it logs err, at most once a second (see
 // pipeline.LogEvery) with the number of errors left out since the last line, and lets the

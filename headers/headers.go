@@ -82,13 +82,8 @@ func Fields(style Style, policy string, res ratelimit.Result) []Field {
 // Set writes the fields of style for res into h, replacing any earlier values of the same
 // fields; see Fields. It costs two allocations, whatever the style.
 func Set(h http.Header, style Style, policy string, res ratelimit.Result) {
-	set(h, style, policy, res, false)
-}
-
-// SetLower is Set for gRPC metadata (metadata.MD is a map[string][]string), whose keys are
-// lower case: "x-ratelimit-limit", "retry-after" and so on.
-func SetLower(md map[string][]string, style Style, policy string, res ratelimit.Result) {
-	set(md, style, policy, res, true)
+	var scratch [128]byte
+	write(h, build(scratch[:0], style, policy, res, nil, nil))
 }
 
 // SetMulti writes the fields of a decision over several limits into h: the fields of Set
@@ -96,15 +91,6 @@ func SetLower(md map[string][]string, style Style, policy string, res ratelimit.
 // DefaultPolicyName), except that RateLimit-Policy lists every limit of reqs that is not the
 // zero Limit, by name, as the IETF draft allows. On a denial, Retry-After is mr.RetryAfter.
 func SetMulti(h http.Header, style Style, reqs []ratelimit.Request, mr ratelimit.MultiResult) {
-	setMulti(h, style, reqs, mr, false)
-}
-
-// SetMultiLower is SetMulti for gRPC metadata, whose keys are lower case.
-func SetMultiLower(md map[string][]string, style Style, reqs []ratelimit.Request, mr ratelimit.MultiResult) {
-	setMulti(md, style, reqs, mr, true)
-}
-
-func setMulti(m map[string][]string, style Style, reqs []ratelimit.Request, mr ratelimit.MultiResult, lower bool) {
 	b := mr.Binding
 	if b < 0 || b >= len(reqs) || b >= len(mr.Results) {
 		return
@@ -114,7 +100,7 @@ func setMulti(m map[string][]string, style Style, reqs []ratelimit.Request, mr r
 	if !mr.Allowed {
 		res.RetryAfter = mr.RetryAfter
 	}
-	write(m, build(make([]byte, 0, 128), style, nameOf(reqs[b]), res, reqs, mr.Results), lower)
+	write(h, build(make([]byte, 0, 128), style, nameOf(reqs[b]), res, reqs, mr.Results))
 }
 
 // nameOf returns the policy name of q.
@@ -125,13 +111,8 @@ func nameOf(q ratelimit.Request) string {
 	return q.Name
 }
 
-func set(m map[string][]string, style Style, policy string, res ratelimit.Result, lower bool) {
-	var scratch [128]byte
-	write(m, build(scratch[:0], style, policy, res, nil, nil), lower)
-}
-
-// write puts the fields of fs into m, with two allocations.
-func write(m map[string][]string, fs fieldSet, lower bool) {
+// write puts the fields of fs into h, with two allocations.
+func write(h http.Header, fs fieldSet) {
 	if fs.n == 0 {
 		return
 	}
@@ -141,16 +122,12 @@ func write(m map[string][]string, fs fieldSet, lower bool) {
 	for i := range fs.n {
 		vals[i] = all[start:fs.ends[i]]
 		start = fs.ends[i]
-		name := names[fs.ids[i]].canonical
-		if lower {
-			name = names[fs.ids[i]].lower
-		}
-		m[name] = vals[i : i+1 : i+1]
+		h[names[fs.ids[i]].canonical] = vals[i : i+1 : i+1]
 	}
 }
 
-// The fields, each under its name as the specifications spell it, as Go's http.Header keys
-// it, and in lower case.
+// The fields, each under its name as the specifications spell it, and as Go's http.Header
+// keys it.
 const (
 	idRetryAfter = iota
 	idLimit
@@ -161,13 +138,13 @@ const (
 	numFields
 )
 
-var names = [numFields]struct{ name, canonical, lower string }{
-	{NameRetryAfter, "Retry-After", "retry-after"},
-	{NameLimit, "X-Ratelimit-Limit", "x-ratelimit-limit"},
-	{NameRemaining, "X-Ratelimit-Remaining", "x-ratelimit-remaining"},
-	{NameReset, "X-Ratelimit-Reset", "x-ratelimit-reset"},
-	{NamePolicy, "Ratelimit-Policy", "ratelimit-policy"},
-	{NameRateLimit, "Ratelimit", "ratelimit"},
+var names = [numFields]struct{ name, canonical string }{
+	{NameRetryAfter, "Retry-After"},
+	{NameLimit, "X-Ratelimit-Limit"},
+	{NameRemaining, "X-Ratelimit-Remaining"},
+	{NameReset, "X-Ratelimit-Reset"},
+	{NamePolicy, "Ratelimit-Policy"},
+	{NameRateLimit, "Ratelimit"},
 }
 
 // fieldSet holds the fields of one decision: their values one after the other in buf, the

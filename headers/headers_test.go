@@ -225,13 +225,13 @@ func TestSetMulti(t *testing.T) {
 		"Ratelimit-Policy":      {`"second";q=2;w=1, "minute";q=5;w=60`},
 		"Ratelimit":             {`"second";r=0;t=1`},
 	}, h)
-	md := map[string][]string{}
-	headers.SetMultiLower(md, headers.StyleIETF, reqs, mr)
-	assert.Equal(t, map[string][]string{
-		"retry-after":      {"1"},
-		"ratelimit-policy": {`"second";q=2;w=1, "minute";q=5;w=60`},
-		"ratelimit":        {`"second";r=0;t=1`},
-	}, md)
+	h = http.Header{}
+	headers.SetMulti(h, headers.StyleIETF, reqs, mr)
+	assert.Equal(t, http.Header{
+		"Retry-After":      {"1"},
+		"Ratelimit-Policy": {`"second";q=2;w=1, "minute";q=5;w=60`},
+		"Ratelimit":        {`"second";r=0;t=1`},
+	}, h)
 }
 
 // The headers describe the limits applied: while fallback is degraded, each Result carries
