@@ -24,10 +24,11 @@ type StatsReporter interface {
 
 var _ StatsReporter = (*Local)(nil)
 
-// Stats returns a snapshot of the limiter's permits. It visits every tracked key, one
-// shard's lock at a time, so it costs about a microsecond per thousand keys: a metrics
-// scrape can afford it, a request path should not. The figures of different shards are
-// read at slightly different times.
+// Stats returns a snapshot of the limiter's permits. It visits every tracked key, holding
+// one shard's lock at a time (1/64 of the keys), so it costs tens of nanoseconds per key
+// (BenchmarkStats: under 3 ms for 100,000 keys on a small VM), and a call of the key's
+// shard waits for that shard's part: a metrics scrape can afford it, a request path should
+// not. The figures of different shards are read at slightly different times.
 func (l *Local) Stats() Stats {
 	var s Stats
 	for i := range l.shards {
