@@ -13,7 +13,10 @@
 // number of keys (WithMaxKeys) and, optionally, a limit that adapts to the latency and drops
 // the protected work reports (WithAdaptive, AIMD). Package
 // [github.com/sluice-go/ratelimit/concurrency/distributed] keeps permits in Redis, so that
-// the limit holds across every instance of a service.
+// the limit holds across every instance of a service, and package
+// [github.com/sluice-go/ratelimit/concurrency/fallback] keeps a share of it in force with a
+// Local while Redis is away. Local.Stats aggregates a limiter's keys for metrics
+// (otelmetrics.WithConcurrency, prommetrics.WithConcurrency), never per key.
 //
 // Options follow the kit's rule: zero means the default, a negative value turns off what can
 // be turned off (the queue), and a nil Option is skipped.

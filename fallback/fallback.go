@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/args"
+	"github.com/sluice-go/ratelimit/internal/breaker"
 	"github.com/sluice-go/ratelimit/observe"
 )
 
@@ -29,7 +30,7 @@ type Limiter struct {
 	secondary ratelimit.Limiter // nil: fail with ErrUnavailable instead
 	instances int
 	reserves  ratelimit.Reserves
-	breaker   breaker
+	breaker   breaker.Breaker
 	cache     *denialCache // nil when off
 	onError   func(ctx context.Context, key string, err error)
 	origins   origins
@@ -68,12 +69,8 @@ func New(primary, secondary ratelimit.Limiter, opts ...Option) *Limiter {
 		onError:   o.onError,
 		origins:   originsOf(primary, secondary),
 		clock:     o.clock,
-		breaker: breaker{
-			threshold: int32(o.threshold),
-			cooldown:  int64(o.cooldown),
-			hook:      o.stateHook(),
-		},
 	}
+	setBreaker(&l.breaker, int32(o.threshold), int64(o.cooldown), o.stateHook())
 	if o.cacheSize > 0 {
 		l.cache = newDenialCache(o.cacheSize, o.cacheTTL)
 	}
@@ -124,14 +121,14 @@ func (l *Limiter) decide(ctx context.Context, key string, limit ratelimit.Limit,
 			return res, l.origins.cache, nil
 		}
 	}
-	ok, t := l.breaker.admit(sent)
+	ok, t := l.breaker.Admit(sent)
 	if !ok {
 		return l.degraded(ctx, key, limit, n, errOpen)
 	}
 	res, err := l.primary.AllowN(ctx, key, limit, n)
 	switch {
 	case err == nil:
-		l.breaker.success(t)
+		l.breaker.Success(t)
 		switch {
 		case l.cache == nil:
 		case res.Allowed:
@@ -144,7 +141,7 @@ func (l *Limiter) decide(ctx context.Context, key string, limit ratelimit.Limit,
 		}
 		return res, l.origins.primary, nil
 	case !isFailure(ctx, err):
-		l.breaker.inconclusive(t, l.now())
+		l.breaker.Inconclusive(t, l.now())
 		return res, l.origins.primary, err
 	}
 	l.fail(ctx, key, t, err)
@@ -162,19 +159,19 @@ func (l *Limiter) Wait(ctx context.Context, key string, limit ratelimit.Limit) e
 	if err := args.Check(key, limit, 1); err != nil {
 		return err
 	}
-	ok, t := l.breaker.admit(l.now())
+	ok, t := l.breaker.Admit(l.now())
 	if !ok {
 		return l.waitDegraded(ctx, key, limit, errOpen)
 	}
 	err := l.primary.Wait(ctx, key, limit)
 	switch {
 	case err == nil:
-		l.breaker.success(t)
+		l.breaker.Success(t)
 		return nil
 	case !isFailure(ctx, err) || errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ratelimit.ErrTimeout):
 		// Waiting ends with the context's error by design (or fails at once when the turn
 		// comes after the deadline): that says nothing of the primary's health.
-		l.breaker.inconclusive(t, l.now())
+		l.breaker.Inconclusive(t, l.now())
 		return err
 	}
 	l.fail(ctx, key, t, err)
@@ -189,11 +186,11 @@ func (l *Limiter) Close() error {
 }
 
 // State returns the state of the circuit breaker.
-func (l *Limiter) State() State { return l.breaker.state() }
+func (l *Limiter) State() State { return State(l.breaker.State()) }
 
 // fail records a failure of the primary and reports it.
-func (l *Limiter) fail(ctx context.Context, key string, t ticket, err error) {
-	l.breaker.failure(t, l.now(), err)
+func (l *Limiter) fail(ctx context.Context, key string, t breaker.Ticket, err error) {
+	l.breaker.Failure(t, l.now(), err)
 	if l.onError != nil {
 		l.onError(ctx, key, err)
 	}

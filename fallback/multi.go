@@ -225,17 +225,17 @@ func (l *Limiter) inspect(ctx context.Context, key string, limit ratelimit.Limit
 // could not decide (it failed, or the breaker kept the call off it), and cause why; when it
 // did decide, or answered with an error that is not a failure, op's results stand.
 func (l *Limiter) call(ctx context.Context, key string, op func() error) (fell bool, cause error) {
-	ok, t := l.breaker.admit(l.now())
+	ok, t := l.breaker.Admit(l.now())
 	if !ok {
 		return true, errOpen
 	}
 	err := op()
 	switch {
 	case err == nil:
-		l.breaker.success(t)
+		l.breaker.Success(t)
 		return false, nil
 	case !isFailure(ctx, err):
-		l.breaker.inconclusive(t, l.now())
+		l.breaker.Inconclusive(t, l.now())
 		return false, nil
 	}
 	l.fail(ctx, key, t, err)

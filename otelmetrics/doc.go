@@ -24,6 +24,11 @@
 //   - ratelimit.denial_cache.hits (Counter, {request}): ratelimit.policy.
 //   - ratelimit.buckets (asynchronous UpDownCounter, {bucket}): ratelimit.backend; only
 //     with WithBuckets.
+//   - ratelimit.concurrency.limit.min and ratelimit.concurrency.limit.max (asynchronous
+//     Gauges, {permit}), ratelimit.concurrency.in_flight ({permit}),
+//     ratelimit.concurrency.waiting ({request}) and ratelimit.concurrency.keys ({key})
+//     (asynchronous UpDownCounters): ratelimit.policy; only with WithConcurrency, from the
+//     limiter's concurrency.Stats. The limits are reported while the limiter tracks a key.
 //
 // docs/observability.md says what each answers, with queries and alerts.
 //

@@ -11,9 +11,10 @@ const DefaultMaxSeries = 256
 type Option func(*options)
 
 type options struct {
-	provider  metric.MeterProvider
-	maxSeries int
-	buckets   []bucketSource
+	provider    metric.MeterProvider
+	maxSeries   int
+	buckets     []bucketSource
+	concurrency []concurrencySource
 }
 
 // bucketSource is a backend whose buckets the ratelimit.buckets instrument reports.

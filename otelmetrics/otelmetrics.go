@@ -119,7 +119,7 @@ func New(opts ...Option) (*Observer, error) {
 		}
 	}
 
-	var errs [6]error
+	var errs [7]error
 	o.requests, errs[0] = meter.Int64ObservableCounter("ratelimit.requests",
 		metric.WithUnit("{request}"),
 		metric.WithDescription("Rate-limiting decisions, by policy and result."))
@@ -137,6 +137,7 @@ func New(opts ...Option) (*Observer, error) {
 		_, errs[4] = meter.RegisterCallback(o.report, o.requests, o.cacheHits)
 	}
 	errs[5] = registerBuckets(meter, cfg.buckets)
+	errs[6] = registerConcurrency(meter, cfg.concurrency)
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}

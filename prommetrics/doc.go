@@ -27,6 +27,10 @@
 //   - ratelimit_fallback_transitions_total{ratelimit_fallback_from, ratelimit_fallback_to}.
 //   - ratelimit_denial_cache_hits_total{ratelimit_policy}.
 //   - ratelimit_buckets{ratelimit_backend}, with WithBuckets.
+//   - ratelimit_concurrency_limit_min, ratelimit_concurrency_limit_max,
+//     ratelimit_concurrency_in_flight, ratelimit_concurrency_waiting and
+//     ratelimit_concurrency_keys{ratelimit_policy}, with WithConcurrency: a concurrency
+//     limiter's concurrency.Stats, aggregated over its keys.
 //
 // docs/observability.md says what each answers, with PromQL for the alerts.
 //

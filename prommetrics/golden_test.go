@@ -19,6 +19,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/observe"
 	"github.com/sluice-go/ratelimit/otelmetrics"
@@ -67,6 +68,16 @@ func traffic(o observe.Observer, hooks ...func(fallback.StateChange)) {
 
 func buckets() int { return 42 }
 
+// fixedStats is a concurrency limiter whose snapshot never changes.
+type fixedStats concurrency.Stats
+
+func (s fixedStats) Stats() concurrency.Stats { return concurrency.Stats(s) }
+
+var (
+	exports = fixedStats{Keys: 3, InFlight: 5, Waiting: 2, MinLimit: 4, MaxLimit: 10}
+	idle    = fixedStats{} // no key: no limit in force
+)
+
 // exposition gathers g and writes it in the Prometheus text format, without the labels
 // and families the OpenTelemetry exporter adds about itself (otel_scope_*, target_info).
 func exposition(t *testing.T, g prometheus.Gatherer) string {
@@ -106,11 +117,13 @@ func TestGolden(t *testing.T) {
 	require.NoError(t, err)
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
 	defer mp.Shutdown(context.Background())
-	viaOTel, err := otelmetrics.New(otelmetrics.WithMeterProvider(mp), otelmetrics.WithBuckets("local", buckets))
+	viaOTel, err := otelmetrics.New(otelmetrics.WithMeterProvider(mp), otelmetrics.WithBuckets("local", buckets),
+		otelmetrics.WithConcurrency("exports", exports), otelmetrics.WithConcurrency("idle", idle))
 	require.NoError(t, err)
 
 	promRegistry := prometheus.NewRegistry()
-	direct := prommetrics.New(prommetrics.WithBuckets("local", buckets))
+	direct := prommetrics.New(prommetrics.WithBuckets("local", buckets),
+		prommetrics.WithConcurrency("exports", exports), prommetrics.WithConcurrency("idle", idle))
 	promRegistry.MustRegister(direct)
 
 	traffic(observe.Join(viaOTel, direct), viaOTel.ObserveBreaker, direct.ObserveBreaker)

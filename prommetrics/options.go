@@ -7,8 +7,9 @@ const DefaultMaxSeries = 256
 type Option func(*options)
 
 type options struct {
-	maxSeries int
-	buckets   []bucketSource
+	maxSeries   int
+	buckets     []bucketSource
+	concurrency []concurrencySource
 }
 
 // bucketSource is a backend whose buckets ratelimit_buckets reports.

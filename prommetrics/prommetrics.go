@@ -66,8 +66,9 @@ var (
 // decisions it is told of, and the circuit breaker's transitions given to ObserveBreaker,
 // and exports them when scraped. It is safe for concurrent use.
 type Collector struct {
-	buckets []bucketSource
-	series  *observe.Series[counters]
+	buckets     []bucketSource
+	concurrency []concurrencySource
+	series      *observe.Series[counters]
 
 	transMu     sync.Mutex
 	transitions map[[2]string]int64
@@ -111,8 +112,10 @@ func New(opts ...Option) *Collector {
 	for _, opt := range opts {
 		opt(&cfg)
 	}
+	checkConcurrency(cfg.concurrency)
 	return &Collector{
-		buckets: cfg.buckets,
+		buckets:     cfg.buckets,
+		concurrency: cfg.concurrency,
 		series: observe.NewSeries(cfg.maxSeries, func(policy, backend string) *counters {
 			return &counters{policy: policy, backend: backend}
 		}),
@@ -196,6 +199,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, b := range c.buckets {
 		ch <- prometheus.MustNewConstMetric(bucketsDesc, prometheus.GaugeValue, float64(b.count()), b.backend)
 	}
+	collectConcurrency(ch, c.concurrency)
 }
 
 // counts are the counts of a policy's decisions, summed over its backends.

@@ -1,0 +1,105 @@
+package fallback_test
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/ratelimit/concurrency"
+	"github.com/sluice-go/ratelimit/concurrency/distributed"
+	"github.com/sluice-go/ratelimit/concurrency/fallback"
+	"github.com/sluice-go/ratelimit/internal/redistest"
+	"github.com/sluice-go/ratelimit/ratelimittest"
+)
+
+// TestRedisOutage: a real Redis is killed while one of its permits is held, and restarted
+// empty. Max 12 shared by 3 instances: during the outage, 50 callers of this instance are
+// admitted 4 at a time, never more, as the holders themselves count; after it, the first
+// probe closes the breaker, and each permit is released to the limiter that granted it.
+// The breaker runs on a fake clock; Redis on its own.
+func TestRedisOutage(t *testing.T) {
+	const max, instances, share = 12, 3, 4
+	server := redistest.NewServer(t)
+	// No retries: a refused connection is a failure at once.
+	client := redis.NewClient(&redis.Options{Addr: server.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { client.Close() })
+	primary, err := distributed.New(client, distributed.WithTimeout(time.Second))
+	require.NoError(t, err)
+	t.Cleanup(func() { primary.Close() })
+	secondary := concurrency.NewLocal()
+	t.Cleanup(func() { secondary.Close() })
+	clock := ratelimittest.NewClock()
+	var edges []string
+	l := fallback.New(primary, secondary, fallback.WithInstances(instances), fallback.WithClock(clock.Now),
+		fallback.WithStateHook(func(c fallback.StateChange) {
+			if c.Edge() {
+				edges = append(edges, c.From.String()+" → "+c.To.String())
+			}
+		}))
+	inRedis := func() int64 {
+		n, err := client.ZCard(t.Context(), distributed.DefaultPrefix+"k").Result()
+		require.NoError(t, err)
+		return n
+	}
+
+	before, err := l.Acquire(t.Context(), "k", max)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), inRedis())
+
+	server.Kill()
+	// The first holders wait until the share is full, so that the peak is reached whatever
+	// the scheduling; none of them releases before, so no more than the share get in.
+	var running, peak atomic.Int64
+	full := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			p, err := l.Acquire(t.Context(), "k", max)
+			if !assert.NoError(t, err) {
+				return
+			}
+			defer p.Release()
+			n := running.Add(1)
+			for old := peak.Load(); n > old && !peak.CompareAndSwap(old, n); old = peak.Load() {
+			}
+			if n == share {
+				close(full)
+			}
+			<-full
+			running.Add(-1)
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int64(share), peak.Load())
+	assert.Equal(t, fallback.Open, l.State())
+	during, ok, err := l.TryAcquire(t.Context(), "k", max)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, 1, secondary.Stats().InFlight)
+
+	server = server.Restart(t)
+	// go-redis answers with its last dial error until its pool has dialled again in the
+	// background (about a second): wait for the client, not for the breaker.
+	require.Eventually(t, func() bool { return client.Ping(t.Context()).Err() == nil }, 10*time.Second, 10*time.Millisecond)
+	clock.Advance(fallback.DefaultCooldown)
+	after, ok, err := l.TryAcquire(t.Context(), "k", max)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, fallback.Closed, l.State())
+	assert.Equal(t, int64(1), inRedis(), "the probe's permit is Redis's")
+
+	during.Release()
+	assert.Equal(t, 0, secondary.Stats().InFlight, "the secondary's permit went back to it")
+	assert.Equal(t, int64(1), inRedis())
+	after.Release()
+	assert.Equal(t, int64(0), inRedis(), "Redis's permit went back to it")
+	before.Release() // to a Redis that lost it: nothing happens
+	assert.Equal(t, int64(0), inRedis())
+	assert.Equal(t, 0, secondary.Stats().InFlight)
+	assert.Equal(t, []string{"closed → open", "half-open → closed"}, edges)
+}

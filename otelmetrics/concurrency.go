@@ -1,0 +1,86 @@
+package otelmetrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/sluice-go/ratelimit/concurrency"
+)
+
+// concurrencySource is a concurrency limiter whose permits the ratelimit.concurrency.*
+// instruments report, under a policy name.
+type concurrencySource struct {
+	policy string
+	stats  concurrency.StatsReporter
+}
+
+// WithConcurrency reports the permits of a concurrency limiter, such as a
+// *concurrency.Local, on the ratelimit.concurrency.* instruments at each collection, with
+// ratelimit.policy = policy: the limit in force (its lowest and highest among the
+// limiter's keys), the permits in flight, the callers waiting and the keys tracked. The
+// figures aggregate every key of the limiter: none is reported per key. It may be given once
+// per policy name (New fails on a second); l.Stats must be safe for concurrent use. A nil
+// l is skipped. Default: no ratelimit.concurrency.* series.
+func WithConcurrency(policy string, l concurrency.StatsReporter) Option {
+	return func(o *options) {
+		if l != nil {
+			o.concurrency = append(o.concurrency, concurrencySource{attrValue(policy), l})
+		}
+	}
+}
+
+// registerConcurrency makes the ratelimit.concurrency.* instruments, when there is a
+// source for them.
+func registerConcurrency(meter metric.Meter, sources []concurrencySource) error {
+	if len(sources) == 0 {
+		return nil
+	}
+	attrs := make([]metric.ObserveOption, len(sources))
+	seen := make(map[string]bool, len(sources))
+	for i, s := range sources {
+		if seen[s.policy] {
+			return fmt.Errorf("otelmetrics: WithConcurrency given twice for policy %q", s.policy)
+		}
+		seen[s.policy] = true
+		attrs[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String(attrPolicy, s.policy)))
+	}
+	var errs [5]error
+	var minLimit, maxLimit metric.Int64ObservableGauge
+	var inFlight, waiting, keys metric.Int64ObservableUpDownCounter
+	minLimit, errs[0] = meter.Int64ObservableGauge("ratelimit.concurrency.limit.min",
+		metric.WithUnit("{permit}"),
+		metric.WithDescription("The lowest concurrency limit in force among a policy's keys."))
+	maxLimit, errs[1] = meter.Int64ObservableGauge("ratelimit.concurrency.limit.max",
+		metric.WithUnit("{permit}"),
+		metric.WithDescription("The highest concurrency limit in force among a policy's keys."))
+	inFlight, errs[2] = meter.Int64ObservableUpDownCounter("ratelimit.concurrency.in_flight",
+		metric.WithUnit("{permit}"),
+		metric.WithDescription("Concurrency permits granted and not yet released."))
+	waiting, errs[3] = meter.Int64ObservableUpDownCounter("ratelimit.concurrency.waiting",
+		metric.WithUnit("{request}"),
+		metric.WithDescription("Callers waiting for a concurrency permit."))
+	keys, errs[4] = meter.Int64ObservableUpDownCounter("ratelimit.concurrency.keys",
+		metric.WithUnit("{key}"),
+		metric.WithDescription("Keys a concurrency limiter tracks."))
+	if err := errors.Join(errs[:]...); err != nil {
+		return err
+	}
+	_, err := meter.RegisterCallback(func(_ context.Context, obs metric.Observer) error {
+		for i, s := range sources {
+			st := s.stats.Stats()
+			obs.ObserveInt64(inFlight, int64(st.InFlight), attrs[i])
+			obs.ObserveInt64(waiting, int64(st.Waiting), attrs[i])
+			obs.ObserveInt64(keys, int64(st.Keys), attrs[i])
+			if st.Keys > 0 { // no key, no limit in force
+				obs.ObserveInt64(minLimit, int64(st.MinLimit), attrs[i])
+				obs.ObserveInt64(maxLimit, int64(st.MaxLimit), attrs[i])
+			}
+		}
+		return nil
+	}, minLimit, maxLimit, inFlight, waiting, keys)
+	return err
+}

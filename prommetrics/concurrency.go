@@ -1,0 +1,77 @@
+package prommetrics
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluice-go/ratelimit/concurrency"
+)
+
+// The gauges of WithConcurrency, named and described as the OpenTelemetry exporter names
+// otelmetrics' ratelimit.concurrency.* instruments.
+var (
+	concurrencyLabels = []string{"ratelimit_policy"}
+	limitMinDesc      = prometheus.NewDesc("ratelimit_concurrency_limit_min",
+		"The lowest concurrency limit in force among a policy's keys.", concurrencyLabels, nil)
+	limitMaxDesc = prometheus.NewDesc("ratelimit_concurrency_limit_max",
+		"The highest concurrency limit in force among a policy's keys.", concurrencyLabels, nil)
+	inFlightDesc = prometheus.NewDesc("ratelimit_concurrency_in_flight",
+		"Concurrency permits granted and not yet released.", concurrencyLabels, nil)
+	waitingDesc = prometheus.NewDesc("ratelimit_concurrency_waiting",
+		"Callers waiting for a concurrency permit.", concurrencyLabels, nil)
+	keysDesc = prometheus.NewDesc("ratelimit_concurrency_keys",
+		"Keys a concurrency limiter tracks.", concurrencyLabels, nil)
+)
+
+// concurrencySource is a concurrency limiter whose permits the ratelimit_concurrency_*
+// gauges report, under a policy name.
+type concurrencySource struct {
+	policy string
+	stats  concurrency.StatsReporter
+}
+
+// WithConcurrency reports the permits of a concurrency limiter, such as a
+// *concurrency.Local, on the ratelimit_concurrency_* gauges at each scrape, with
+// ratelimit_policy = policy: the limit in force (its lowest and highest among the
+// limiter's keys: ratelimit_concurrency_limit_min and _max, while it tracks a key), the
+// permits in flight, the callers waiting and the keys tracked. The figures aggregate every
+// key of the limiter: none is reported per key. It may be given once per policy name (New
+// panics on a second); l.Stats must be safe for concurrent use. A nil l is skipped.
+// Default: no ratelimit_concurrency_* series.
+func WithConcurrency(policy string, l concurrency.StatsReporter) Option {
+	return func(o *options) {
+		if l != nil {
+			o.concurrency = append(o.concurrency, concurrencySource{labelValue(policy), l})
+		}
+	}
+}
+
+// checkConcurrency panics when a policy is given twice: its series would collide at
+// every scrape.
+func checkConcurrency(sources []concurrencySource) {
+	seen := make(map[string]bool, len(sources))
+	for _, s := range sources {
+		if seen[s.policy] {
+			panic(fmt.Sprintf("prommetrics: New: WithConcurrency given twice for policy %q", s.policy))
+		}
+		seen[s.policy] = true
+	}
+}
+
+// collectConcurrency sends the gauges of every WithConcurrency limiter.
+func collectConcurrency(ch chan<- prometheus.Metric, sources []concurrencySource) {
+	gauge := func(d *prometheus.Desc, v int, policy string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), policy)
+	}
+	for _, s := range sources {
+		st := s.stats.Stats()
+		if st.Keys > 0 { // no key, no limit in force
+			gauge(limitMinDesc, st.MinLimit, s.policy)
+			gauge(limitMaxDesc, st.MaxLimit, s.policy)
+		}
+		gauge(inFlightDesc, st.InFlight, s.policy)
+		gauge(waitingDesc, st.Waiting, s.policy)
+		gauge(keysDesc, st.Keys, s.policy)
+	}
+}
