@@ -25,7 +25,8 @@
 //   - ratelimit.buckets (asynchronous UpDownCounter, {bucket}): ratelimit.backend; only
 //     with WithBuckets.
 //
-// docs/observability.md says what each answers, with queries and alerts.
+// https://github.com/sluice-go/ratelimit/blob/main/docs/observability.md says what each
+// answers, with queries and alerts.
 //
 // # Cardinality
 //
@@ -36,5 +37,6 @@
 // # Cost
 //
 // An observed decision costs two or three measurements on precomputed attribute sets and
-// allocates nothing (see docs/benchmarks.md for the figures with the SDK).
+// allocates nothing (figures:
+// https://github.com/sluice-go/ratelimit/blob/main/docs/performance.md#observation-and-several-limits).
 package otelmetrics

@@ -28,7 +28,8 @@
 //   - ratelimit_denial_cache_hits_total{ratelimit_policy}.
 //   - ratelimit_buckets{ratelimit_backend}, with WithBuckets.
 //
-// docs/observability.md says what each answers, with PromQL for the alerts.
+// https://github.com/sluice-go/ratelimit/blob/main/docs/observability.md says what each
+// answers, with PromQL for the alerts.
 //
 // No label ever holds a key, and the series are bounded by construction (WithMaxSeries).
 // Recording a decision allocates nothing once its policy and backend have been seen.
