@@ -23,7 +23,7 @@
 //     answers to the same calls; one conformance suite checks it.
 //   - fallback: the two together, for when Redis is slow or down.
 //   - ginmw, httpmw, grpcmw: middleware for Gin, net/http and gRPC, one pipeline with the same
-//     options and answers (docs/middleware.md).
+//     options and answers (https://github.com/sluice-go/ratelimit/blob/main/docs/middleware.md).
 //   - keyfuncs, keyfuncs/httpkeys, keyfuncs/grpckeys: keys clients cannot forge.
 //   - headers: Retry-After, X-RateLimit-* and the IETF RateLimit fields.
 //
@@ -46,10 +46,11 @@
 //
 // # Priorities
 //
-// A request can carry a Priority in its context (WithPriority): Critical, the default,
-// Normal or Sheddable. A limiter keeps part of each bucket (Reserves) back from the lower
-// priorities, so that a flood of sheddable requests cannot spend the tokens critical ones
-// need; docs/algorithms.md ("Priority reserves") has the rule and the defaults.
+// A request can carry a Priority in its context (WithPriority): Critical, the default, Normal
+// or Sheddable. A limiter keeps part of each bucket (Reserves) back from the lower priorities,
+// so that a flood of sheddable requests cannot spend the tokens critical ones need;
+// https://github.com/sluice-go/ratelimit/blob/main/docs/algorithms.md#priority-reserves has
+// the rule and the defaults.
 //
 // # Observing
 //

@@ -21,14 +21,14 @@ type Limit struct {
 	Rate float64
 	// Burst is the capacity of the bucket in tokens. It must be at least 1.
 	Burst int
-	// Warmup, when not zero, is the warm-up period of a token bucket: a bucket that is new,
-	// or has rested long enough to be full again and then some, starts cold, refilling at a
-	// third of Rate with a third of Burst available, and ramps linearly up to Rate and Burst
-	// over Warmup. It only ever admits less than the same bucket without a warm-up would.
-	// Zero, the default, means no warm-up. It must be a whole number of microseconds, at
-	// most MaxWarmup. Only ratelimit.TokenBucket implements it: the other algorithms refuse a
-	// limit with a warm-up with an error wrapping ErrNotSupported. docs/algorithms.md has
-	// the formulas.
+	// Warmup, when not zero, is the warm-up period of a token bucket: a bucket that is new, or
+	// has rested long enough to be full again and then some, starts cold, refilling at a third of
+	// Rate with a third of Burst available, and ramps linearly up to Rate and Burst over Warmup.
+	// It only ever admits less than the same bucket without a warm-up would. Zero, the default,
+	// means no warm-up. It must be a whole number of microseconds, at most MaxWarmup. Only
+	// ratelimit.TokenBucket implements it: the other algorithms refuse a limit with a warm-up
+	// with an error wrapping ErrNotSupported.
+	// https://github.com/sluice-go/ratelimit/blob/main/docs/algorithms.md has the formulas.
 	Warmup time.Duration
 }
 

@@ -115,7 +115,7 @@ func TestAIMDFindsTheKnee(t *testing.T) {
 	// drops then bring the limit down by a tenth per round trip, and additive increase
 	// saw-tooths it between ⌊41 · 0.9⌋ = 36 and 41.
 	// The run is deterministic: the step counts are exact, and the bounds below are the
-	// documented ones (docs/concurrency.md).
+	// documented ones (https://github.com/sluice-go/ratelimit/blob/main/docs/concurrency.md).
 	steps := b.settle(40, 400, 5000, 5, 100)
 	assert.Equal(t, 353, steps)
 

@@ -21,6 +21,7 @@
 // Options follow the kit's rule: zero means the default, a negative value turns off what can
 // be turned off (the queue), and a nil Option is skipped.
 //
-// docs/concurrency.md in the repository compares rate and concurrency limits, the queue
-// orders, what a crash costs and how the adaptive limit fails.
+// The guide, https://github.com/sluice-go/ratelimit/blob/main/docs/concurrency.md,
+// compares rate and concurrency limits, the queue orders, what a crash costs and how the
+// adaptive limit fails.
 package concurrency

@@ -33,7 +33,8 @@ var _ ratelimit.MultiLimiter = (*Limiter)(nil)
 // about a round trip per slot, those buckets hold tokens that are about to come back, and a
 // concurrent caller may be denied by them: a transient denial, never an excess admission.
 // WithCrossSlot(CrossSlotRefuse) refuses such requests with ErrCrossSlot instead.
-// docs/limits.md has the details and examples.
+// https://github.com/sluice-go/ratelimit/blob/main/docs/limits.md has the details and
+// examples.
 //
 // If Redis fails while slots are decided in turn, the error is returned and the slots
 // already charged are refunded; a slot whose answer was lost stays charged, if it was, which

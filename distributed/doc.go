@@ -4,9 +4,11 @@
 // (redis.NewFailoverClient), Redis Cluster, or a Ring.
 //
 // Every algorithm is one script on one key, and decides as the local backend does, to the
-// microsecond (one conformance suite runs against both). The token bucket (the default)
-// stores its theoretical arrival time, as GCRA does; docs/algorithms.md has the arithmetic of
-// each algorithm, and docs/redis.md the key layout, the expiry and the operations.
+// microsecond (one conformance suite runs against both). The token bucket (the default) stores
+// its theoretical arrival time, as GCRA does;
+// https://github.com/sluice-go/ratelimit/blob/main/docs/algorithms.md has the arithmetic of
+// each algorithm, and https://github.com/sluice-go/ratelimit/blob/main/docs/redis.md the key
+// layout, the expiry and the operations.
 //
 // # Keys
 //
@@ -34,12 +36,12 @@
 //
 // # Priorities
 //
-// A request whose context carries a priority below ratelimit.Critical
-// (ratelimit.WithPriority, or a middleware's WithPriorityFunc) leaves a reserve of its
-// bucket to the higher ones (WithReserves; by default a tenth of the burst for Normal
-// requests, half for Sheddable ones): every script decides it as under a burst less that
-// reserve, while the bucket and its key stay the same. A request that carries none is
-// Critical and decided as always. See "Priority reserves" in docs/algorithms.md.
+// A request whose context carries a priority below ratelimit.Critical (ratelimit.WithPriority,
+// or a middleware's WithPriorityFunc) leaves a reserve of its bucket to the higher ones
+// (WithReserves; by default a tenth of the burst for Normal requests, half for Sheddable
+// ones): every script decides it as under a burst less that reserve, while the bucket and its
+// key stay the same. A request that carries none is Critical and decided as always. See
+// https://github.com/sluice-go/ratelimit/blob/main/docs/algorithms.md#priority-reserves.
 //
 // # When Redis is slow or down
 //

@@ -13,7 +13,8 @@ import (
 	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
-// tags are the algorithms' tags in their keys (docs/redis.md).
+// tags are the algorithms' tags in their keys
+// (https://github.com/sluice-go/ratelimit/blob/main/docs/redis.md).
 var tags = map[ratelimit.Algorithm]string{
 	ratelimit.TokenBucket: "tb", ratelimit.FixedWindow: "fw", ratelimit.SlidingWindowLog: "swl",
 	ratelimit.SlidingWindowCounter: "swc", ratelimit.LeakyBucket: "lb",

@@ -43,9 +43,10 @@ func (l *Limiter) Peek(ctx context.Context, key string, limit ratelimit.Limit, n
 //     never past where the bucket holds all it can, and the warm-up stays as it is (a cold
 //     bucket has nothing to give back).
 //
-// With the zero Charge the windows refund their current window and the sliding log drops
-// its n newest entries still in the window: an operator's refund. docs/limits.md says what
-// a refund can and cannot undo.
+// With the zero Charge the windows refund their current window and the sliding log drops its n
+// newest entries still in the window: an operator's refund.
+// https://github.com/sluice-go/ratelimit/blob/main/docs/limits.md says what a refund can and
+// cannot undo.
 func (l *Limiter) Refund(ctx context.Context, key string, limit ratelimit.Limit, n int, c ratelimit.Charge) (ratelimit.Result, error) {
 	if n < 1 {
 		return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: n = %d", ratelimit.ErrInvalidCost, n)

@@ -90,10 +90,11 @@ func WithAlgorithm(a ratelimit.Algorithm) Option {
 type CrossSlot int
 
 const (
-	// CrossSlotGroups decides the keys of each hash slot atomically, one script per slot,
-	// slots in ascending order, and gives back what the earlier slots took when a later one
-	// denies. It never admits more than the limits allow; a concurrent caller may see a
-	// transient denial while tokens wait to be given back (docs/limits.md measures it).
+	// CrossSlotGroups decides the keys of each hash slot atomically, one script per slot, slots
+	// in ascending order, and gives back what the earlier slots took when a later one denies. It
+	// never admits more than the limits allow; a concurrent caller may see a transient denial
+	// while tokens wait to be given back
+	// (https://github.com/sluice-go/ratelimit/blob/main/docs/limits.md#redis-cluster-keys-in-different-slots).
 	CrossSlotGroups CrossSlot = iota
 	// CrossSlotRefuse makes AllowAll return an error wrapping ErrCrossSlot, having
 	// taken nothing, for keys in different hash slots.
@@ -115,7 +116,7 @@ func WithCrossSlot(c CrossSlot) Option {
 // a reserve off. Requests whose context carries no priority are ratelimit.Critical and keep
 // nothing back, so this option changes nothing for them. New returns an error wrapping
 // ratelimit.ErrInvalidLimit for reserves that ratelimit.Reserves.Validate refuses. See
-// "Priority reserves" in docs/algorithms.md.
+// https://github.com/sluice-go/ratelimit/blob/main/docs/algorithms.md#priority-reserves.
 func WithReserves(r ratelimit.Reserves) Option {
 	return func(o *options) { o.reserves = r }
 }

@@ -51,16 +51,24 @@
 // token, at the same ratelimit.Priority) cannot conform before r has passed (other traffic
 // only pushes that time later), so the cache denies it locally until then, without asking
 // the primary: a denial the primary would give. A request of another priority, which keeps
-// another reserve, goes to the primary.
-// The cache never admits anything; docs/redis.md ("The denial cache") has the argument, and
-// the few cases, all bounded by the cache's TTL, where it can deny what the primary would admit.
+// another reserve, goes to the primary, as do requests of more tokens (their RetryAfter
+// depends on the algorithm, which only the primary knows) and every request once the
+// primary has admitted one on the bucket.
+//
+// The cache never admits anything. It can deny what the primary would admit only when the
+// two clocks disagree on how long r lasts (the local monotonic clock against Redis's, which
+// NTP slews by at most 500 ppm, or a step of Redis's clock), or when the bucket was reset
+// elsewhere or lost by Redis (a restart, a failover); every such case is bounded by the
+// cache's TTL. A cached denial is the primary's Result aged by the time since its request
+// was sent: RetryAfter and ResetAfter shrink, Remaining is 0.
+//
 // The cache is on by default (WithDenialCacheSize caps it, or turns it off): a hit costs
 // well under a microsecond and allocates nothing, and it takes a hammered key off Redis
-// almost entirely (docs/benchmarks.md). Entries expire when their denial does, or sooner,
-// a second after the denied request by default (WithDenialCacheTTL); only the primary's
-// denials are remembered. A Reset or a Refund through the Limiter wins over every denial
-// decided before it, even one answered after it; one made through another instance goes
-// unseen here for at most that TTL.
+// almost entirely (https://github.com/sluice-go/ratelimit/blob/main/docs/performance.md#fallback).
+// Entries expire when their denial does, or sooner, a second after the denied request by
+// default (WithDenialCacheTTL); only the primary's denials are remembered. A Reset or a
+// Refund through the Limiter wins over every denial decided before it, even one answered
+// after it; one made through another instance goes unseen here for at most that TTL.
 //
 // # Hooks
 //

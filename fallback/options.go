@@ -13,11 +13,11 @@ const (
 	// DefaultFailureThreshold is how many failures of the primary in a row open the
 	// circuit breaker.
 	DefaultFailureThreshold = 5
-	// DefaultCooldown is how long the breaker stays open before a probe tries the primary
-	// again. A probe to a primary still down costs its request up to the primary's deadline
-	// (50 ms for distributed), so a shorter cooldown costs that to more requests; a longer
-	// one delays the return to Redis after an outage by as much (docs/redis.md has the
-	// measured figures).
+	// DefaultCooldown is how long the breaker stays open before a probe tries the primary again.
+	// A probe to a primary still down costs its request up to the primary's deadline (50 ms for
+	// distributed), so a shorter cooldown costs that to more requests; a longer one delays the
+	// return to Redis after an outage by as much
+	// (https://github.com/sluice-go/ratelimit/blob/main/docs/redis.md has the measured figures).
 	DefaultCooldown = 250 * time.Millisecond
 	// DefaultDenialCacheSize caps the number of denials the cache holds: about 10 MB at
 	// the cap, with short keys.

@@ -9,8 +9,9 @@
 //   - a master killed and its replica promoted, in a Redis Cluster of three masters and
 //     three replicas (TestClusterFailover) and under Redis Sentinel (TestSentinelFailover).
 //
-// It has no code of its own. docs/redis.md ("Failure modes") gives the figures the tests
-// log, and how each test is run.
+// It has no code of its own.
+// https://github.com/sluice-go/ratelimit/blob/main/docs/redis.md#failure-modes lists the
+// bound each test asserts.
 //
 // It is a module of its own, so that toxiproxy and what it brings (Prometheus, zerolog)
 // never become dependencies of ratelimit; it uses the ratelimit of this repository through

@@ -46,7 +46,8 @@ func noLeaks(t *testing.T) {
 	})
 }
 
-// newClient returns a go-redis client of addr built as docs/redis.md recommends:
+// newClient returns a go-redis client of addr built as
+// https://github.com/sluice-go/ratelimit/blob/main/docs/redis.md recommends:
 // ContextTimeoutEnabled, and everything else left at go-redis's defaults.
 func newClient(t *testing.T, addr string) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})

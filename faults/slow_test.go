@@ -73,9 +73,11 @@ func charged(t *testing.T, server *redistest.Server, key string) int64 {
 // charged twice: Redis ran the script at most once per call the fallback Limiter made to
 // the primary (and at least once per call that succeeded), by Redis's own count.
 //
-// It runs with the client settings docs/redis.md recommends (ContextTimeoutEnabled) and
-// with a client that ignores context deadlines (the limiter then stops waiting at the
-// deadline in a goroutine of its own), both with go-redis's default retries.
+// It runs with the client settings
+// https://github.com/sluice-go/ratelimit/blob/main/docs/redis.md recommends
+// (ContextTimeoutEnabled) and with a client that ignores context deadlines (the limiter then
+// stops waiting at the deadline in a goroutine of its own), both with go-redis's default
+// retries.
 func TestSlowRedis(t *testing.T) {
 	for _, honours := range []bool{true, false} {
 		t.Run(map[bool]string{true: "ContextTimeoutEnabled", false: "Guarded"}[honours], func(t *testing.T) {
@@ -148,9 +150,10 @@ func TestSlowRedis(t *testing.T) {
 // TestUnsafeReadTimeout is the control experiment: a client whose ReadTimeout (10 ms) is
 // shorter than the limiter's deadline (50 ms), with go-redis's default retries, does charge
 // requests twice when replies are slow. go-redis retries a command whose reply did not come
-// within ReadTimeout while the context still has time, on another connection of its pool,
-// and the first run has already taken its tokens. It is why docs/redis.md asks for a
-// ReadTimeout no shorter than the deadline.
+// within ReadTimeout while the context still has time, on another connection of its pool, and
+// the first run has already taken its tokens. It is why
+// https://github.com/sluice-go/ratelimit/blob/main/docs/redis.md asks for a ReadTimeout no
+// shorter than the deadline.
 //
 // The pool is filled with open connections first, as a busy service's is: a new connection
 // would not get through its handshake with replies 200 ms late, and the retry would never

@@ -18,14 +18,16 @@
 // (WithDeniedHandler) and the chain is aborted. When the limiter fails, the error handler
 // is told (by default with c.Error, for gin.Logger) and the error policy applies. The
 // middlewares of packages ginmw, httpmw and grpcmw share one pipeline, options and answers:
-// docs/middleware.md describes them once.
+// https://github.com/sluice-go/ratelimit/blob/main/docs/middleware.md describes them once.
 //
 // # Security
 //
-// The default key is the socket peer's address (keyfuncs.ClientIP), which no client can
-// forge; behind a reverse proxy every request shares the proxy's key until you name it with
-// keyfuncs.WithTrustedProxies (docs/client-ip.md). A request whose key cannot be found is
-// limited under UnkeyedKey, not let through; an error handler may refuse it instead, with a
-// 401 for instance. Under fail open, an attacker who can make the limiter fail escapes the
-// limit: choose ratelimit.FailClosed for limits that must hold, such as on a login route.
+// The default key is the socket peer's address (keyfuncs.ClientIP), which no client can forge;
+// behind a reverse proxy every request shares the proxy's key until you name it with
+// keyfuncs.WithTrustedProxies
+// (https://github.com/sluice-go/ratelimit/blob/main/docs/client-ip.md). A request whose key
+// cannot be found is limited under UnkeyedKey, not let through; an error handler may refuse it
+// instead, with a 401 for instance. Under fail open, an attacker who can make the limiter fail
+// escapes the limit: choose ratelimit.FailClosed for limits that must hold, such as on a login
+// route.
 package ginmw

@@ -9,20 +9,21 @@
 //		grpc.ChainUnaryInterceptor(grpcmw.UnaryServerInterceptor(limiter, opts...)),
 //		grpc.ChainStreamInterceptor(grpcmw.StreamServerInterceptor(limiter, opts...)))
 //
-// The default key is the full method name, one bucket per method for all its callers;
-// package grpckeys keys calls by peer address, metadata or an authenticated identity, and
-// WithMethodLimits gives each method its own limit. The middlewares of packages ginmw,
-// httpmw and grpcmw share one pipeline, options and answers: docs/middleware.md describes
-// them once.
+// The default key is the full method name, one bucket per method for all its callers; package
+// grpckeys keys calls by peer address, metadata or an authenticated identity, and
+// WithMethodLimits gives each method its own limit. The middlewares of packages ginmw, httpmw
+// and grpcmw share one pipeline, options and answers:
+// https://github.com/sluice-go/ratelimit/blob/main/docs/middleware.md describes them once.
 //
 // # Denials
 //
 // A denied call ends with codes.ResourceExhausted, never Unavailable (which clients retry at
 // once), with an errdetails.RetryInfo (RetryAfter rounded up to the millisecond; RetryDelay
 // reads it), an errdetails.QuotaFailure whose subject is the kind of key, never the key, and
-// the grpc-retry-pushback-ms trailer (PushbackKey), which grpc-go clients with a retry
-// policy obey. Metadata travels as trailers only, so that clients may retry. docs/grpc.md has
-// the details and a client retry configuration.
+// the grpc-retry-pushback-ms trailer (PushbackKey), which grpc-go clients with a retry policy
+// obey. Metadata travels as trailers only, so that clients may retry.
+// https://github.com/sluice-go/ratelimit/blob/main/docs/grpc.md has the details and a client
+// retry configuration.
 //
 // # Streams and clients
 //

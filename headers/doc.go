@@ -8,7 +8,8 @@
 // lower-cases the names). A Style picks the fields (StyleXRateLimit, the default;
 // StyleIETF; StyleBoth; StyleNone); a denial carries Retry-After whatever the style. Times are whole seconds from now, rounded up, so that they
 // need no agreement between clocks and a client that waits them is never early.
-// docs/headers.md says what each field means and which style to choose.
+// https://github.com/sluice-go/ratelimit/blob/main/docs/headers.md says what each field means
+// and which style to choose.
 //
 // # Security
 //

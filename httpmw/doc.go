@@ -39,11 +39,12 @@
 //
 // # Security
 //
-// The default key is the socket peer's address, which no client can forge; behind a
-// reverse proxy every request then shares the proxy's key until you name the proxy with
-// httpkeys.WithTrustedProxies (see docs/client-ip.md). A request whose key cannot be found
-// is not let through unlimited: the error handler is told and the request is limited under
-// UnkeyedKey, one bucket shared by every such request.
+// The default key is the socket peer's address, which no client can forge; behind a reverse
+// proxy every request then shares the proxy's key until you name the proxy with
+// httpkeys.WithTrustedProxies (see
+// https://github.com/sluice-go/ratelimit/blob/main/docs/client-ip.md). A request whose key
+// cannot be found is not let through unlimited: the error handler is told and the request is
+// limited under UnkeyedKey, one bucket shared by every such request.
 //
 // Under fail open, an attacker who can make the limiter fail escapes the limit; choose
 // ratelimit.FailClosed where the limit protects something that must not be overrun, such as

@@ -23,6 +23,7 @@
 // ClientIP uses the socket peer unless told which proxies to trust, because any client can
 // write X-Forwarded-For; WithGinClientIP is for engines configured with SetTrustedProxies
 // (gin's c.ClientIP() with default settings trusts everyone: CVE-2020-28483). Values the
-// client chooses (Header) should be keys only when something upstream has authenticated
-// them. docs/client-ip.md covers proxies, platforms, IPv6 and hashing personal data.
+// client chooses (Header) should be keys only when something upstream has authenticated them.
+// https://github.com/sluice-go/ratelimit/blob/main/docs/client-ip.md covers proxies,
+// platforms, IPv6 and hashing personal data.
 package keyfuncs

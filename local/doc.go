@@ -4,14 +4,14 @@
 // front of a shared Redis limit.
 //
 // Every algorithm answers exactly as the Redis backend does, to the microsecond. The token
-// bucket (the default) is GCRA with the Redis script's arithmetic: a bucket is its
-// theoretical arrival time, counted in tokens on a microsecond clock. golang.org/x/time/rate
-// decides alike, to within a microsecond's rounding at exact boundaries; this package's tests
-// hold the two side by side. The fixed and sliding window counters keep one or two counts per
-// bucket, on windows aligned to the Unix epoch; ratelimit.SlidingWindowLog keeps a ring of
-// microsecond times per bucket (8 bytes per token of the window, up to
-// ratelimit.MaxLogBurst), and ratelimit.LeakyBucket a GCRA schedule that also gives each
-// request its Delay, for which Wait joins the queue (see docs/algorithms.md).
+// bucket (the default) is GCRA with the Redis script's arithmetic: a bucket is its theoretical
+// arrival time, counted in tokens on a microsecond clock. golang.org/x/time/rate decides
+// alike, to within a microsecond's rounding at exact boundaries; this package's tests hold the
+// two side by side. The fixed and sliding window counters keep one or two counts per bucket,
+// on windows aligned to the Unix epoch; ratelimit.SlidingWindowLog keeps a ring of microsecond
+// times per bucket (8 bytes per token of the window, up to ratelimit.MaxLogBurst), and
+// ratelimit.LeakyBucket a GCRA schedule that also gives each request its Delay, for which Wait
+// joins the queue (see https://github.com/sluice-go/ratelimit/blob/main/docs/algorithms.md).
 //
 // Options follow one rule: zero means the default, a negative value turns off what can be
 // turned off (the sweep, the idle wait), and a nil Option is skipped.
@@ -33,9 +33,10 @@
 // Limiter is a ratelimit.MultiLimiter and a ratelimit.Inspector: AllowAll decides a list of
 // limits all or nothing, holding their buckets in a fixed order while it decides (no global
 // lock), and Peek, Refund and Reset read and adjust one bucket, with the Redis backend's
-// answers (see docs/limits.md). A request whose context carries a ratelimit.Priority below
-// Critical leaves a reserve of its bucket to the higher ones (WithReserves; see "Priority
-// reserves" in docs/algorithms.md).
+// answers (see https://github.com/sluice-go/ratelimit/blob/main/docs/limits.md). A request
+// whose context carries a ratelimit.Priority below Critical leaves a reserve of its bucket to
+// the higher ones (WithReserves; see
+// https://github.com/sluice-go/ratelimit/blob/main/docs/algorithms.md#priority-reserves).
 //
 // # Memory
 //
@@ -47,7 +48,8 @@
 // # Time
 //
 // The limiter reads the monotonic clock, in whole microseconds, from the wall time New read,
-// which testing/synctest's fake clock moves. WithClock gives it a clock of your own: to
-// replay a trace of traffic or simulate one (the plots of docs/algorithms.md are made so), or
-// for tests. Close stops the sweep goroutine; calls after Close return ratelimit.ErrClosed.
+// which testing/synctest's fake clock moves. WithClock gives it a clock of your own: to replay
+// a trace of traffic or simulate one (the plots of
+// https://github.com/sluice-go/ratelimit/blob/main/docs/algorithms.md are made so), or for
+// tests. Close stops the sweep goroutine; calls after Close return ratelimit.ErrClosed.
 package local

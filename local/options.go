@@ -12,9 +12,10 @@ const (
 	DefaultCleanupInterval = time.Minute
 	// DefaultIdleTimeout is how long a bucket must have been full before a sweep drops it.
 	DefaultIdleTimeout = 5 * time.Minute
-	// DefaultMaxBuckets caps the number of buckets a Limiter holds: about 86 MB of memory at
-	// the cap, the keys' own bytes aside (see docs/benchmarks.md for the measured cost of a
-	// bucket).
+	// DefaultMaxBuckets caps the number of buckets a Limiter holds: about 86 MB of memory at the
+	// cap, the keys' own bytes aside (see
+	// https://github.com/sluice-go/ratelimit/blob/main/docs/performance.md#local-backend for the
+	// measured cost of a bucket).
 	DefaultMaxBuckets = 1 << 20
 )
 
@@ -119,7 +120,7 @@ func WithClock(now func() time.Time) Option {
 // ratelimit.Normal requests, half from ratelimit.Sheddable ones; a negative fraction turns a
 // reserve off. Requests whose context carries no priority are ratelimit.Critical and keep
 // nothing back. New panics on reserves that ratelimit.Reserves.Validate refuses. See
-// "Priority reserves" in docs/algorithms.md.
+// https://github.com/sluice-go/ratelimit/blob/main/docs/algorithms.md#priority-reserves.
 func WithReserves(r ratelimit.Reserves) Option {
 	return func(o *options) { o.reserves = r }
 }

@@ -10,7 +10,8 @@
 // (fallback) says which of them decided through OriginReporter.
 //
 // Packages otelmetrics (OpenTelemetry), prommetrics (Prometheus, a module of its own) and
-// slogobserver (log/slog) implement Observer; docs/observability.md has the instruments,
+// slogobserver (log/slog) implement Observer;
+// https://github.com/sluice-go/ratelimit/blob/main/docs/observability.md has the instruments,
 // queries and alerts. Changes of fallback's circuit breaker are reported by
 // fallback.WithStateHook, whose function each of them offers as ObserveBreaker.
 //

@@ -30,7 +30,8 @@
 //     (asynchronous UpDownCounters): ratelimit.policy; only with WithConcurrency, from the
 //     limiter's concurrency.Stats. The limits are reported while the limiter tracks a key.
 //
-// docs/observability.md says what each answers, with queries and alerts.
+// https://github.com/sluice-go/ratelimit/blob/main/docs/observability.md says what each
+// answers, with queries and alerts.
 //
 // # Cardinality
 //
@@ -41,5 +42,6 @@
 // # Cost
 //
 // An observed decision costs two or three measurements on precomputed attribute sets and
-// allocates nothing (see docs/benchmarks.md for the figures with the SDK).
+// allocates nothing (figures:
+// https://github.com/sluice-go/ratelimit/blob/main/docs/performance.md#observation-and-several-limits).
 package otelmetrics

@@ -32,7 +32,8 @@
 //     ratelimit_concurrency_keys{ratelimit_policy}, with WithConcurrency: a concurrency
 //     limiter's concurrency.Stats, aggregated over its keys.
 //
-// docs/observability.md says what each answers, with PromQL for the alerts.
+// https://github.com/sluice-go/ratelimit/blob/main/docs/observability.md says what each
+// answers, with PromQL for the alerts.
 //
 // No label ever holds a key, and the series are bounded by construction (WithMaxSeries).
 // Recording a decision allocates nothing once its policy and backend have been seen.

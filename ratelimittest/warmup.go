@@ -11,14 +11,15 @@ import (
 	"github.com/sluice-go/ratelimit"
 )
 
-// The rules of a token bucket with a warm-up (ratelimit.Limit.Warmup). With rate r, burst
-// b, a warm-up of P and d into it, the bucket's warm clock reads W(d) = r·d(d + P)/(3P)
-// tokens up to P and r·(2P/3 + (d − P)) after, and it can hold τ(d) = max(1, b·(P + 2d)/(3P))
-// tokens, b from P on. Its TAT T is counted on the warm clock; a request for n is admitted
-// iff max(T − W, b − τ) ≤ b − n, and then T = max(T, W + b − τ) + n. It is cold, and starts
-// its warm-up over (d = 0, T = 0, even for a request then denied), when new or once
-// max(T, W(P)) + b ≤ W(d). docs/algorithms.md derives the figures below; each was worked
-// out in exact rational arithmetic, away from any tie that float rounding could tip.
+// The rules of a token bucket with a warm-up (ratelimit.Limit.Warmup). With rate r, burst b, a
+// warm-up of P and d into it, the bucket's warm clock reads W(d) = r·d(d + P)/(3P) tokens up
+// to P and r·(2P/3 + (d − P)) after, and it can hold τ(d) = max(1, b·(P + 2d)/(3P)) tokens, b
+// from P on. Its TAT T is counted on the warm clock; a request for n is admitted iff max(T −
+// W, b − τ) ≤ b − n, and then T = max(T, W + b − τ) + n. It is cold, and starts its warm-up
+// over (d = 0, T = 0, even for a request then denied), when new or once max(T, W(P)) + b ≤
+// W(d) (https://github.com/sluice-go/ratelimit/blob/main/docs/algorithms.md#warm-up). Each
+// figure below was worked out in exact rational arithmetic, away from any tie that float
+// rounding could tip.
 
 // warmRamp is the limit of most warm-up rules: 100 a second, a burst of 50, warm after 1 s.
 // Cold, it holds τ(0) = 50/3 tokens and refills at 100/3 a second.

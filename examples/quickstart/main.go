@@ -27,7 +27,7 @@ type request struct {
 
 func main() {
 	ms := time.Millisecond
-	play("Seed timeline: Rate 1/s, Burst 2 (a full bucket holds 2 tokens)",
+	play("Worked example: Rate 1/s, Burst 2 (a full bucket holds 2 tokens)",
 		ratelimit.Limit{Rate: 1, Burst: 2},
 		[]request{{"A", 100 * ms}, {"B", 100 * ms}, {"C", 100 * ms}, {"D", 1500 * ms}})
 

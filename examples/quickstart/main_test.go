@@ -4,7 +4,7 @@ package main
 func Example() {
 	main()
 	// Output:
-	// Seed timeline: Rate 1/s, Burst 2 (a full bucket holds 2 tokens)
+	// Worked example: Rate 1/s, Burst 2 (a full bucket holds 2 tokens)
 	//
 	//   request     at  decision  remaining  retry after  reset after
 	//         A  100ms   allowed          1            -           1s

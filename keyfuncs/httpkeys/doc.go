@@ -32,9 +32,10 @@
 // ClientIP uses the socket peer unless told which proxies to trust, because any client can
 // write X-Forwarded-For, X-Real-IP or CF-Connecting-IP. WithTrustedProxies and
 // WithPlatformHeader trust these headers only from the addresses you name. IPv6 clients are
-// grouped by /64 by default, since one host commonly holds a whole /64; IPv4 clients behind
-// a NAT64 translator are keyed by their IPv4 address. Values the client chooses (Header)
-// should be keys only when something upstream has authenticated them. Keys can be personal
-// data; Hashed replaces a key by an HMAC of it. docs/client-ip.md covers proxies, platforms,
-// IPv6 and privacy in depth.
+// grouped by /64 by default, since one host commonly holds a whole /64; IPv4 clients behind a
+// NAT64 translator are keyed by their IPv4 address. Values the client chooses (Header) should
+// be keys only when something upstream has authenticated them. Keys can be personal data;
+// Hashed replaces a key by an HMAC of it.
+// https://github.com/sluice-go/ratelimit/blob/main/docs/client-ip.md covers proxies,
+// platforms, IPv6 and privacy in depth.
 package httpkeys

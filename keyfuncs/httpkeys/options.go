@@ -9,7 +9,8 @@ import (
 // IPOption configures ClientIP. A nil IPOption is skipped.
 //
 // These options are the ones keyfuncs.ClientIP takes for Gin, and are documented here once;
-// docs/client-ip.md shows them at work behind proxies and platforms.
+// https://github.com/sluice-go/ratelimit/blob/main/docs/client-ip.md shows them at work behind
+// proxies and platforms.
 type IPOption func(*ipOptions)
 
 type ipOptions struct {
@@ -17,11 +18,12 @@ type ipOptions struct {
 }
 
 // WithTrustedProxies names the address ranges of the reverse proxies and load balancers in
-// front of the service. Default: none, so X-Forwarded-For is never read and the client is
-// the socket peer. When the peer is in one of these ranges, ClientIP walks X-Forwarded-For
-// from the right, across all its lines, past every address in these ranges, and takes the
-// first address outside them; see docs/client-ip.md. Several calls add up; invalid
-// prefixes are ignored.
+// front of the service. Default: none, so X-Forwarded-For is never read and the client is the
+// socket peer. When the peer is in one of these ranges, ClientIP walks X-Forwarded-For from
+// the right, across all its lines, past every address in these ranges, and takes the first
+// address outside them; see
+// https://github.com/sluice-go/ratelimit/blob/main/docs/client-ip.md. Several calls add up;
+// invalid prefixes are ignored.
 //
 // Name only proxies you run (or your cloud runs for you): any host in these ranges can
 // claim to be any client. The ranges are matched against addresses as they arrive: a proxy
