@@ -1,0 +1,34 @@
+// Package rules keeps limits in configuration: a rules file maps requests to named
+// policies, each with one or more limits decided all or nothing, on a key the program's
+// registered key functions find; the middlewares take them through WithLimits.
+//
+//	reg := rules.Registry{
+//		"client-ip": rules.HTTPKey(httpkeys.ClientIP()),
+//		"plan":      planOfTheSignedInUser, // never a value the client sends unchecked
+//	}
+//	live := rules.New(reg, rules.WithValidator(limiter))
+//	if err := live.LoadFile("rules.json"); err != nil { ... } // refuses to start on a bad file
+//	go live.Watch(ctx, "rules.json", 5*time.Second)           // reloads when it changes
+//	handler := httpmw.New(limiter, httpmw.WithLimits(live.HTTP(mux)))(mux)
+//
+// A file is JSON (ParseJSON), or YAML through the nested module rulesyaml. Rules are tried
+// in order and the first whose match holds decides; a request no rule matches gets the
+// default policy, or is not limited. Every error of a file names the file, the line and
+// the rule or policy, unknown fields included, and a limit the limiter would refuse is
+// refused at load (WithValidator), never at request time. A reload swaps the whole set at
+// once, without a lock on the request path, and a file that fails keeps the set in force.
+//
+// # Security
+//
+// A key or a plan is only as trustworthy as the function that reads it: register key
+// functions that read what the server has verified (the peer's address, a session, a
+// signed token), never a header or a parameter the client chooses, or a client picks its
+// own plan and its own bucket.
+//
+// # Reloads and usage
+//
+// A bucket is its policy's name, its key and its limit: a reload that changes a policy's
+// numbers starts its buckets afresh. Keeping the usage across such a change is not done yet.
+//
+// See https://github.com/sluice-go/ratelimit/blob/main/docs/limits.md.
+package rules
