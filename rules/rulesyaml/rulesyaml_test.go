@@ -1,0 +1,65 @@
+package rulesyaml_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/rules"
+	"github.com/sluice-go/ratelimit/rules/rulesyaml"
+)
+
+const file = `version: "7"
+default: free
+policies:
+  login: {limits: [2/min, 10/h], key: client-ip}
+  free:
+    limits: [3/min]
+    key: user
+rules:
+  - match: {route: POST /login}
+    policy: login
+`
+
+var registry = rules.Registry{
+	"client-ip": rules.HTTPKey(func(r *http.Request) (string, error) { return "ip:" + r.RemoteAddr, nil }),
+	"user":      rules.HTTPKey(func(r *http.Request) (string, error) { return "user:" + r.Header.Get("X-User"), nil }),
+}
+
+// YAML reads into the same Document as JSON would, with each policy's and rule's line.
+func TestParse(t *testing.T) {
+	doc, err := rulesyaml.Parse("rules.yaml", []byte(file))
+	require.NoError(t, err)
+	assert.Equal(t, rules.Document{
+		File: "rules.yaml", Version: "7", Default: "free",
+		Policies: []rules.PolicyDoc{
+			{Line: 4, Name: "login", Limits: []string{"2/min", "10/h"}, Key: "client-ip"},
+			{Line: 5, Name: "free", Limits: []string{"3/min"}, Key: "user"},
+		},
+		Rules: []rules.RuleDoc{{Line: 9, Match: rules.Match{Route: "POST /login"}, Policy: "login"}},
+	}, doc)
+	live := rules.New(registry, rules.WithParser(rulesyaml.Parse))
+	require.NoError(t, live.Load("rules.yaml", []byte(file)))
+	p, ok := live.Set().Policy("login")
+	require.True(t, ok)
+	assert.Equal(t, []ratelimit.Limit{ratelimit.PerMinute(2), ratelimit.PerHour(10)}, p.Limits)
+}
+
+// Unknown fields, and the mistakes Compile finds, are named by file and line.
+func TestErrors(t *testing.T) {
+	live := rules.New(registry, rules.WithParser(rulesyaml.Parse))
+	cases := map[string]string{
+		"version: 1\npolices: {}\n":                          `rules: invalid rules: rules.yaml:2: unknown field "polices" of a file (version, default, policies, rules)`,
+		"policies:\n  a:\n    limits: [1/s]\n    burst: 3\n": `rules: invalid rules: rules.yaml:4: policy "a": unknown field "burst" of a policy (limits, key, cost)`,
+		"rules:\n  - match: {rout: /x}\n    policy: a\n":     `rules: invalid rules: rules.yaml:2: rule 1: unknown field "rout" of a match (route, method, full_method, header, key)`,
+		"policies:\n  a: {limits: [1/s], key: nobody}\n":     `rules: invalid rules: rules.yaml:2: policy "a": key function "nobody" is not registered`,
+	}
+	for text, want := range cases {
+		err := live.Load("rules.yaml", []byte(text))
+		require.ErrorIs(t, err, rules.ErrInvalid, text)
+		assert.EqualError(t, err, want, text)
+	}
+}
