@@ -37,6 +37,7 @@ var Imports = map[string]string{
 	"otelmetrics":  "github.com/sluice-go/ratelimit/otelmetrics",
 	"slogobserver": "github.com/sluice-go/ratelimit/slogobserver",
 	"concurrency":  "github.com/sluice-go/ratelimit/concurrency",
+	"rules":        "github.com/sluice-go/ratelimit/rules",
 	"redis":        "github.com/redis/go-redis/v9",
 	"gin":          "github.com/gin-gonic/gin",
 	"grpc":         "google.golang.org/grpc",
