@@ -1,0 +1,190 @@
+// Package admin is an http.Handler to look at and act on the buckets of a rules file's
+// policies: list the policies and the rules' version, read a key's state under a policy
+// (Peek: remaining, reset after), reset it, refund n tokens. It refuses every request
+// unless the program gives it an authorization function, never lists keys it was not asked
+// about, and never logs one.
+//
+//	GET  /policies                          {"version": "7", "policies": [{"name": ..., "limits": [...]}]}
+//	GET  /policies/{policy}/keys/{key}      for each of the policy's limits, what a request of
+//	                                        the key would be answered now (Peek)
+//	POST /policies/{policy}/keys/{key}/reset
+//	POST /policies/{policy}/keys/{key}/refund?n=2
+//
+// Mount it under a prefix with http.StripPrefix, on an address that only operators reach.
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/pipeline"
+	"github.com/sluice-go/ratelimit/rules"
+)
+
+// bucketKey is the bucket key a middleware uses for key under policy.
+func bucketKey(policy, key string) string { return pipeline.BucketKey(policy, key, false) }
+
+// Handler serves the admin endpoints; New builds one.
+type Handler struct {
+	limiter   ratelimit.Inspector
+	rules     *rules.Rules
+	authorize func(*http.Request) bool
+	mux       *http.ServeMux
+}
+
+// New returns the admin handler of the policies of rs, whose buckets l holds (the limiter
+// the middleware decides with). authorize says whether a request may be served (check a
+// token, a client certificate); a request it refuses gets 403. New panics if any argument
+// is nil: there is no default that lets anyone in.
+func New(l ratelimit.Inspector, rs *rules.Rules, authorize func(*http.Request) bool) *Handler {
+	if l == nil || rs == nil || authorize == nil {
+		panic("admin: New: nil Inspector, Rules or authorization function")
+	}
+	h := &Handler{limiter: l, rules: rs, authorize: authorize, mux: http.NewServeMux()}
+	h.mux.HandleFunc("GET /policies", h.list)
+	h.mux.HandleFunc("GET /policies/{policy}/keys/{key}", h.peek)
+	h.mux.HandleFunc("POST /policies/{policy}/keys/{key}/reset", h.reset)
+	h.mux.HandleFunc("POST /policies/{policy}/keys/{key}/refund", h.refund)
+	return h
+}
+
+// ServeHTTP serves r if authorize allows it, and 403 otherwise.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.authorize(r) {
+		writeJSON(w, http.StatusForbidden, errorBody{"forbidden"})
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+type policyBody struct {
+	Name   string   `json:"name"`
+	Limits []string `json:"limits"`
+	Key    string   `json:"key"`
+}
+
+// stateBody is what a request of cost 1 would be answered now, under one limit (Peek):
+// whether it would pass, the tokens it would leave, how long it would wait.
+type stateBody struct {
+	Limit      string  `json:"limit"`
+	Allowed    bool    `json:"allowed"`
+	Remaining  int     `json:"remaining"`
+	RetryAfter float64 `json:"retry_after_seconds"`
+}
+
+func (h *Handler) list(w http.ResponseWriter, _ *http.Request) {
+	set := h.rules.Set()
+	out := struct {
+		Version  string       `json:"version"`
+		Policies []policyBody `json:"policies"`
+	}{Policies: []policyBody{}}
+	if set != nil {
+		out.Version = set.Version
+		for _, name := range set.Policies() {
+			p, _ := set.Policy(name)
+			pb := policyBody{Name: p.Name, Key: p.Key}
+			for _, l := range p.Limits {
+				pb.Limits = append(pb.Limits, l.String())
+			}
+			out.Policies = append(out.Policies, pb)
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// policy returns the policy r names, having answered 404 when there is none.
+func (h *Handler) policy(w http.ResponseWriter, r *http.Request) (rules.Policy, bool) {
+	set := h.rules.Set()
+	if set != nil {
+		if p, ok := set.Policy(r.PathValue("policy")); ok {
+			return p, true
+		}
+	}
+	writeJSON(w, http.StatusNotFound, errorBody{"no such policy"})
+	return rules.Policy{}, false
+}
+
+func (h *Handler) peek(w http.ResponseWriter, r *http.Request) {
+	p, ok := h.policy(w, r)
+	if !ok {
+		return
+	}
+	h.states(w, r.Context(), p, r.PathValue("key"))
+}
+
+// states answers the state of each of p's limits for key.
+func (h *Handler) states(w http.ResponseWriter, ctx context.Context, p rules.Policy, key string) {
+	out := []stateBody{}
+	for _, l := range p.Limits {
+		res, err := h.limiter.Peek(ctx, bucketKey(p.Name, key), l, 1)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		out = append(out, stateBody{Limit: l.String(), Allowed: res.Allowed, Remaining: res.Remaining,
+			RetryAfter: res.RetryAfter.Round(time.Millisecond).Seconds()})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *Handler) reset(w http.ResponseWriter, r *http.Request) {
+	p, ok := h.policy(w, r)
+	if !ok {
+		return
+	}
+	key := r.PathValue("key")
+	for _, l := range p.Limits {
+		if err := h.limiter.Reset(r.Context(), bucketKey(p.Name, key), l); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	h.states(w, r.Context(), p, key)
+}
+
+func (h *Handler) refund(w http.ResponseWriter, r *http.Request) {
+	p, ok := h.policy(w, r)
+	if !ok {
+		return
+	}
+	n, err := strconv.Atoi(r.URL.Query().Get("n"))
+	if err != nil || n < 1 {
+		writeJSON(w, http.StatusBadRequest, errorBody{"n must be a whole number of tokens, at least 1"})
+		return
+	}
+	key := r.PathValue("key")
+	for _, l := range p.Limits {
+		// The zero Charge: an operator's refund, to the bucket's current state.
+		if _, err := h.limiter.Refund(r.Context(), bucketKey(p.Name, key), l, n, ratelimit.Charge{}); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	h.states(w, r.Context(), p, key)
+}
+
+// writeError answers a limiter's error: 400 for a request the limiter refuses as it is (a
+// key too long), 503 otherwise. The errors of this module name no key.
+func writeError(w http.ResponseWriter, err error) {
+	status := http.StatusServiceUnavailable
+	if errors.Is(err, ratelimit.ErrKeyEmpty) || errors.Is(err, ratelimit.ErrKeyTooLong) {
+		status = http.StatusBadRequest
+	}
+	writeJSON(w, status, errorBody{fmt.Sprint(err)})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

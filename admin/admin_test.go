@@ -1,0 +1,76 @@
+package admin_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/admin"
+	"github.com/sluice-go/ratelimit/httpmw"
+	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/rules"
+)
+
+const file = `{"version": "3", "policies": {"login": {"limits": ["2/min"], "key": "user"}},
+  "rules": [{"match": {"route": "POST /login"}, "policy": "login"}]}`
+
+// Through real servers: two logins take the user's bucket; the admin endpoint shows it
+// empty, resets it, and the user logs in again. Without the token, nothing is served.
+func TestAdmin(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	limiter := local.New(local.WithClock(func() time.Time { return now }))
+	t.Cleanup(func() { _ = limiter.Close() })
+	live := rules.New(rules.Registry{"user": rules.HTTPKey(func(r *http.Request) (string, error) { return r.Header.Get("X-User"), nil })})
+	require.NoError(t, live.Load("rules.json", []byte(file)))
+
+	mux := http.NewServeMux()
+	mux.Handle("POST /login", http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	app := httptest.NewServer(httpmw.New(limiter, httpmw.WithLimits(live.HTTP(mux)))(mux))
+	t.Cleanup(app.Close)
+	ops := httptest.NewServer(admin.New(limiter, live, func(r *http.Request) bool { return r.Header.Get("Authorization") == "Bearer s3cret" }))
+	t.Cleanup(ops.Close)
+
+	do := func(srv *httptest.Server, method, path string, hdr ...string) (int, string) {
+		req, err := http.NewRequest(method, srv.URL+path, nil)
+		require.NoError(t, err)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var body json.RawMessage
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, string(body)
+	}
+	login := func() int { code, _ := do(app, "POST", "/login", "X-User", "ann"); return code }
+	auth := []string{"Authorization", "Bearer s3cret"}
+
+	assert.Equal(t, []int{200, 200, 429}, []int{login(), login(), login()})
+	code, body := do(ops, "GET", "/policies/login/keys/ann")
+	assert.Equal(t, http.StatusForbidden, code, "no token, nothing served")
+	assert.Equal(t, `{"error":"forbidden"}`, body)
+	code, body = do(ops, "GET", "/policies", auth...)
+	assert.Equal(t, http.StatusOK, code)
+	assert.JSONEq(t, `{"version":"3","policies":[{"name":"login","limits":["2/min"],"key":"user"}]}`, body)
+	_, body = do(ops, "GET", "/policies/login/keys/ann", auth...)
+	// Empty: a login would wait 30 s, for the token back first.
+	assert.JSONEq(t, `[{"limit":"2/min","allowed":false,"remaining":0,"retry_after_seconds":30}]`, body)
+	_, body = do(ops, "POST", "/policies/login/keys/ann/refund?n=1", auth...)
+	assert.JSONEq(t, `[{"limit":"2/min","allowed":true,"remaining":0,"retry_after_seconds":0}]`, body)
+	_, body = do(ops, "POST", "/policies/login/keys/ann/reset", auth...)
+	assert.JSONEq(t, `[{"limit":"2/min","allowed":true,"remaining":1,"retry_after_seconds":0}]`, body)
+	assert.Equal(t, 200, login())
+	code, _ = do(ops, "GET", "/policies/nope/keys/ann", auth...)
+	assert.Equal(t, http.StatusNotFound, code)
+	code, _ = do(ops, "POST", "/policies/login/keys/ann/refund?n=0", auth...)
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Panics(t, func() { admin.New(limiter, live, nil) }, "no authorization: no handler")
+	var _ ratelimit.Inspector = limiter
+}
