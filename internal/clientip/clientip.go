@@ -35,6 +35,13 @@ func Normalize(a netip.Addr) netip.Addr {
 // and tabs. It returns the normalized address, or ok == false.
 func ParseAddr(s string) (a netip.Addr, ok bool) {
 	s = strings.Trim(s, " \t")
+	if strings.Count(s, ":") == 1 || strings.HasPrefix(s, "[") {
+		// An address with its port, as Request.RemoteAddr has it: read as one first, since
+		// a failed ParseAddr allocates its error.
+		if ap, err := netip.ParseAddrPort(s); err == nil {
+			return Normalize(ap.Addr()), true
+		}
+	}
 	if a, err := netip.ParseAddr(s); err == nil {
 		return Normalize(a), true
 	}
@@ -139,6 +146,11 @@ func Key(a netip.Addr, v4Bits, v6Bits int) string {
 	switch {
 	case !a.IsValid():
 		return keypart.Label("ip", "invalid")
+	case bits >= a.BitLen() && a.Zone() == "":
+		// "ip:" and the address in one allocation: an address without a zone holds none of
+		// the characters Label escapes.
+		var buf [len("ip:") + len("ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255")]byte
+		return string(a.AppendTo(append(buf[:0], "ip:"...)))
 	case bits >= a.BitLen():
 		return keypart.Label("ip", a.String())
 	}
