@@ -144,12 +144,13 @@ func WithPriorityFunc(f func(ctx context.Context, fullMethod string) ratelimit.P
 // allows, within its context, and releases it when the handler returns. A call that finds
 // no permit and no room to wait ends with codes.ResourceExhausted and no retry pushback
 // (the client's retry policy decides when to try again: a retry at once, which Unavailable
-// invites, would add to the load). The key is the one [WithKeyFunc] finds, under the call's
-// policy; a call denied by the rate limit takes no permit. The error policy
-// ([WithErrorPolicy]) covers l's failures as the rate limiter's: under FailOpen a call
-// proceeds without a permit. Without a rate limit option only concurrency is limited, and
-// the rate limiter given may be nil. The constructors panic when l is nil, when max is
-// below 1, and beside [WithLimits] or [WithShadow]. Default: no concurrency limit. See
+// invites, would add to the load), and keeps the tokens the rate limit took. The key is the
+// one [WithKeyFunc] finds, under the call's policy; a call denied by the rate limit takes
+// no permit. The error policy ([WithErrorPolicy]) covers l's failures as the rate
+// limiter's: under FailOpen a call proceeds without a permit. Without a rate limit option
+// only concurrency is limited, and the rate limiter given may be nil. The constructors
+// panic when l is nil, when max is below 1, and beside [WithLimits] or [WithShadow].
+// Default: no concurrency limit. See
 // https://github.com/sluice-go/ratelimit/blob/main/docs/concurrency.md.
 func WithConcurrency(l concurrency.Limiter, max int) Option {
 	return func(o *options) { o.SetConcurrency(l, max, nil) }

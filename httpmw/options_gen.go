@@ -147,13 +147,13 @@ func WithPriorityFunc(f func(r *http.Request) ratelimit.Priority) Option {
 // key running at once, with permits of l (concurrency.Local in this process,
 // concurrency/distributed across the fleet): the request waits for a permit as l's queue
 // allows, within its context, and releases it when the handler returns. A request that
-// finds no permit and no room to wait is answered 503 with Retry-After: 1. The key is the
-// one [WithKeyFunc] finds, under the request's policy; a request denied by the rate limit
-// takes no permit. The error policy ([WithErrorPolicy]) covers l's failures as the rate
-// limiter's: under FailOpen a request proceeds without a permit. Without a rate limit
-// option only concurrency is limited, and the rate limiter given may be nil. New panics
-// when l is nil, when max is below 1, and beside [WithLimits] or [WithShadow]. Default: no
-// concurrency limit. See
+// finds no permit and no room to wait is answered 503 with Retry-After: 1, and keeps the
+// tokens the rate limit took. The key is the one [WithKeyFunc] finds, under the request's
+// policy; a request denied by the rate limit takes no permit. The error policy
+// ([WithErrorPolicy]) covers l's failures as the rate limiter's: under FailOpen a request
+// proceeds without a permit. Without a rate limit option only concurrency is limited, and
+// the rate limiter given may be nil. New panics when l is nil, when max is below 1, and
+// beside [WithLimits] or [WithShadow]. Default: no concurrency limit. See
 // https://github.com/sluice-go/ratelimit/blob/main/docs/concurrency.md.
 func WithConcurrency(l concurrency.Limiter, max int) Option {
 	return func(o *options) { o.SetConcurrency(l, max, nil) }

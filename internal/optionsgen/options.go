@@ -141,8 +141,9 @@ before {{.Mw}} set one{{.PriorityMore}}. A nil f means the default. See
 of its key running at once, with permits of l (concurrency.Local in this process,
 concurrency/distributed across the fleet): the {{.Req}} waits for a permit as l's queue
 allows, within its context, and releases it when the handler returns. A {{.Req}} that
-finds no permit and no room to wait {{.Busy}}. The key is the one [WithKeyFunc] finds,
-under the {{.Req}}'s policy; a {{.Req}} denied by the rate limit takes no permit. The
+finds no permit and no room to wait {{.Busy}}, and keeps the tokens the rate limit took.
+The key is the one [WithKeyFunc] finds, under the {{.Req}}'s policy; a {{.Req}} denied by
+the rate limit takes no permit. The
 error policy ([WithErrorPolicy]) covers l's failures as the rate limiter's: under
 FailOpen a {{.Req}} proceeds without a permit. Without a rate limit option only
 concurrency is limited, and the rate limiter given may be nil. {{cap .Panics}} when l is
