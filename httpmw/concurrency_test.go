@@ -3,15 +3,18 @@ package httpmw_test
 import (
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/concurrency"
+	cdistributed "github.com/sluice-go/ratelimit/concurrency/distributed"
 	"github.com/sluice-go/ratelimit/httpmw"
 )
 
@@ -73,4 +76,38 @@ func TestConcurrencyRefused(t *testing.T) {
 		func() { httpmw.New(nil, httpmw.WithConcurrency((*concurrency.Local)(nil), 1)) })
 	assert.PanicsWithValue(t, "httpmw: New: nil Limiter",
 		func() { httpmw.New(nil, httpmw.WithLimit(ratelimit.PerMinute(1)), httpmw.WithConcurrency(conc, 1)) })
+}
+
+// downLimiter returns the Redis concurrency limiter over a loopback port nothing listens on.
+func downLimiter(t *testing.T) concurrency.Limiter {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = client.Close() })
+	l, err := cdistributed.New(client)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+// A concurrency limiter that fails goes to the error policy, as a rate limiter's failure
+// does: fail open runs the handler without a permit, fail closed answers 503 "unavailable".
+func TestConcurrencyErrorPolicy(t *testing.T) {
+	var reported []error
+	onError := httpmw.WithErrorHandler(func(_ http.ResponseWriter, _ *http.Request, err error) bool {
+		reported = append(reported, err)
+		return false
+	})
+	down := downLimiter(t)
+	open := httptest.NewServer(httpmw.New(nil, httpmw.WithConcurrency(down, 1), onError)(ok))
+	t.Cleanup(open.Close)
+	closed := httptest.NewServer(httpmw.New(nil, httpmw.WithConcurrency(down, 1), onError,
+		httpmw.WithErrorPolicy(ratelimit.FailClosed))(ok))
+	t.Cleanup(closed.Close)
+	assert.Equal(t, 200, send(t, http.MethodGet, open.URL, ""))
+	assert.Equal(t, 503, send(t, http.MethodGet, closed.URL, ""))
+	require.Len(t, reported, 2)
+	assert.ErrorIs(t, reported[0], ratelimit.ErrTimeout, "the backend did not answer")
 }
