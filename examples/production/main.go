@@ -11,8 +11,9 @@
 //     user (per client address for the others); /api/stats is sheddable, so that under load
 //     it leaves a reserve to the rest.
 //   - GET /metrics: the decisions in Prometheus's format, from package otelmetrics through
-//     the OpenTelemetry Prometheus exporter, named as the PromQL of docs/observability.md
-//     expects; GET /healthz is not limited.
+//     the OpenTelemetry Prometheus exporter, named as the PromQL of
+//     https://github.com/sluice-go/ratelimit/blob/main/docs/observability.md expects;
+//     GET /healthz is not limited.
 //   - The breaker's changes are logged once at the start and once at the end of an outage.
 //   - SIGINT or SIGTERM drains the server, then closes the limiters and the client.
 //
