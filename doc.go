@@ -8,12 +8,9 @@
 // package tells why.
 //
 //	res, err := limiter.Allow(ctx, "user:42", ratelimit.PerMinute(100))
-//	switch {
-//	case err != nil:
-//		// The limiter could not decide (bad input, Redis down): see ErrorPolicy.
-//	case !res.Allowed:
-//		// Limited: answer 429 with a Retry-After of res.RetryAfter.
-//	}
+//	// err != nil: no decision (see ErrorPolicy); !res.Allowed: retry after res.RetryAfter
+//
+// The package's Example handles each outcome.
 //
 // # Packages
 //

@@ -23,7 +23,7 @@ import (
 	"github.com/sluice-go/ratelimit/local"
 )
 
-// The seed timeline: Rate 1/s, Burst 2, requests A, B and C at 0.1 s and D at 1.5 s. The
+// A timeline: Rate 1/s, Burst 2, requests A, B and C at 0.1 s and D at 1.5 s. The
 // limiter reads a hand-moved clock so that the output is the same on every run.
 func Example() {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

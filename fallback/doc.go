@@ -4,8 +4,9 @@
 // in-process, package local) that decides in its place while it does not.
 //
 //	primary, _ := distributed.New(client)
-//	secondary := local.New()
-//	limiter := fallback.New(primary, secondary, fallback.WithInstances(4))
+//	limiter := fallback.New(primary, local.New(), fallback.WithInstances(4))
+//
+// ExampleNew shows it whole, with the client settings and the logging that go with it.
 //
 // The Limiter is itself a ratelimit.Limiter, for any middleware. While the primary is
 // healthy it answers exactly as the primary does. Every call to the primary ends within the
@@ -77,13 +78,7 @@
 // Both run on the goroutine of the call concerned, holding no lock, and StateChange logs
 // well with log/slog (it is a slog.LogValuer and a fmt.Stringer). During an outage each
 // probe flips the breaker open → half-open → open; StateChange.Edge picks out the outage's
-// start and end:
-//
-//	fallback.WithStateHook(func(c fallback.StateChange) {
-//		if c.Edge() { // degraded, recovered: not every probe's open ↔ half-open
-//			slog.Warn("rate limiter", "breaker", c)
-//		}
-//	})
+// start and end, as ExampleNew logs them.
 //
 // The observers of otelmetrics, prommetrics and slogobserver count or log the same changes:
 // pass their ObserveBreaker method to WithStateHook, which may be given more than once. The

@@ -1,10 +1,9 @@
 // Package ginmw rate-limits Gin requests with any ratelimit.Limiter: in process (package
 // local), in Redis (package distributed), or both (package fallback).
 //
-//	limiter := local.New()
-//	defer limiter.Close()
-//	r := gin.New()
 //	r.Use(ginmw.New(limiter, ginmw.WithLimit(ratelimit.PerSecond(20))))
+//
+// ExampleNew runs it.
 //
 // New returns a gin.HandlerFunc, so it goes on the engine, on a group or on one route, each
 // with its own limit; WithRouteLimits gives each route pattern its own. Every limit belongs

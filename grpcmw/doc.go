@@ -2,12 +2,10 @@
 // local), in Redis (package distributed), or both (package fallback). It has the four
 // interceptors of go-grpc-middleware, configured by the same options:
 //
-//	limiter := local.New()
-//	defer limiter.Close()
-//	opts := []grpcmw.Option{grpcmw.WithLimit(ratelimit.PerSecond(100))}
-//	srv := grpc.NewServer(
-//		grpc.ChainUnaryInterceptor(grpcmw.UnaryServerInterceptor(limiter, opts...)),
+//	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(grpcmw.UnaryServerInterceptor(limiter, opts...)),
 //		grpc.ChainStreamInterceptor(grpcmw.StreamServerInterceptor(limiter, opts...)))
+//
+// ExampleUnaryServerInterceptor runs one.
 //
 // The default key is the full method name, one bucket per method for all its callers; package
 // grpckeys keys calls by peer address, metadata or an authenticated identity, and

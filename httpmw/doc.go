@@ -3,10 +3,10 @@
 // its adapter). It is the twin of package ginmw: the same options, with the same meaning,
 // over *http.Request.
 //
-//	limiter := local.New()
-//	defer limiter.Close()
 //	limit := httpmw.New(limiter, httpmw.WithLimit(ratelimit.PerSecond(20)))
 //	http.ListenAndServe(":8080", limit(mux))
+//
+// ExampleNew runs it.
 //
 // # Where to put it
 //

@@ -17,8 +17,8 @@ func (printer) ObserveDecision(_ context.Context, d observe.Decision) {
 	fmt.Printf("policy=%s backend=%s outcome=%s remaining=%d\n", d.Policy, d.Backend, d.Outcome, d.Remaining)
 }
 
-// Wrap reports each decision of a Limiter called directly: here the seed timeline's first
-// three requests (Rate 1/s, Burst 2), then one with an empty key.
+// Wrap reports each decision of a Limiter called directly: here three requests at once
+// (Rate 1/s, Burst 2), then one with an empty key.
 func ExampleWrap() {
 	limiter := observe.Wrap(local.New(), printer{}, "api")
 	defer limiter.Close()

@@ -4,11 +4,9 @@
 // breaker's transitions.
 //
 //	obs, err := otelmetrics.New(otelmetrics.WithMeterProvider(provider))
-//	if err != nil {
-//		return err
-//	}
-//	limiter := observe.Wrap(local.New(), obs, "api")
-//	fb := fallback.New(primary, secondary, fallback.WithStateHook(obs.ObserveBreaker))
+//	limiter := observe.Wrap(local.New(), obs, "api") // or a middleware's WithObserver(obs)
+//
+// with fallback.WithStateHook(obs.ObserveBreaker) for the breaker; ExampleNew runs it.
 //
 // # Instruments
 //

@@ -8,8 +8,9 @@
 // fallback.WithStateHook for the circuit breaker's transitions.
 //
 //	metrics := prommetrics.New()
-//	prometheus.MustRegister(metrics)
-//	limiter := observe.Wrap(local.New(), metrics, "api")
+//	prometheus.MustRegister(metrics) // then observe.Wrap(limiter, metrics, "api") or WithObserver
+//
+// ExampleNew runs it.
 //
 // # Metrics
 //

@@ -5,20 +5,9 @@
 //
 // # Run
 //
-// A backend's test describes it in a Harness and calls Run:
+// A backend's test describes it in a Harness and calls Run, as ExampleRun shows:
 //
-//	func TestConformance(t *testing.T) {
-//		ratelimittest.Run(t, ratelimittest.Harness{
-//			New: func(t testing.TB, c ratelimittest.Config) ratelimit.Limiter {
-//				l := mybackend.New(mybackend.WithAlgorithm(c.Algorithm),
-//					mybackend.WithReserves(c.Reserves), mybackend.WithClock(c.Clock.Now))
-//				t.Cleanup(func() { l.Close() })
-//				return l
-//			},
-//			Algorithms: []ratelimit.Algorithm{ratelimit.TokenBucket},
-//			Reserves:   true,
-//		})
-//	}
+//	ratelimittest.Run(t, ratelimittest.Harness{New: newLimiter, Reserves: true})
 //
 // Run finds out what the limiter implements (ratelimit.MultiLimiter, ratelimit.Inspector,
 // Wait) and runs the rules of each, besides the rules every limiter obeys; the Harness

@@ -2,14 +2,11 @@
 // policies, each with one or more limits decided all or nothing, on a key the program's
 // registered key functions find; the middlewares take them through WithLimits.
 //
-//	reg := rules.Registry{
-//		"client-ip": rules.HTTPKey(httpkeys.ClientIP()),
-//		"plan":      planOfTheSignedInUser, // never a value the client sends unchecked
-//	}
-//	live := rules.New(reg, rules.WithValidator(limiter))
-//	if err := live.LoadFile("rules.json"); err != nil { ... } // refuses to start on a bad file
-//	go live.Watch(ctx, "rules.json", 5*time.Second)           // reloads when it changes
+//	live := rules.New(rules.Registry{"client-ip": rules.HTTPKey(httpkeys.ClientIP())})
 //	handler := httpmw.New(limiter, httpmw.WithLimits(live.HTTP(mux)))(mux)
+//
+// after live.LoadFile("rules.json"), which refuses a bad file, and with go live.Watch(...)
+// to reload it when it changes; ExampleNew runs it whole.
 //
 // A file is JSON (ParseJSON), or YAML through the nested module rulesyaml. Rules are tried
 // in order and the first whose match holds decides; a request no rule matches gets the

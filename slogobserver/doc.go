@@ -3,8 +3,9 @@
 // standard library only.
 //
 //	obs := slogobserver.New(logger)
-//	limiter := observe.Wrap(local.New(), obs, "api")
-//	fb := fallback.New(primary, secondary, fallback.WithStateHook(obs.ObserveBreaker)) // breaker changes
+//	limiter := observe.Wrap(local.New(), obs, "api") // or a middleware's WithObserver(obs)
+//
+// with fallback.WithStateHook(obs.ObserveBreaker) for the breaker; ExampleNew runs it.
 //
 // Denials are logged at one level (Info by default), errors at another (Warn), each kind
 // at most a bounded number of times per interval (10 a minute by default), so that a flood

@@ -5,8 +5,9 @@
 // while it does not.
 //
 //	primary, _ := distributed.New(client)
-//	secondary := concurrency.NewLocal()
-//	limiter := fallback.New(primary, secondary, fallback.WithInstances(4))
+//	limiter := fallback.New(primary, concurrency.NewLocal(), fallback.WithInstances(4))
+//
+// ExampleWithInstances runs one through an outage.
 //
 // It is the concurrency counterpart of package [github.com/sluice-go/ratelimit/fallback],
 // and shares its circuit breaker, its states and its hooks.

@@ -7,11 +7,13 @@
 //   - POST /login: 5 attempts a minute and 20 an hour per client address, decided all or
 //     nothing; a successful login gives its tokens back, so only failures count; when the
 //     limiter cannot decide, the login is refused (fail closed).
-//   - /api/: 10 requests a second per signed-in user (per client address for the others);
-//     /api/stats is sheddable, so that under load it leaves a reserve to the rest.
+//   - /api/, a Gin router mounted on the net/http mux: 10 requests a second per signed-in
+//     user (per client address for the others); /api/stats is sheddable, so that under load
+//     it leaves a reserve to the rest.
 //   - GET /metrics: the decisions in Prometheus's format, from package otelmetrics through
-//     the OpenTelemetry Prometheus exporter, named as the PromQL of docs/observability.md
-//     expects; GET /healthz is not limited.
+//     the OpenTelemetry Prometheus exporter, named as the PromQL of
+//     https://github.com/sluice-go/ratelimit/blob/main/docs/observability.md expects;
+//     GET /healthz is not limited.
 //   - The breaker's changes are logged once at the start and once at the end of an outage.
 //   - SIGINT or SIGTERM drains the server, then closes the limiters and the client.
 //
@@ -36,10 +38,10 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
+	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/otlptranslator"
@@ -50,7 +52,9 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/fallback"
+	"github.com/sluice-go/ratelimit/ginmw"
 	"github.com/sluice-go/ratelimit/httpmw"
+	"github.com/sluice-go/ratelimit/keyfuncs"
 	"github.com/sluice-go/ratelimit/keyfuncs/httpkeys"
 	"github.com/sluice-go/ratelimit/local"
 	"github.com/sluice-go/ratelimit/otelmetrics"
@@ -167,39 +171,45 @@ func routes(limiter *fallback.Limiter, obs *otelmetrics.Observer, registry *prom
 		httpmw.WithErrorPolicy(ratelimit.FailClosed),
 		httpmw.WithObserver(obs))
 
-	apiLimit := httpmw.New(limiter,
-		httpmw.WithPolicyName("api"),
-		httpmw.WithLimit(ratelimit.PerSecond(10)),
-		httpmw.WithKeyFunc(func(r *http.Request) (string, error) {
-			if user, ok := signedIn(r); ok {
-				return "user:" + user, nil
-			}
-			return clientIP(r)
-		}),
-		httpmw.WithPriorityFunc(func(r *http.Request) ratelimit.Priority {
-			if strings.HasPrefix(r.URL.Path, "/api/stats") {
-				return ratelimit.Sheddable
-			}
-			return ratelimit.Normal
-		}),
-		httpmw.WithObserver(obs))
-
-	api := http.NewServeMux()
-	api.HandleFunc("GET /api/items/{id}", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "item %s\n", r.PathValue("id"))
-	})
-	api.HandleFunc("GET /api/stats", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "stats")
-	})
-
 	mux := http.NewServeMux()
 	mux.Handle("POST /login", loginLimit(http.HandlerFunc(login)))
-	mux.Handle("/api/", apiLimit(api))
+	mux.Handle("/api/", api(limiter, obs))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
 	return mux
+}
+
+// api is the part of the service written with Gin, behind package ginmw: the same limiter,
+// observer and answers as the net/http routes.
+func api(limiter *fallback.Limiter, obs *otelmetrics.Observer) http.Handler {
+	gin.SetMode(gin.ReleaseMode)
+	clientIP := keyfuncs.ClientIP() // as httpkeys.ClientIP: the socket peer unless proxies are named
+	r := gin.New()
+	g := r.Group("/api", ginmw.New(limiter,
+		ginmw.WithPolicyName("api"),
+		ginmw.WithLimit(ratelimit.PerSecond(10)),
+		ginmw.WithKeyFunc(func(c *gin.Context) (string, error) {
+			if user, ok := signedIn(c.Request); ok {
+				return "user:" + user, nil
+			}
+			return clientIP(c)
+		}),
+		ginmw.WithPriorityFunc(func(c *gin.Context) ratelimit.Priority {
+			if c.FullPath() == "/api/stats" {
+				return ratelimit.Sheddable
+			}
+			return ratelimit.Normal
+		}),
+		ginmw.WithObserver(obs)))
+	g.GET("/items/:id", func(c *gin.Context) {
+		c.String(http.StatusOK, "item %s\n", c.Param("id"))
+	})
+	g.GET("/stats", func(c *gin.Context) {
+		c.String(http.StatusOK, "stats\n")
+	})
+	return r
 }
 
 // The demonstration's one user. A real service checks a password hash, and reads the user

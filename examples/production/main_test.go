@@ -103,10 +103,27 @@ func TestProduction(t *testing.T) {
 	assert.Equal(t, http.StatusOK, res.StatusCode)
 	assert.Equal(t, "10", res.Header.Get("X-RateLimit-Limit"))
 	assert.Equal(t, "8", res.Header.Get("X-RateLimit-Remaining"))
-	assert.Equal(t, http.StatusOK, get("/api/stats").StatusCode)
 	userKeys, err := server.Do("KEYS", "ratelimit:api|user:alice:*")
 	require.NoError(t, err)
 	assert.Len(t, userKeys, 1)
+
+	// /api/ is the Gin router, keyed by client address when no one is signed in. Sheddable
+	// /api/stats is refused while the address's bucket still holds its reserve, with Gin's
+	// JSON answer; a Normal request from the same address still passes.
+	var refused *http.Response
+	var body string
+	for range 10 {
+		res, b := do(newRequest(t, http.MethodGet, base+"/api/stats", nil, ""))
+		if res.StatusCode != http.StatusOK {
+			refused, body = res, b
+			break
+		}
+	}
+	require.NotNil(t, refused, "/api/stats was never refused")
+	assert.Equal(t, http.StatusTooManyRequests, refused.StatusCode)
+	assert.NotEmpty(t, refused.Header.Get("Retry-After"))
+	assert.Contains(t, body, `"error":"rate limit exceeded"`)
+	assert.Equal(t, http.StatusOK, get("/api/items/7").StatusCode)
 
 	// /metrics has the series the docs' PromQL reads.
 	_, metrics := do(newRequest(t, http.MethodGet, base+"/metrics", nil, ""))
@@ -116,6 +133,7 @@ func TestProduction(t *testing.T) {
 		`ratelimit_result="denied"`,
 		`ratelimit_shadow="false"`,
 		`ratelimit_priority="sheddable"`,
+		`ratelimit_policy="api"`,
 		`ratelimit_decision_duration_seconds_bucket{`,
 		`ratelimit_backend="distributed"`,
 	} {
