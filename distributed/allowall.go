@@ -119,7 +119,7 @@ func (l *Limiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratel
 // checkAll checks reqs, to be decided at priority p, before any round trip (see
 // args.CheckAll).
 func (l *Limiter) checkAll(reqs []ratelimit.Request, p ratelimit.Priority) (int, error) {
-	return args.CheckAll("distributed: AllowAll", reqs, func(i int) error {
+	return args.CheckAll("distributed: AllowAll", reqs, l.algorithm, func(i int) error {
 		r := &reqs[i]
 		if err := args.Check(r.Key, r.Limit, max(r.N, 1)); err != nil {
 			return err

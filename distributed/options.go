@@ -27,7 +27,7 @@ type options struct {
 }
 
 func defaultOptions() options {
-	return options{prefix: DefaultPrefix, timeout: DefaultTimeout}
+	return options{prefix: DefaultPrefix, timeout: DefaultTimeout, algorithm: ratelimit.TokenBucket}
 }
 
 // WithPrefix sets the string every Redis key of the limiter starts with. Default:
@@ -82,7 +82,12 @@ func WithTimeout(d time.Duration) Option {
 // with ratelimit.ErrInvalidLimit, a limit whose Burst/Rate is longer than 2⁵³ µs, and the
 // window algorithms one whose window is shorter than 1 µs.
 func WithAlgorithm(a ratelimit.Algorithm) Option {
-	return func(o *options) { o.algorithm = a }
+	return func(o *options) {
+		if a == ratelimit.DefaultAlgorithm {
+			a = ratelimit.TokenBucket
+		}
+		o.algorithm = a
+	}
 }
 
 // CrossSlot is what AllowAll does with requests whose keys live in different hash slots of a

@@ -35,6 +35,7 @@ func defaultOptions() options {
 		cleanupInterval: DefaultCleanupInterval,
 		idleTimeout:     DefaultIdleTimeout,
 		maxBuckets:      DefaultMaxBuckets,
+		algorithm:       ratelimit.TokenBucket,
 	}
 }
 
@@ -101,7 +102,12 @@ func WithMaxBuckets(n int) Option {
 // returns ratelimit.ErrNotSupported. The window algorithms also refuse, with
 // ratelimit.ErrInvalidLimit, a limit whose window is shorter than 1 µs or longer than 2⁵³ µs.
 func WithAlgorithm(a ratelimit.Algorithm) Option {
-	return func(o *options) { o.algorithm = a }
+	return func(o *options) {
+		if a == ratelimit.DefaultAlgorithm {
+			a = ratelimit.TokenBucket
+		}
+		o.algorithm = a
+	}
 }
 
 // WithClock makes the limiter read the time from now instead of the system's monotonic
