@@ -2,24 +2,35 @@ package ratelimit
 
 import "strconv"
 
-// Algorithm selects how a backend decides. It is chosen per limiter, with an option of the
-// backend's constructor. One Limit means the same on every algorithm: Burst requests per
-// window of W = Burst/Rate seconds, so PerMinute(100) is 100 requests a minute whichever
-// algorithm enforces it. How tightly a window holds differs: the sliding log admits at most
-// Burst in any interval of length W; the token bucket and the leaky bucket at most
-// Burst + Rate·d in any interval of length d (up to 2·Burst within one W, after a quiet
-// spell); the fixed window at most Burst per aligned window (so 2·Burst across a boundary);
-// the sliding counter at most Burst by its weighted estimate of the last W.
+// Algorithm selects how a backend decides. A limiter has a default, set by an option of its
+// constructor (local.WithAlgorithm, distributed.WithAlgorithm), and a Limit may name its own
+// (Limit.Algorithm), so that one limiter serves limits of different algorithms. One Limit
+// means the same on every algorithm: Burst requests per window of W = Burst/Rate seconds,
+// so PerMinute(100) is 100 requests a minute whichever algorithm enforces it. How tightly a
+// window holds differs: the sliding log admits at most Burst in any interval of length W;
+// the token bucket and the leaky bucket at most Burst + Rate·d in any interval of length d
+// (up to 2·Burst within one W, after a quiet spell); the fixed window at most Burst per
+// aligned window (so 2·Burst across a boundary); the sliding counter at most Burst by its
+// weighted estimate of the last W.
 //
-// A backend built with an algorithm it does not implement answers every call with
-// ErrNotSupported.
+// The zero Algorithm is DefaultAlgorithm, so that the zero value of a Limit's field, or of
+// an option, means "the default" as everywhere in this module.
+//
+// A backend built with an algorithm it does not implement answers ErrNotSupported for every
+// limit that names none; a Limit naming an algorithm the backend lacks, likewise.
 type Algorithm int
 
 const (
+	// DefaultAlgorithm names no algorithm: in a Limit, the algorithm of the limiter that
+	// decides it; in local.WithAlgorithm and distributed.WithAlgorithm, TokenBucket. A limit
+	// that leaves its algorithm to the default and the same limit naming the limiter's
+	// default are one bucket: they are one policy.
+	DefaultAlgorithm Algorithm = iota
 	// TokenBucket refills Rate tokens per second up to Burst and admits a request when the
-	// bucket holds enough tokens. It is the default, and equivalent to GCRA: the local
-	// backend runs golang.org/x/time/rate, the Redis backend stores a theoretical arrival time.
-	TokenBucket Algorithm = iota
+	// bucket holds enough tokens. It is the limiters' default, and equivalent to GCRA: the
+	// local backend decides as golang.org/x/time/rate does, the Redis backend stores a
+	// theoretical arrival time.
+	TokenBucket
 	// FixedWindow admits at most Burst requests per window of length W aligned to the Unix
 	// epoch, so that every instance agrees on where windows start.
 	FixedWindow
@@ -43,9 +54,11 @@ const (
 // SlidingWindowCounter for them.
 const MaxLogBurst = 10_000
 
-// String returns the algorithm's name, such as "TokenBucket".
+// String returns the algorithm's name, such as "TokenBucket", or "DefaultAlgorithm".
 func (a Algorithm) String() string {
 	switch a {
+	case DefaultAlgorithm:
+		return "DefaultAlgorithm"
 	case TokenBucket:
 		return "TokenBucket"
 	case FixedWindow:
@@ -59,3 +72,6 @@ func (a Algorithm) String() string {
 	}
 	return "Algorithm(" + strconv.Itoa(int(a)) + ")"
 }
+
+// known reports whether a is DefaultAlgorithm or one of the algorithms above.
+func (a Algorithm) known() bool { return a >= DefaultAlgorithm && a <= LeakyBucket }

@@ -21,17 +21,31 @@ var units = [...]struct {
 	{"day", 86400, []string{"d"}},
 }
 
+// algorithmNames are the names of the algorithms in a limit's text, indexed by Algorithm;
+// DefaultAlgorithm has none: a text without a name leaves the algorithm to the limiter.
+var algorithmNames = [...]string{
+	TokenBucket:          "token-bucket",
+	FixedWindow:          "fixed-window",
+	SlidingWindowLog:     "sliding-log",
+	SlidingWindowCounter: "sliding-counter",
+	LeakyBucket:          "leaky-bucket",
+}
+
 // ParseLimit reads a limit written as String writes it: a count per unit, then, when not
-// the default, the burst and the warm-up:
+// the default, the burst, the warm-up and the algorithm:
 //
-//	100/min              100 a minute, a burst of 100
-//	10/s burst 20        10 a second, a burst of 20
+//	100/min                      100 a minute, a burst of 100
+//	10/s burst 20                10 a second, a burst of 20
 //	5/h, 1000/day, 0.5/s
-//	10/s warm-up 30s     with a warm-up (a time.ParseDuration duration)
+//	10/s warm-up 30s             with a warm-up (a time.ParseDuration duration)
+//	100/min sliding-log          enforced by a sliding window log
+//	10/s burst 20 leaky-bucket   enforced by a leaky bucket
 //
 // The units are s (sec, second), min (minute), h (hour) and day (d). The burst defaults to
 // the count, rounded up, at least 1. The rate is the count divided by the unit's seconds,
-// so ParseLimit("100/min") equals PerMinute(100). The limit must be valid (Limit.Validate):
+// so ParseLimit("100/min") equals PerMinute(100). The algorithms are token-bucket,
+// fixed-window, sliding-log, sliding-counter and leaky-bucket; without one, the limit's
+// Algorithm is DefaultAlgorithm, the limiter's. The limit must be valid (Limit.Validate):
 // an error wraps ErrInvalidLimit and names the part it could not read.
 func ParseLimit(s string) (Limit, error) {
 	fields := strings.Fields(s)
@@ -54,7 +68,14 @@ func ParseLimit(s string) (Limit, error) {
 	if n > MaxBurst {
 		l.Burst = MaxBurst + 1 // refused by Validate below, with the burst named
 	}
-	for rest := fields[1:]; len(rest) > 0; rest = rest[2:] {
+	for rest := fields[1:]; len(rest) > 0; {
+		if a, ok := algorithmNamed(rest[0]); ok {
+			if l.Algorithm != DefaultAlgorithm {
+				return Limit{}, fmt.Errorf("%w: %q: a second algorithm %q", ErrInvalidLimit, s, rest[0])
+			}
+			l.Algorithm, rest = a, rest[1:]
+			continue
+		}
 		if len(rest) < 2 {
 			return Limit{}, fmt.Errorf("%w: %q: %q has no value", ErrInvalidLimit, s, rest[0])
 		}
@@ -72,13 +93,25 @@ func ParseLimit(s string) (Limit, error) {
 			}
 			l.Warmup = d
 		default:
-			return Limit{}, fmt.Errorf("%w: %q: unknown part %q (burst, warm-up)", ErrInvalidLimit, s, key)
+			return Limit{}, fmt.Errorf("%w: %q: unknown part %q (burst, warm-up, or an algorithm: %s)",
+				ErrInvalidLimit, s, key, strings.Join(algorithmNames[TokenBucket:], ", "))
 		}
+		rest = rest[2:]
 	}
 	if err := l.Validate(); err != nil {
 		return Limit{}, fmt.Errorf("%w (in %q)", err, s)
 	}
 	return l, nil
+}
+
+// algorithmNamed returns the algorithm whose name in a limit's text is name.
+func algorithmNamed(name string) (Algorithm, bool) {
+	for a, n := range algorithmNames {
+		if n != "" && n == name {
+			return Algorithm(a), true
+		}
+	}
+	return DefaultAlgorithm, false
 }
 
 func unitSeconds(unit string) (float64, bool) {
@@ -98,9 +131,10 @@ func unitSeconds(unit string) (float64, bool) {
 // String writes l as ParseLimit reads it, in the first unit (second, minute, hour, day) in
 // which the count is a whole number, else the first in which it is at least 1, else per
 // second; the count is written in the fewest digits that read back to exactly l.Rate, and
-// the burst and the warm-up only when they are not the default: "10/s", "100/min",
-// "10/s burst 20", "1/day", "10/s warm-up 30s". ParseLimit(l.String()) == l for every valid
-// l. An invalid l is written all the same ("0/s burst 0"), for error messages.
+// the burst, the warm-up and the algorithm only when they are not the default: "10/s",
+// "100/min", "10/s burst 20", "1/day", "10/s warm-up 30s", "100/min sliding-log".
+// ParseLimit(l.String()) == l for every valid l. An invalid l is written all the same
+// ("0/s burst 0", "1/s Algorithm(9)"), for error messages.
 func (l Limit) String() string {
 	count, unit := l.Rate, "s"
 	if l.Rate > 0 && !math.IsInf(l.Rate, 1) {
@@ -128,6 +162,13 @@ func (l Limit) String() string {
 	}
 	if l.Warmup != 0 {
 		s += " warm-up " + l.Warmup.String()
+	}
+	switch {
+	case l.Algorithm == DefaultAlgorithm:
+	case l.Algorithm.known():
+		s += " " + algorithmNames[l.Algorithm]
+	default:
+		s += " " + l.Algorithm.String()
 	}
 	return s
 }

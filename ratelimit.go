@@ -15,7 +15,9 @@ import (
 // request".
 //
 // Limit is comparable, and every field is part of a bucket's identity: the same key under a
-// Limit that differs in any field is another bucket.
+// Limit that differs in any field is another bucket, with one exception: a Limit whose
+// Algorithm is DefaultAlgorithm and the same Limit naming the limiter's default algorithm
+// are one bucket, since they are one policy.
 type Limit struct {
 	// Rate is the refill rate in tokens per second. It must be finite and greater than zero.
 	Rate float64
@@ -30,6 +32,12 @@ type Limit struct {
 	// with an error wrapping ErrNotSupported.
 	// https://github.com/sluice-go/ratelimit/blob/main/docs/algorithms.md has the formulas.
 	Warmup time.Duration
+	// Algorithm is the algorithm that enforces the limit. Zero, DefaultAlgorithm, leaves it
+	// to the limiter (local.WithAlgorithm, distributed.WithAlgorithm, whose own default is
+	// TokenBucket), so that a policy written once runs on any limiter; naming one lets a
+	// single limiter (one Redis, one fallback stack) serve policies of different algorithms.
+	// A value that is not one of the Algorithm constants is refused by Validate.
+	Algorithm Algorithm
 }
 
 // PerSecond returns a limit of n requests per second with a burst of n.
@@ -42,7 +50,10 @@ func PerMinute(n int) Limit { return Limit{Rate: float64(n) / 60, Burst: n} }
 func PerHour(n int) Limit { return Limit{Rate: float64(n) / 3600, Burst: n} }
 
 // Validate returns nil if l can be enforced, or an error wrapping ErrInvalidLimit that says
-// which field is wrong.
+// which field is wrong: a Rate that is not finite and greater than zero, a Burst out of
+// [1, MaxBurst], a Warmup out of bounds, or an Algorithm that is none of the constants.
+// Whether a backend implements the algorithm, and its bounds for it, is the backend's to say
+// (LimitValidator).
 func (l Limit) Validate() error {
 	if math.IsNaN(l.Rate) || math.IsInf(l.Rate, 0) || l.Rate <= 0 {
 		return fmt.Errorf("%w: rate %v is not a finite number greater than zero", ErrInvalidLimit, l.Rate)
@@ -56,6 +67,11 @@ func (l Limit) Validate() error {
 	if l.Warmup < 0 || l.Warmup > MaxWarmup || l.Warmup%time.Microsecond != 0 {
 		return fmt.Errorf("%w: warm-up %v is not a whole number of microseconds between 0 and MaxWarmup (2^53 µs)",
 			ErrInvalidLimit, l.Warmup)
+	}
+	if !l.Algorithm.known() {
+		// Not ErrNotSupported, which says that a backend lacks an algorithm: this value
+		// names none, and no backend could ever enforce it.
+		return fmt.Errorf("%w: %v is not one of the ratelimit package's algorithms", ErrInvalidLimit, l.Algorithm)
 	}
 	return nil
 }
@@ -178,8 +194,10 @@ var (
 // mistake found at start-up rather than an error on every request.
 type LimitValidator interface {
 	// ValidateLimit returns nil if the limiter accepts limit, or an error that says why
-	// not, wrapping ErrInvalidLimit, or ErrNotSupported for a feature of the limit that the
-	// limiter's algorithm lacks (a Warmup on any algorithm but the token bucket).
+	// not, wrapping ErrInvalidLimit, or ErrNotSupported for an algorithm the limiter does
+	// not implement or a feature of the limit that its algorithm lacks (a Warmup on any
+	// algorithm but the token bucket). It checks the limit under the algorithm that would
+	// decide it: the limit's own, or the limiter's default (see Limit.Algorithm).
 	ValidateLimit(limit Limit) error
 }
 

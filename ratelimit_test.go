@@ -24,6 +24,9 @@ func TestValidate(t *testing.T) {
 	valid := []ratelimit.Limit{
 		ratelimit.PerSecond(1), ratelimit.PerHour(1), {Rate: 1e-9, Burst: 1}, {Rate: 1e6, Burst: 1e9},
 		{Rate: 1, Burst: 1, Warmup: time.Microsecond}, {Rate: 1, Burst: 1, Warmup: ratelimit.MaxWarmup},
+		{Rate: 1, Burst: 1, Algorithm: ratelimit.TokenBucket}, {Rate: 1, Burst: 1, Algorithm: ratelimit.LeakyBucket},
+		// A warm-up with another algorithm is a limit; the backends refuse it (ErrNotSupported).
+		{Rate: 1, Burst: 1, Warmup: time.Second, Algorithm: ratelimit.FixedWindow},
 	}
 	for _, l := range valid {
 		assert.NoError(t, l.Validate(), l)
@@ -35,6 +38,8 @@ func TestValidate(t *testing.T) {
 		{Rate: 1, Burst: ratelimit.MaxBurst + 1},
 		{Rate: 1, Burst: 1, Warmup: -time.Microsecond}, {Rate: 1, Burst: 1, Warmup: 1500 * time.Nanosecond},
 		{Rate: 1, Burst: 1, Warmup: ratelimit.MaxWarmup + time.Microsecond},
+		{Rate: 1, Burst: 1, Algorithm: ratelimit.LeakyBucket + 1}, {Rate: 1, Burst: 1, Algorithm: -1},
+		{Algorithm: ratelimit.TokenBucket},
 	}
 	for _, l := range invalid {
 		err := l.Validate()
@@ -49,6 +54,9 @@ func TestValidate(t *testing.T) {
 	assert.EqualError(t, ratelimit.Limit{Rate: 1, Burst: 1, Warmup: time.Nanosecond}.Validate(),
 		"ratelimit: invalid limit: warm-up 1ns is not a whole number of microseconds between 0 and MaxWarmup (2^53 µs)")
 	assert.Equal(t, time.Duration(1<<53)*time.Microsecond, ratelimit.MaxWarmup)
+	// An algorithm that is none of the constants is no limit at all, not one a backend lacks.
+	assert.EqualError(t, ratelimit.Limit{Rate: 1, Burst: 1, Algorithm: 9}.Validate(),
+		"ratelimit: invalid limit: Algorithm(9) is not one of the ratelimit package's algorithms")
 }
 
 func TestLimitString(t *testing.T) {
@@ -95,6 +103,11 @@ func TestParseLimit(t *testing.T) {
 		{"1/d", ratelimit.Limit{Rate: 1.0 / 86400, Burst: 1}},
 		{"10/s warm-up 30s", ratelimit.Limit{Rate: 10, Burst: 10, Warmup: 30 * time.Second}},
 		{"10/s burst 5 warmup 1m30s", ratelimit.Limit{Rate: 10, Burst: 5, Warmup: 90 * time.Second}},
+		{"100/min sliding-log", ratelimit.Limit{Rate: 100.0 / 60, Burst: 100, Algorithm: ratelimit.SlidingWindowLog}},
+		{"10/s burst 20 leaky-bucket", ratelimit.Limit{Rate: 10, Burst: 20, Algorithm: ratelimit.LeakyBucket}},
+		{"10/s fixed-window burst 20", ratelimit.Limit{Rate: 10, Burst: 20, Algorithm: ratelimit.FixedWindow}},
+		{"1/h sliding-counter", ratelimit.Limit{Rate: 1.0 / 3600, Burst: 1, Algorithm: ratelimit.SlidingWindowCounter}},
+		{"10/s warm-up 30s token-bucket", ratelimit.Limit{Rate: 10, Burst: 10, Warmup: 30 * time.Second, Algorithm: ratelimit.TokenBucket}},
 	}
 	for _, c := range cases {
 		got, err := ratelimit.ParseLimit(c.text)
@@ -102,17 +115,19 @@ func TestParseLimit(t *testing.T) {
 		assert.Equal(t, c.want, got, c.text)
 	}
 	bad := map[string]string{
-		"":                  "ratelimit: invalid limit: empty text",
-		"100":               `ratelimit: invalid limit: "100": "100" is not a count per unit, such as 100/min`,
-		"x/s":               `ratelimit: invalid limit: "x/s": count "x" is not a number greater than zero`,
-		"0/s":               `ratelimit: invalid limit: "0/s": count "0" is not a number greater than zero`,
-		"10/week":           `ratelimit: invalid limit: "10/week": unknown unit "week" (s, min, h or day)`,
-		"10/s burst":        `ratelimit: invalid limit: "10/s burst": "burst" has no value`,
-		"10/s burst two":    `ratelimit: invalid limit: "10/s burst two": burst "two" is not a whole number`,
-		"10/s burst 0":      `ratelimit: invalid limit: burst 0 is less than 1 (in "10/s burst 0")`,
-		"10/s warm-up soon": `ratelimit: invalid limit: "10/s warm-up soon": warm-up "soon" is not a duration such as 30s`,
-		"10/s cap 3":        `ratelimit: invalid limit: "10/s cap 3": unknown part "cap" (burst, warm-up)`,
-		"10/s warm-up 1ns":  `ratelimit: invalid limit: warm-up 1ns is not a whole number of microseconds between 0 and MaxWarmup (2^53 µs) (in "10/s warm-up 1ns")`,
+		"":                              "ratelimit: invalid limit: empty text",
+		"100":                           `ratelimit: invalid limit: "100": "100" is not a count per unit, such as 100/min`,
+		"x/s":                           `ratelimit: invalid limit: "x/s": count "x" is not a number greater than zero`,
+		"0/s":                           `ratelimit: invalid limit: "0/s": count "0" is not a number greater than zero`,
+		"10/week":                       `ratelimit: invalid limit: "10/week": unknown unit "week" (s, min, h or day)`,
+		"10/s burst":                    `ratelimit: invalid limit: "10/s burst": "burst" has no value`,
+		"10/s burst two":                `ratelimit: invalid limit: "10/s burst two": burst "two" is not a whole number`,
+		"10/s burst 0":                  `ratelimit: invalid limit: burst 0 is less than 1 (in "10/s burst 0")`,
+		"10/s warm-up soon":             `ratelimit: invalid limit: "10/s warm-up soon": warm-up "soon" is not a duration such as 30s`,
+		"10/s cap 3":                    `ratelimit: invalid limit: "10/s cap 3": unknown part "cap" (burst, warm-up, or an algorithm: token-bucket, fixed-window, sliding-log, sliding-counter, leaky-bucket)`,
+		"10/s sliding-log leaky-bucket": `ratelimit: invalid limit: "10/s sliding-log leaky-bucket": a second algorithm "leaky-bucket"`,
+		"10/s burst sliding-log":        `ratelimit: invalid limit: "10/s burst sliding-log": burst "sliding-log" is not a whole number`,
+		"10/s warm-up 1ns":              `ratelimit: invalid limit: warm-up 1ns is not a whole number of microseconds between 0 and MaxWarmup (2^53 µs) (in "10/s warm-up 1ns")`,
 	}
 	for text, want := range bad {
 		_, err := ratelimit.ParseLimit(text)
@@ -143,12 +158,16 @@ func TestLimitText(t *testing.T) {
 
 // FuzzLimitText: every valid Limit reads back from its text exactly.
 func FuzzLimitText(f *testing.F) {
-	f.Add(10.0, 10, int64(0))
-	f.Add(100.0/60, 100, int64(0))
-	f.Add(1.0/86400, 1, int64(30e6))
-	f.Add(math.Pi, 3, int64(1))
-	f.Fuzz(func(t *testing.T, rate float64, burst int, warmupUS int64) {
-		l := ratelimit.Limit{Rate: rate, Burst: burst, Warmup: time.Duration(warmupUS) * time.Microsecond}
+	f.Add(10.0, 10, int64(0), uint8(0))
+	f.Add(100.0/60, 100, int64(0), uint8(0))
+	f.Add(1.0/86400, 1, int64(30e6), uint8(0))
+	f.Add(math.Pi, 3, int64(1), uint8(0))
+	f.Add(100.0/60, 100, int64(0), uint8(ratelimit.SlidingWindowLog))
+	f.Add(10.0, 20, int64(0), uint8(ratelimit.LeakyBucket))
+	f.Add(10.0, 10, int64(5e6), uint8(ratelimit.TokenBucket))
+	f.Fuzz(func(t *testing.T, rate float64, burst int, warmupUS int64, alg uint8) {
+		l := ratelimit.Limit{Rate: rate, Burst: burst, Warmup: time.Duration(warmupUS) * time.Microsecond,
+			Algorithm: ratelimit.Algorithm(alg)}
 		if l.Validate() != nil {
 			return
 		}
@@ -163,6 +182,7 @@ func TestIsZero(t *testing.T) {
 	assert.False(t, ratelimit.Limit{Burst: 1}.IsZero())
 	assert.False(t, ratelimit.PerSecond(1).IsZero())
 	assert.False(t, ratelimit.Limit{Warmup: time.Second}.IsZero())
+	assert.False(t, ratelimit.Limit{Algorithm: ratelimit.SlidingWindowLog}.IsZero(), "an algorithm alone is an invalid limit, not no limit")
 }
 
 func TestSentinelsAreDistinct(t *testing.T) {
@@ -186,5 +206,6 @@ func TestNames(t *testing.T) {
 	assert.Equal(t, "SlidingWindowCounter", ratelimit.SlidingWindowCounter.String())
 	assert.Equal(t, "LeakyBucket", ratelimit.LeakyBucket.String())
 	assert.Equal(t, "Algorithm(9)", ratelimit.Algorithm(9).String())
-	assert.Equal(t, ratelimit.TokenBucket, ratelimit.Algorithm(0), "the zero value is the default")
+	assert.Equal(t, "DefaultAlgorithm", ratelimit.DefaultAlgorithm.String())
+	assert.Equal(t, ratelimit.DefaultAlgorithm, ratelimit.Algorithm(0), "the zero value is the default")
 }

@@ -51,7 +51,8 @@ var slidingCounterSource string
 //go:embed warmup.lua
 var warmupSource string
 
-// algorithms holds every algorithm this backend implements.
+// algorithms holds every algorithm this backend implements. Their tags name them in the keys
+// of their buckets, so that one key under two algorithms is two buckets.
 var algorithms = map[ratelimit.Algorithm]algorithm{
 	ratelimit.TokenBucket:          {tag: "tb", script: redis.NewScript(gcraSource)},
 	ratelimit.FixedWindow:          {tag: "fw", script: redis.NewScript(fixedWindowSource), args: windowArg},
@@ -65,13 +66,15 @@ var algorithms = map[ratelimit.Algorithm]algorithm{
 // bucket with a warm-up never shares a key or a value's format with a plain one.
 var warmup = algorithm{tag: "tbw", script: redis.NewScript(warmupSource), args: warmupArg}
 
-// algorithmFor returns how the limiter runs limit: its algorithm, or warmup for a token
-// bucket with a warm-up (check has refused a warm-up with any other algorithm).
+// algorithmFor returns how the limiter runs limit: its algorithm, or the limiter's default
+// for a limit that names none, or warmup for a token bucket with a warm-up (check has
+// refused a warm-up with any other algorithm, and an algorithm this backend lacks). A limit
+// that names the default and one that names none have one key: they are one bucket.
 func (l *Limiter) algorithmFor(limit ratelimit.Limit) algorithm {
 	if limit.Warmup != 0 {
 		return warmup
 	}
-	return algorithms[l.algorithm]
+	return algorithms[args.Resolve(limit, l.algorithm).Algorithm]
 }
 
 // warmupArg appends ARGV[5], the warm-up period in whole microseconds (Limit.Validate has

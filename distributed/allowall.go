@@ -25,7 +25,8 @@ var _ ratelimit.MultiLimiter = (*Limiter)(nil)
 // is decided at the priority ctx carries, each keeping its own bucket's reserve; an N above
 // the burst left to that priority is refused with ratelimit.ErrExceedsBurst.
 //
-// Keys in one hash slot are decided by one script in one round trip, atomically: always on a
+// The limits may name different algorithms: each bucket is decided by its own, in the same
+// script. Keys in one hash slot are decided by one script in one round trip, atomically: always on a
 // single server or behind Sentinel, and on a Cluster or a Ring when the keys carry the same
 // hash tag ("{user:42}:second"). Keys in different slots of a Cluster or a Ring are decided
 // per slot, atomically within each, slots in ascending order; when a slot denies, the slots
@@ -56,13 +57,13 @@ func (l *Limiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratel
 		}
 		return mr, err
 	}
-	alg := algorithms[l.algorithm]
 	var groups []group
 	for i, r := range reqs {
 		if r.Limit == (ratelimit.Limit{}) {
 			mr.Results[i] = ratelimit.Result{Allowed: true}
 			continue
 		}
+		alg := l.algorithmFor(r.Limit)
 		key := l.key(r.Key, alg.tag, r.Limit)
 		s := 0
 		if l.sharded {
@@ -120,7 +121,7 @@ func (l *Limiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratel
 // checkAll checks reqs, to be decided at priority p, before any round trip (see
 // args.CheckAll).
 func (l *Limiter) checkAll(reqs []ratelimit.Request, p ratelimit.Priority) (int, error) {
-	return args.CheckAll("distributed: AllowAll", reqs, func(i int) error {
+	return args.CheckAll("distributed: AllowAll", reqs, l.algorithm, func(i int) error {
 		r := &reqs[i]
 		if err := args.Check(r.Key, r.Limit, max(r.N, 1)); err != nil {
 			return err
@@ -159,14 +160,12 @@ type group struct {
 	indexes []int // into the caller's requests
 	keys    []string
 	limits  []ratelimit.Limit
-	perKey  []any // rate, burst, cost, the algorithm's own argument and the reserve, for each key
+	perKey  []any // the algorithm's tag, rate, burst, cost, the algorithm's own argument and the reserve, for each key
 	at      int64 // the instant the group was charged (µs since 2020), for its refund
-	warm    bool  // the group's one bucket has a warm-up (Peek, Refund, Reset): warmupMulti
 }
 
 // add appends request i, whose bucket is key, which must leave reserve tokens in it.
 func (g *group) add(i int, key string, limit ratelimit.Limit, n int, alg algorithm, reserve int) {
-	g.warm = limit.Warmup != 0
 	g.indexes = append(g.indexes, i)
 	g.keys = append(g.keys, key)
 	g.limits = append(g.limits, limit)
@@ -174,18 +173,14 @@ func (g *group) add(i int, key string, limit ratelimit.Limit, n int, alg algorit
 	if alg.args != nil {
 		extra = alg.args(nil, limit)[0]
 	}
-	g.perKey = append(g.perKey, limit.Rate, limit.Burst, n, extra, reserve)
+	g.perKey = append(g.perKey, alg.tag, limit.Rate, limit.Burst, n, extra, reserve)
 }
 
 // run runs multi.lua in mode on the group's keys, and checks that the answer has every
 // key's values.
 func (g *group) run(ctx context.Context, l *Limiter, mode, at string) ([]int64, error) {
 	argv := append([]any{mode, l.testNow(), at}, g.perKey...)
-	script := multiScripts[l.algorithm]
-	if g.warm {
-		script = warmupMulti
-	}
-	vals, err := l.runKeys(ctx, script, g.keys, argv)
+	vals, err := l.runKeys(ctx, multi, g.keys, argv)
 	if err != nil {
 		return nil, invalidState(err)
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/sluice-go/ratelimit"
 )
 
-// Check asks Redis, within ctx, whether the limiter can decide: it loads the scripts of the
-// limiter's algorithm into every server that holds buckets, which on a Redis Cluster first
+// Check asks Redis, within ctx, whether the limiter can decide: it loads the scripts of every
+// algorithm into every server that holds buckets, which on a Redis Cluster first
 // loads the client's map of the slots. It returns nil, or an error that says what went
 // wrong (a refused connection, an unknown host, a server that is not a Cluster node, the
 // deadline), naming no key. New never calls it, so that a service starts while Redis is
@@ -23,12 +23,10 @@ func (l *Limiter) Check(ctx context.Context) error {
 	if l.closed.Load() {
 		return ratelimit.ErrClosed
 	}
-	scripts := []*redis.Script{multiScripts[l.algorithm]}
-	if alg, ok := algorithms[l.algorithm]; ok {
-		scripts = append(scripts, alg.script)
-	}
-	if l.algorithm == ratelimit.TokenBucket {
-		scripts = append(scripts, warmup.script, warmupMulti)
+	// Every algorithm's: any limit may name its own.
+	scripts := []*redis.Script{multi, warmup.script}
+	for _, a := range algorithms {
+		scripts = append(scripts, a.script)
 	}
 	done := make(chan error, 1)
 	go func() { // the client may ignore ctx while it dials: see WithTimeout

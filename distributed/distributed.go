@@ -223,7 +223,8 @@ func resultOf(r []int64, limit ratelimit.Limit) ratelimit.Result {
 	return res
 }
 
-// Wait, with ratelimit.LeakyBucket, takes a place in the bucket's queue and sleeps until its
+// Wait, with ratelimit.LeakyBucket (the limit's algorithm, or the limiter's default for a
+// limit that names none), takes a place in the bucket's queue and sleeps until its
 // turn. The script takes the place atomically, and only if the turn comes by ctx's deadline:
 // otherwise Wait fails at once with an error wrapping context.DeadlineExceeded, having
 // taken nothing. When the queue is full, Wait sleeps until a place frees up and tries
@@ -239,8 +240,8 @@ func (l *Limiter) Wait(ctx context.Context, key string, limit ratelimit.Limit) e
 	if l.closed.Load() {
 		return ratelimit.ErrClosed
 	}
-	if l.algorithm != ratelimit.LeakyBucket {
-		return fmt.Errorf("%w: Wait on the Redis backend with %v", ratelimit.ErrNotSupported, l.algorithm)
+	if a := args.Resolve(limit, l.algorithm).Algorithm; a != ratelimit.LeakyBucket {
+		return fmt.Errorf("%w: Wait on the Redis backend with %v", ratelimit.ErrNotSupported, a)
 	}
 	return l.waitInQueue(ctx, key, limit)
 }
@@ -262,10 +263,14 @@ func (l *Limiter) check(key string, limit ratelimit.Limit, n int) error {
 	if err := args.Check(key, limit, n); err != nil { // Limit.Validate among them
 		return err
 	}
+	if err := l.checkSupported(limit); err != nil {
+		return err
+	}
 	return l.checkLimit(limit)
 }
 
-// key returns the Redis key of the bucket: prefix, the caller's key, the algorithm's tag, then
+// key returns the Redis key of the bucket: prefix, the caller's key, the tag of the algorithm
+// that decides it (the limit's, or the limiter's default: see algorithmFor), then
 // the limit, as in "ratelimit:user:42:tb:10:20" for a token bucket of 10 tokens a second with
 // a burst of 20, and its warm-up in whole microseconds if it has one (tag "tbw"), as in
 // "ratelimit:user:42:tbw:10:20:30000000". The tag, rate, burst and warm-up hold no colon, so

@@ -12,7 +12,8 @@ import (
 //go:embed leakybucket.lua
 var leakyBucketSource string
 
-// waitInQueue is Wait for ratelimit.LeakyBucket: see Wait.
+// waitInQueue is Wait for ratelimit.LeakyBucket, the algorithm of limit or the limiter's
+// default: see Wait.
 func (l *Limiter) waitInQueue(ctx context.Context, key string, limit ratelimit.Limit) error {
 	alg := algorithms[ratelimit.LeakyBucket]
 	return wait.Queue(ctx, func(ctx context.Context, maxDelay time.Duration, bounded bool) (ratelimit.Result, error) {

@@ -1,12 +1,14 @@
--- Several buckets of one algorithm, atomically: AllowAll, Peek, Refund and Reset. The Go side
--- (multiscript.go) builds this script for each algorithm by putting in the two marked
--- fragments: the algorithm's single-key script turned into a function, decide, and its
--- refund function. decide is that script's own text, so every bucket is decided with the
--- very arithmetic AllowN uses; only three things differ, each a plain substitution:
+-- Several buckets, atomically, each of its own algorithm: AllowAll, Peek, Refund and Reset.
+-- The Go side (multiscript.go) builds this script once by putting in the marked fragment:
+-- for every algorithm, named by the tag of its keys ("tb", "tbw", "fw", "swl", "swc",
+-- "lb"), its single-key script turned into a function, decide, and its refund function.
+-- decide is that script's own text, so every bucket is decided with the very arithmetic
+-- AllowN uses; only three things differ, each a plain substitution:
 --   * it runs as decide(KEYS, ARGV) on one bucket's key and arguments, and its return
 --     statements return from the function;
 --   * its writes (SET, DEL, ZADD, ZREMRANGEBYSCORE, PEXPIRE) go through write, which, while dry
---     is true, only records them (and tells ZADD's loop that every entry was added);
+--     is true, only records them, per bucket (and tells ZADD's loop that every entry was
+--     added);
 --   * it reads Redis TIME through clock, which reads it once per script, so that every
 --     bucket is decided at the same instant, checked and then written.
 --
@@ -17,22 +19,24 @@
 --          microseconds since 2020 (Result.Charge.At), so that a window algorithm gives back
 --          to the window it charged (nothing once that window no longer counts) and the
 --          sliding log drops the entries it added; empty refunds the bucket's current state
--- ARGV[4 + 5(i-1)] .. ARGV[8 + 5(i-1)]  KEYS[i]'s rate, burst, cost, the algorithm's own
---          argument (its window in µs, or empty) and the reserve of the request's priority
---          (0 for none): the single-key script's ARGV[1..3], [5] and [6]
+-- ARGV[4 + 6(i-1)] .. ARGV[9 + 6(i-1)]  KEYS[i]'s algorithm tag, then its rate, burst,
+--          cost, the algorithm's own argument (its window or warm-up in µs, or empty) and
+--          the reserve of the request's priority (0 for none): the single-key script's
+--          ARGV[1..3], [5] and [6]
 --
 -- Returns {all allowed (1 or 0), now in µs since 2020 (the instant every bucket was decided
 -- at, the Charge.At of an admission), then for each key the first five integers of its
 -- answer: allowed, remaining, retry-after µs, reset-after µs, delay µs}. Or the first
--- error reply a bucket gives (INVALIDSTATE), before anything is written.
+-- error reply a bucket gives (INVALIDSTATE, or UNKNOWNALGORITHM for a tag this script does
+-- not hold), before anything is written.
 --
 -- all:    decides every bucket without writing; if each admits, writes what each decision
---         wrote: the recorded writes, replayed in order, or, for an algorithm whose writes
---         depend on their replies (the sliding log's ZADD loop, marked by redecide), by
---         deciding each bucket again, writing. That second pass reads what the first read
---         (the keys are distinct and nothing was written yet), so it decides alike. Either
---         way the first write is an admitting one: under maxmemory with noeviction a full
---         Redis refuses it before anything is written. Each answer is what AllowN alone
+--         wrote: the bucket's recorded writes, replayed in order, or, for an algorithm whose
+--         writes depend on their replies (the sliding log's ZADD loop, marked by redecide),
+--         by deciding the bucket again, writing. That second pass reads what the first read
+--         (the keys are distinct and nothing was written to them yet), so it decides alike.
+--         Either way the first write is an admitting one: under maxmemory with noeviction a
+--         full Redis refuses it before anything is written. Each answer is what AllowN alone
 --         would have said.
 -- peek:   the first pass only: what AllowN would say, nothing written.
 -- refund: gives each bucket its cost back (refund(key, argv, at or nil, now)), then answers as
@@ -40,12 +44,14 @@
 -- reset:  deletes every bucket: a missing bucket is a full one.
 
 local dry = true
-local writes = {}
+local writes = {} -- per bucket: the writes its decision made while dry
+local current -- the index of the bucket being decided
 local function write(cmd, ...)
   if not dry then
     return redis.call(cmd, ...)
   end
-  writes[#writes + 1] = {cmd, ...}
+  local w = writes[current]
+  w[#w + 1] = {cmd, ...}
   if cmd == 'ZADD' then
     return (select('#', ...) - 2) / 2 -- key, NX, then score and member for each entry
   end
@@ -60,17 +66,18 @@ local function clock()
   return time
 end
 
--- The single-key script's ARGV for KEYS[i], with cost replaced when cost is given.
+-- The algorithms by tag: each {decide = ..., refund = ..., redecide = true or false}.
+local algorithms = {}
+
+-- @algorithms
+
+-- The algorithm of KEYS[i], and its single-key script's ARGV, with cost replaced when cost
+-- is given.
 local function args(i, cost)
-  local b = 5 * i - 1
-  return {ARGV[b], ARGV[b + 1], cost or ARGV[b + 2], ARGV[2], ARGV[b + 3], ARGV[b + 4]}
+  local b = 6 * i - 2
+  return algorithms[ARGV[b]],
+    {ARGV[b + 1], ARGV[b + 2], cost or ARGV[b + 3], ARGV[2], ARGV[b + 4], ARGV[b + 5]}
 end
-
--- @redecide
-
--- @decide
-
--- @refund
 
 local mode = ARGV[1]
 local out = {1, 0}
@@ -80,6 +87,12 @@ if not now then
   now = (tonumber(t[1]) - 1577836800) * 1000000 + tonumber(t[2])
 end
 out[2] = now
+
+for i = 1, #KEYS do
+  if not algorithms[ARGV[6 * i - 2]] then
+    return redis.error_reply('UNKNOWNALGORITHM no algorithm has the tag ' .. tostring(ARGV[6 * i - 2]))
+  end
+end
 
 if mode == 'reset' then
   for i = 1, #KEYS do
@@ -95,7 +108,8 @@ local cost
 if mode == 'refund' then
   local at = tonumber(ARGV[3])
   for i = 1, #KEYS do
-    local err = refund(KEYS[i], args(i), at, now)
+    local alg, a = args(i)
+    local err = alg.refund(KEYS[i], a, at, now)
     if err then
       return err
     end
@@ -104,7 +118,10 @@ if mode == 'refund' then
 end
 
 for i = 1, #KEYS do
-  local r = decide({KEYS[i]}, args(i, cost))
+  current = i
+  writes[i] = {}
+  local alg, a = args(i, cost)
+  local r = alg.decide({KEYS[i]}, a)
   if r.err then
     return r
   end
@@ -119,13 +136,14 @@ end
 
 if mode == 'all' and out[1] == 1 then
   dry = false
-  if redecide then
-    for i = 1, #KEYS do
-      decide({KEYS[i]}, args(i))
-    end
-  else
-    for i = 1, #writes do
-      redis.call(unpack(writes[i]))
+  for i = 1, #KEYS do
+    local alg, a = args(i)
+    if alg.redecide then
+      alg.decide({KEYS[i]}, a)
+    else
+      for _, w in ipairs(writes[i]) do
+        redis.call(unpack(w))
+      end
     end
   end
 end

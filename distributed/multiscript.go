@@ -28,58 +28,59 @@ var refundSlidingLogSource string
 //go:embed refund_warmup.lua
 var refundWarmupSource string
 
-// multiScripts holds, for every algorithm, the script of AllowAll, Peek, Refund and Reset
-// (multi.lua), built from the algorithm's single-key script and its refund.
-var multiScripts = map[ratelimit.Algorithm]*redis.Script{
-	ratelimit.TokenBucket:          redis.NewScript(multiScript(gcraSource, refundGCRASource, false)),
-	ratelimit.FixedWindow:          redis.NewScript(multiScript(fixedWindowSource, refundFixedWindowSource, false)),
-	ratelimit.SlidingWindowLog:     redis.NewScript(multiScript(slidingLogSource, refundSlidingLogSource, true)),
-	ratelimit.SlidingWindowCounter: redis.NewScript(multiScript(slidingCounterSource, refundSlidingCounterSource, false)),
-	ratelimit.LeakyBucket:          redis.NewScript(multiScript(leakyBucketSource, refundGCRASource, false)),
-}
+// multi is the script of AllowAll, Peek, Refund and Reset (multi.lua), built from every
+// algorithm's single-key script and its refund, so that one call decides buckets of
+// different algorithms together, each by its own.
+var multi = redis.NewScript(multiScript([]multiAlgorithm{
+	{algorithms[ratelimit.TokenBucket].tag, gcraSource, refundGCRASource, false},
+	{warmup.tag, warmupSource, refundWarmupSource, false},
+	{algorithms[ratelimit.FixedWindow].tag, fixedWindowSource, refundFixedWindowSource, false},
+	{algorithms[ratelimit.SlidingWindowLog].tag, slidingLogSource, refundSlidingLogSource, true},
+	{algorithms[ratelimit.SlidingWindowCounter].tag, slidingCounterSource, refundSlidingCounterSource, false},
+	{algorithms[ratelimit.LeakyBucket].tag, leakyBucketSource, refundGCRASource, false},
+}))
 
-// warmupMulti is multi.lua for token buckets with a warm-up, for Peek, Refund and Reset: a
-// script of its own, since its buckets are another script's (warmup.lua). AllowAll refuses
-// them (see checkAll), so that one script never has to decide both kinds.
-var warmupMulti = redis.NewScript(multiScript(warmupSource, refundWarmupSource, false))
+// multiAlgorithm is what multi.lua holds of one algorithm: the tag of its keys, its
+// single-key script and its refund function. redecide says that single's writes depend on
+// their replies (the sliding log adds entries until ZADD has added them all), so that an
+// admission is written by deciding again rather than by replaying the writes the first
+// pass recorded.
+type multiAlgorithm struct {
+	tag, single, refund string
+	redecide            bool
+}
 
 // writes are the commands by which the single-key scripts write. In decide they go through
 // multi.lua's write, so that a first pass can decide every bucket without writing.
 var writes = []string{"SET", "DEL", "ZADD", "ZREMRANGEBYSCORE", "PEXPIRE"}
 
-// multiScript returns multi.lua with single, a single-key script, made into its function
-// decide, and refund, the algorithm's refund function, in their places. redecide says that
-// single's writes depend on their replies (the sliding log adds entries until ZADD has added
-// them all), so that an admission is written by deciding again rather than by replaying the
-// writes the first pass recorded. The substitutions are
-// checked: a single-key script that no longer reads TIME as they expect, or writes with a
-// command they do not know, panics here, when the package is loaded, and so in every test.
-func multiScript(single, refund string, redecide bool) string {
-	body := single
-	if strings.Count(body, "redis.call('TIME')") != 1 {
-		panic("distributed: a single-key script does not read TIME exactly once")
-	}
-	body = strings.Replace(body, "redis.call('TIME')", "clock()", 1)
-	for _, cmd := range writes {
-		body = strings.ReplaceAll(body, "redis.call('"+cmd+"'", "write('"+cmd+"'")
-	}
-	for _, cmd := range []string{"SET", "DEL", "ZADD", "ZREM", "ZREMRANGEBYSCORE", "ZREMRANGEBYRANK", "PEXPIRE", "EXPIRE", "INCR"} {
-		if strings.Contains(body, "redis.call('"+cmd+"'") || strings.Contains(body, "redis.pcall('"+cmd+"'") {
-			panic(fmt.Sprintf("distributed: a single-key script writes with %s outside write", cmd))
+// multiScript returns multi.lua with, for each of algs, its single-key script made into a
+// function, decide, and its refund function, in a table under its tag. The substitutions
+// are checked: a single-key script that no longer reads TIME as they expect, or writes with
+// a command they do not know, panics here, when the package is loaded, and so in every test.
+func multiScript(algs []multiAlgorithm) string {
+	var fragment strings.Builder
+	for _, a := range algs {
+		body := a.single
+		if strings.Count(body, "redis.call('TIME')") != 1 {
+			panic("distributed: a single-key script does not read TIME exactly once")
 		}
-	}
-	decide := "local function decide(KEYS, ARGV)\n" + body + "\nend"
-	src := multiSource
-	fragments := map[string]string{
-		"-- @decide":   decide,
-		"-- @refund":   refund,
-		"-- @redecide": fmt.Sprintf("local redecide = %t", redecide),
-	}
-	for marker, fragment := range fragments {
-		if strings.Count(src, marker) != 1 {
-			panic("distributed: multi.lua lacks " + marker)
+		body = strings.Replace(body, "redis.call('TIME')", "clock()", 1)
+		for _, cmd := range writes {
+			body = strings.ReplaceAll(body, "redis.call('"+cmd+"'", "write('"+cmd+"'")
 		}
-		src = strings.Replace(src, marker, fragment, 1)
+		for _, cmd := range []string{"SET", "DEL", "ZADD", "ZREM", "ZREMRANGEBYSCORE", "ZREMRANGEBYRANK", "PEXPIRE", "EXPIRE", "INCR"} {
+			if strings.Contains(body, "redis.call('"+cmd+"'") || strings.Contains(body, "redis.pcall('"+cmd+"'") {
+				panic(fmt.Sprintf("distributed: a single-key script writes with %s outside write", cmd))
+			}
+		}
+		// Each algorithm in a function of its own, so that its locals stay its own.
+		fmt.Fprintf(&fragment, "algorithms[%q] = (function()\nlocal function decide(KEYS, ARGV)\n%s\nend\n%s\nreturn {decide = decide, refund = refund, redecide = %t}\nend)()\n",
+			a.tag, body, a.refund, a.redecide)
 	}
-	return src
+	const marker = "-- @algorithms"
+	if strings.Count(multiSource, marker) != 1 {
+		panic("distributed: multi.lua lacks " + marker)
+	}
+	return strings.Replace(multiSource, marker, fragment.String(), 1)
 }

@@ -27,7 +27,7 @@ type options struct {
 }
 
 func defaultOptions() options {
-	return options{prefix: DefaultPrefix, timeout: DefaultTimeout}
+	return options{prefix: DefaultPrefix, timeout: DefaultTimeout, algorithm: ratelimit.TokenBucket}
 }
 
 // WithPrefix sets the string every Redis key of the limiter starts with. Default:
@@ -70,7 +70,10 @@ func WithTimeout(d time.Duration) Option {
 	}
 }
 
-// WithAlgorithm selects the algorithm. Default: ratelimit.TokenBucket. This backend implements
+// WithAlgorithm sets the default algorithm: the one that decides the limits that name none
+// (ratelimit.Limit.Algorithm); a limit naming another is decided by its own, under its own
+// key. Default: ratelimit.TokenBucket, which ratelimit.DefaultAlgorithm also means. A limit
+// naming the default and the same limit naming none are one key. This backend implements
 // all five, each as one Lua script on one key: TokenBucket (GCRA, key tag "tb"); FixedWindow
 // ("fw") and SlidingWindowCounter ("swc"), which count per window of W = Burst/Rate aligned to
 // the Unix epoch; SlidingWindowLog ("swl"), the exact log of admissions in a sorted set (Burst
@@ -78,11 +81,17 @@ func WithTimeout(d time.Duration) Option {
 // algorithm for which Wait is supported. A token bucket limit with a warm-up
 // (ratelimit.Limit.Warmup) runs a script of its own, tag "tbw"; the other algorithms refuse
 // a warm-up with ratelimit.ErrNotSupported. Every algorithm decides as the local backend does.
-// With any other value every call returns ratelimit.ErrNotSupported. Every algorithm refuses,
+// With any other value every call under a limit that names no algorithm returns
+// ratelimit.ErrNotSupported. Every algorithm refuses,
 // with ratelimit.ErrInvalidLimit, a limit whose Burst/Rate is longer than 2⁵³ µs, and the
 // window algorithms one whose window is shorter than 1 µs.
 func WithAlgorithm(a ratelimit.Algorithm) Option {
-	return func(o *options) { o.algorithm = a }
+	return func(o *options) {
+		if a == ratelimit.DefaultAlgorithm {
+			a = ratelimit.TokenBucket
+		}
+		o.algorithm = a
+	}
 }
 
 // CrossSlot is what AllowAll does with requests whose keys live in different hash slots of a

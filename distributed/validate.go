@@ -9,29 +9,37 @@ import (
 
 var _ ratelimit.LimitValidator = (*Limiter)(nil)
 
-// ValidateLimit returns nil if the limiter accepts limit, or an error that says why not:
+// ValidateLimit returns nil if the limiter accepts limit under the algorithm that would
+// decide it (its own, or the limiter's default), or an error that says why not:
 // limit.Validate's reasons, a rate above MaxRate and the algorithm's own bounds (a sliding
 // log's ratelimit.MaxLogBurst, a window between 1 µs and 2⁵³ µs), wrapping
 // ratelimit.ErrInvalidLimit, or ratelimit.ErrNotSupported for an algorithm this backend
 // lacks or a warm-up on any algorithm but the token bucket.
 func (l *Limiter) ValidateLimit(limit ratelimit.Limit) error {
-	if _, ok := algorithms[l.algorithm]; ok {
-		if err := limit.Validate(); err != nil {
-			return err
-		}
+	if err := l.checkSupported(limit); err != nil {
+		return err
+	}
+	if err := limit.Validate(); err != nil {
+		return err
 	}
 	return l.checkLimit(limit)
 }
 
-// checkLimit is ValidateLimit for a limit that Limit.Validate has accepted: what this
-// backend refuses beyond it, its algorithm first.
-func (l *Limiter) checkLimit(limit ratelimit.Limit) error {
-	if _, ok := algorithms[l.algorithm]; !ok {
+// checkSupported returns an error wrapping ratelimit.ErrNotSupported for a limit that names
+// no algorithm on a limiter whose default this backend lacks.
+func (l *Limiter) checkSupported(limit ratelimit.Limit) error {
+	if _, ok := algorithms[l.algorithm]; !ok && limit.Algorithm == ratelimit.DefaultAlgorithm {
 		return fmt.Errorf("%w: algorithm %v on the Redis backend", ratelimit.ErrNotSupported, l.algorithm)
 	}
+	return nil
+}
+
+// checkLimit is ValidateLimit for a limit that Limit.Validate and checkSupported have
+// accepted: what this backend refuses beyond them.
+func (l *Limiter) checkLimit(limit ratelimit.Limit) error {
 	if limit.Rate > MaxRate {
 		return fmt.Errorf("%w: rate %v is above the Redis backend's maximum of %v per second",
 			ratelimit.ErrInvalidLimit, limit.Rate, MaxRate)
 	}
-	return args.CheckAlgorithm(l.algorithm, limit)
+	return args.CheckAlgorithm(args.Resolve(limit, l.algorithm).Algorithm, limit)
 }

@@ -16,12 +16,21 @@ const cacheShards = 64
 // evictSample is how many entries a full shard looks at to make room for a new one.
 const evictSample = 8
 
-// bucket names a bucket as every backend does: the key and the limit.
+// bucket names a bucket as every backend does: the key and the limit, algorithm included.
+// A limit that names no algorithm is another entry than the same limit naming the primary's
+// default, though the primary holds one bucket for both: the cache cannot know the default,
+// so a denial proves nothing for the other, and invalidate drops both.
 type bucket struct {
 	key    string
 	rate   float64
 	burst  int
 	warmup time.Duration
+	alg    ratelimit.Algorithm
+}
+
+// bucketOf is the entry of (key, limit).
+func bucketOf(key string, limit ratelimit.Limit) bucket {
+	return bucket{key, limit.Rate, limit.Burst, limit.Warmup, limit.Algorithm}
 }
 
 // denial is what the primary last said when it denied a request on a bucket.
@@ -78,7 +87,7 @@ func (c *denialCache) shard(key string) *cacheShard {
 func (c *denialCache) lookup(key string, limit ratelimit.Limit, n int, p ratelimit.Priority, now int64) (ratelimit.Result, uint64, bool) {
 	s := c.shard(key)
 	s.mu.RLock()
-	d, ok := s.m[bucket{key, limit.Rate, limit.Burst, limit.Warmup}]
+	d, ok := s.m[bucketOf(key, limit)]
 	gen := s.gen
 	s.mu.RUnlock()
 	if !ok || n != d.cost || p != d.priority || now >= d.expires {
@@ -109,7 +118,7 @@ func (c *denialCache) store(key string, limit ratelimit.Limit, n int, p ratelimi
 	}
 	until := sent + int64(res.RetryAfter)
 	d := denial{sent: sent, until: until, expires: sent + min(int64(res.RetryAfter), c.ttl), cost: n, reset: res.ResetAfter, priority: p}
-	k := bucket{key, limit.Rate, limit.Burst, limit.Warmup}
+	k := bucketOf(key, limit)
 	s := c.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -131,7 +140,7 @@ func (c *denialCache) store(key string, limit ratelimit.Limit, n int, p ratelimi
 // forget drops what the cache holds for (key, limit): the primary has just admitted a
 // request there, so the bucket is no longer as the denial left it.
 func (c *denialCache) forget(key string, limit ratelimit.Limit) {
-	k := bucket{key, limit.Rate, limit.Burst, limit.Warmup}
+	k := bucketOf(key, limit)
 	s := c.shard(key)
 	s.mu.RLock()
 	_, ok := s.m[k]
@@ -145,12 +154,18 @@ func (c *denialCache) forget(key string, limit ratelimit.Limit) {
 
 // invalidate forgets what the cache holds for (key, limit), and drops the denials of every
 // request on the shard now waiting for the primary's answer: a reset or a refund of the
-// bucket has just been made, and those denials may have been decided before it.
+// bucket has just been made, and those denials may have been decided before it. The
+// primary's bucket may be cached under another entry too, the same limit naming its
+// default algorithm or none (see bucket): invalidate drops the limit under every algorithm,
+// which can only send more requests to the primary.
 func (c *denialCache) invalidate(key string, limit ratelimit.Limit) {
 	s := c.shard(key)
 	s.mu.Lock()
 	s.gen++
-	delete(s.m, bucket{key, limit.Rate, limit.Burst, limit.Warmup})
+	for a := ratelimit.DefaultAlgorithm; a <= ratelimit.LeakyBucket; a++ {
+		limit.Algorithm = a
+		delete(s.m, bucketOf(key, limit))
+	}
 	s.mu.Unlock()
 }
 

@@ -325,3 +325,28 @@ func TestDenialCacheTTL(t *testing.T) {
 		})
 	}
 }
+
+// TestDenialCacheAlgorithm: a limit naming another algorithm is another bucket, whose
+// denial says nothing of the first; a Reset of the primary's default named explicitly wins
+// over the denial cached for the same limit left to the default, the same bucket on the
+// primary.
+func TestDenialCacheAlgorithm(t *testing.T) {
+	r := newRig(t)
+	plain := ratelimit.Limit{Rate: 1.0 / 1200, Burst: 1}
+	log := plain
+	log.Algorithm = ratelimit.SlidingWindowLog
+	named := plain
+	named.Algorithm = ratelimit.TokenBucket // the primary's default
+	require.True(t, r.allow(t, plain).Allowed)
+	require.False(t, r.allow(t, plain).Allowed)
+	require.False(t, r.allow(t, plain).Allowed) // from the cache
+	require.Equal(t, int64(2), r.primary.calls.Load())
+	require.True(t, r.allow(t, log).Allowed, "another algorithm, another bucket")
+	require.Equal(t, int64(3), r.primary.calls.Load())
+
+	require.NoError(t, r.l.Reset(context.Background(), "k", named))
+	res, origin, err := r.l.AllowNOrigin(context.Background(), "k", plain, 1)
+	require.NoError(t, err)
+	require.False(t, origin.Cached, "the Reset dropped the denial of the same bucket under its other name")
+	require.True(t, res.Allowed)
+}

@@ -231,12 +231,14 @@ func (l *Limiter) waitDegraded(ctx context.Context, key string, limit ratelimit.
 }
 
 // share returns this instance's share of limit: 1/instances of the rate and of the burst
-// (rounded down, at least 1), with the same warm-up.
+// (rounded down, at least 1), with the same warm-up and algorithm.
 func (l *Limiter) share(limit ratelimit.Limit) ratelimit.Limit {
 	if l.instances <= 1 {
 		return limit
 	}
-	return ratelimit.Limit{Rate: limit.Rate / float64(l.instances), Burst: max(1, limit.Burst/l.instances), Warmup: limit.Warmup}
+	share := limit
+	share.Rate, share.Burst = limit.Rate/float64(l.instances), max(1, limit.Burst/l.instances)
+	return share
 }
 
 // now returns the time in nanoseconds since the Limiter's epoch, never negative.

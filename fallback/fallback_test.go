@@ -79,6 +79,24 @@ func deadRedis(t testing.TB, addr string, alg ratelimit.Algorithm) *distributed.
 	return l
 }
 
+// TestInstancesAlgorithm: the share keeps the limit's algorithm: degraded, a sliding log's
+// share on a token-bucket secondary is a sliding log, which admits its Burst of 2 in a
+// window and nothing more until the window has passed, where a token bucket would refill.
+func TestInstancesAlgorithm(t *testing.T) {
+	r := newRig(t, fallback.WithInstances(4))
+	r.primary.fail(nil)
+	limit := ratelimit.Limit{Rate: 8, Burst: 8, Algorithm: ratelimit.SlidingWindowLog}
+	share := ratelimit.Limit{Rate: 2, Burst: 2, Algorithm: ratelimit.SlidingWindowLog} // W = 1 s
+	res, err := r.l.AllowN(context.Background(), "k", limit, 2)
+	require.NoError(t, err)
+	require.True(t, res.Allowed)
+	require.Equal(t, share, res.Limit)
+	r.clock.Advance(500 * ms) // a token bucket of the share would hold one again
+	require.False(t, r.allow(t, limit).Allowed)
+	r.clock.Advance(500 * ms)
+	require.True(t, r.allow(t, limit).Allowed)
+}
+
 // TestInstances: with four instances expected, the secondary enforces a quarter of the limit;
 // a request costing more than the quarter's burst takes all of it instead of failing with
 // ErrExceedsBurst, which the real limit would not have said.

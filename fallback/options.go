@@ -55,7 +55,8 @@ func defaultOptions() options {
 
 // WithInstances sets how many instances of the service are expected to share the limit,
 // so that while the primary is unavailable each instance's secondary enforces its share:
-// Limit{Rate: Rate/n, Burst: max(1, Burst/n), Warmup: Warmup}. Default: 1, the whole limit on every
+// Limit{Rate: Rate/n, Burst: max(1, Burst/n), Warmup: Warmup, Algorithm: Algorithm}. Default: 1,
+// the whole limit on every
 // instance (n instances together then admit up to n times the limit).
 //
 // A request the real limit allows at its priority but that costs more than the share can

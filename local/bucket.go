@@ -8,7 +8,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 )
 
-// bucket is one (key, rate, burst) bucket. Buckets are found without a lock (see table), so
+// bucket is one (key, rate, burst, algorithm) bucket, and warm-up (see store.hash). Buckets are found without a lock (see table), so
 // a bucket may be dropped while a decision holds it: every kind of bucket can be marked
 // dead, atomically with the check that it is full, and a decision that meets a dead bucket
 // starts over from the lookup.
@@ -18,12 +18,26 @@ import (
 // compare-and-swap on it (deadWord marks them dead). Every other bucket keeps its state in
 // lk, under lk's mutex, and word is unused.
 type bucket struct {
-	key   string
-	rate  float64
-	burst int
-	word  atomic.Uint64
-	lk    *locked
+	key  string
+	rate float64
+	// kind is the rest of the bucket's identity, its Burst and its algorithm (see kindOf):
+	// one comparison for a lookup, and a bucket stays 48 bytes.
+	kind uint64
+	word atomic.Uint64
+	lk   *locked
 }
+
+// kindOf returns the kind of the buckets of a valid limit whose Algorithm is named (see
+// args.Resolve): its Burst, at most 2⁵², in the low 56 bits, its algorithm in the high 8.
+func kindOf(limit ratelimit.Limit) uint64 {
+	return uint64(limit.Burst) | uint64(limit.Algorithm)<<56
+}
+
+// burst is the bucket's Burst.
+func (b *bucket) burst() int { return int(b.kind & (1<<56 - 1)) }
+
+// alg is the bucket's algorithm, never ratelimit.DefaultAlgorithm.
+func (b *bucket) alg() ratelimit.Algorithm { return ratelimit.Algorithm(b.kind >> 56) }
 
 // deadWord is the word of a dropped bucket. No state produces it: as a float64 TAT it is a
 // NaN, as a whole-token TAT it is 2⁶³ − 1 tokens, and as a packed window state it would need
@@ -37,7 +51,10 @@ const deadWord = ^uint64(0)
 // out of the hot path.
 const lockedWord = deadWord - 1
 
-func (b *bucket) limit() ratelimit.Limit { return ratelimit.Limit{Rate: b.rate, Burst: b.burst} }
+// limit is the bucket's limit, but for its warm-up, which only its state knows.
+func (b *bucket) limit() ratelimit.Limit {
+	return ratelimit.Limit{Rate: b.rate, Burst: b.burst(), Algorithm: b.alg()}
+}
 
 // verdict is a decision as the algorithms make it: a ratelimit.Result without its Limit and
 // Delay. It has four fields, so that the compiler keeps it in registers from call to call; a

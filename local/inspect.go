@@ -15,7 +15,7 @@ var _ ratelimit.Inspector = (*Limiter)(nil)
 // writes nothing: a bucket that does not exist is not created, and is answered for as a new
 // one. Arguments are checked as AllowN checks them.
 func (l *Limiter) Peek(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
-	w, err := l.validate(key, limit, n)
+	named, w, err := l.validate(key, limit, n)
 	if err != nil {
 		return ratelimit.Result{Limit: limit}, err
 	}
@@ -23,7 +23,7 @@ func (l *Limiter) Peek(ctx context.Context, key string, limit ratelimit.Limit, n
 	if err != nil {
 		return ratelimit.Result{Limit: limit}, err
 	}
-	v, delay := l.store.peek(key, limit, l.micros(), w, n, reserve)
+	v, delay := l.store.peek(key, named, l.micros(), w, n, reserve)
 	return v.result(limit, delay), nil
 }
 
@@ -55,7 +55,7 @@ func (l *Limiter) Refund(ctx context.Context, key string, limit ratelimit.Limit,
 	if n < 1 {
 		return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: n = %d", ratelimit.ErrInvalidCost, n)
 	}
-	w, err := l.validate(key, limit, 1)
+	named, w, err := l.validate(key, limit, 1)
 	if err != nil {
 		return ratelimit.Result{Limit: limit}, err
 	}
@@ -67,22 +67,22 @@ func (l *Limiter) Refund(ctx context.Context, key string, limit ratelimit.Limit,
 	if !c.At.IsZero() {
 		at = c.At.UnixMicro()
 	}
-	l.store.refund(key, limit, u, at, w, min(n, limit.Burst))
-	v, delay := l.store.peek(key, limit, u, w, 1, reserve)
+	l.store.refund(key, named, u, at, w, min(n, limit.Burst))
+	v, delay := l.store.peek(key, named, u, w, 1, reserve)
 	return v.result(limit, delay), nil
 }
 
 // Reset makes the bucket of (key, limit) full again.
 func (l *Limiter) Reset(_ context.Context, key string, limit ratelimit.Limit) error {
-	w, err := l.validate(key, limit, 1)
+	named, w, err := l.validate(key, limit, 1)
 	if err != nil {
 		return err
 	}
-	l.store.reset(key, limit, l.micros(), w)
+	l.store.reset(key, named, l.micros(), w)
 	return nil
 }
 
-// peek is the verdict decideAt would give at u, with its Delay, without changing anything.
+// peek is the verdict decideAt would give at u, for a limit whose Algorithm is named, with its Delay, without changing anything.
 func (s *store) peek(key string, limit ratelimit.Limit, u, w int64, n, reserve int) (verdict, time.Duration) {
 	if b := s.lookup(key, limit); b != nil {
 		if lk := b.lk; lk != nil {

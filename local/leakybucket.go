@@ -151,7 +151,8 @@ func microseconds(us int64) time.Duration { return time.Duration(us) * time.Micr
 // waitInQueue is Wait for ratelimit.LeakyBucket: see Wait.
 func (l *Limiter) waitInQueue(ctx context.Context, key string, limit ratelimit.Limit) error {
 	return wait.Queue(ctx, func(ctx context.Context, maxDelay time.Duration, bounded bool) (ratelimit.Result, error) {
-		if err := l.check(key, limit, 1); err != nil {
+		named, _, err := l.validate(key, limit, 1)
+		if err != nil {
 			return ratelimit.Result{Limit: limit}, err
 		}
 		reserve, err := l.reserve(ctx, limit, 1)
@@ -161,6 +162,8 @@ func (l *Limiter) waitInQueue(ctx context.Context, key string, limit ratelimit.L
 		if !bounded {
 			maxDelay = unbounded
 		}
-		return l.store.decide(key, limit, l.now(), 1, reserve, maxDelay), nil
+		res := l.store.decide(key, named, l.now(), 1, reserve, maxDelay)
+		res.Limit = limit
+		return res, nil
 	}, l.stop)
 }

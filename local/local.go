@@ -13,21 +13,19 @@ import (
 
 var _ ratelimit.Limiter = (*Limiter)(nil)
 
-// Limiter is an in-process ratelimit.Limiter: one bucket per (key, limit), kept in memory.
-// It is safe for concurrent use. Create it with New and stop it with Close.
+// Limiter is an in-process ratelimit.Limiter: one bucket per (key, limit), kept in memory,
+// the limit's algorithm among its identity (see ratelimit.Limit.Algorithm). It is safe for
+// concurrent use. Create it with New and stop it with Close.
 type Limiter struct {
-	store     *store
+	store *store
+	// algorithm is the default, for the limits that name none (WithAlgorithm).
 	algorithm ratelimit.Algorithm
-	supported bool
-	// tokenBucket: the algorithm is ratelimit.TokenBucket, whose valid arguments need no
-	// more checks than args.Valid's and args.RefillOK's, unless the limit has a warm-up, so
-	// that AllowN can skip validate.
-	tokenBucket bool
-	clock       func() time.Time // tests only (export_test.go); nil: the monotonic clock
-	epoch       time.Time        // when New ran, with its monotonic reading
-	epochNS     int64            // epoch in Unix nanoseconds
-	idle        int64            // WithIdleTimeout, µs
-	reserves    ratelimit.Reserves
+	supported bool             // this backend implements algorithm
+	clock     func() time.Time // tests only (export_test.go); nil: the monotonic clock
+	epoch     time.Time        // when New ran, with its monotonic reading
+	epochNS   int64            // epoch in Unix nanoseconds
+	idle      int64            // WithIdleTimeout, µs
+	reserves  ratelimit.Reserves
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -50,17 +48,16 @@ func New(opts ...Option) *Limiter {
 	}
 	epoch := time.Now()
 	l := &Limiter{
-		store:       newStore(o.algorithm, o.maxBuckets),
-		algorithm:   o.algorithm,
-		supported:   o.algorithm >= ratelimit.TokenBucket && o.algorithm <= ratelimit.LeakyBucket,
-		tokenBucket: o.algorithm == ratelimit.TokenBucket,
-		clock:       o.clock,
-		epoch:       epoch,
-		epochNS:     epoch.UnixNano(),
-		idle:        o.idleTimeout.Microseconds(),
-		reserves:    o.reserves,
-		stop:        make(chan struct{}),
-		done:        make(chan struct{}),
+		store:     newStore(o.maxBuckets),
+		algorithm: o.algorithm,
+		supported: o.algorithm >= ratelimit.TokenBucket && o.algorithm <= ratelimit.LeakyBucket,
+		clock:     o.clock,
+		epoch:     epoch,
+		epochNS:   epoch.UnixNano(),
+		idle:      o.idleTimeout.Microseconds(),
+		reserves:  o.reserves,
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
 	}
 	if o.cleanupInterval > 0 {
 		go l.cleanup(o.cleanupInterval)
@@ -82,9 +79,12 @@ func (l *Limiter) Allow(ctx context.Context, key string, limit ratelimit.Limit) 
 // keep more than 64 bits of state.
 func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
 	var w int64 // the window of a window algorithm, µs
-	if !l.tokenBucket || !args.Valid(key, limit, n) || !args.RefillOK(limit) || !resolutionOK(limit) || limit.Warmup != 0 || l.closed.Load() {
+	named := args.Resolve(limit, l.algorithm)
+	// A plain token bucket's valid arguments need no more checks than these, so that the
+	// commonest decision skips validate.
+	if named.Algorithm != ratelimit.TokenBucket || !args.Valid(key, limit, n) || !args.RefillOK(limit) || !resolutionOK(limit) || limit.Warmup != 0 || l.closed.Load() {
 		var err error
-		if w, err = l.validate(key, limit, n); err != nil {
+		if named, w, err = l.validate(key, limit, n); err != nil {
 			return ratelimit.Result{Limit: limit}, err
 		}
 	}
@@ -101,7 +101,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit,
 	} else {
 		u = l.clockMicros()
 	}
-	v, delay := l.store.decideAt(key, limit, u, w, n, reserve, unbounded)
+	v, delay := l.store.decideAt(key, named, u, w, n, reserve, unbounded)
 	// Built here, field by field, rather than by v.result: a Result made in a callee and
 	// returned from here would be copied once more.
 	res := ratelimit.Result{
@@ -125,12 +125,13 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit,
 //
 // Waiters are not queued: when a token comes back, whichever caller asks first gets it.
 //
-// With ratelimit.LeakyBucket, Wait joins the queue instead: it takes a place whose Delay
+// With ratelimit.LeakyBucket (the limit's algorithm, or the limiter's default for a limit
+// that names none), Wait joins the queue instead: it takes a place whose Delay
 // ends by ctx's deadline (failing at once, having taken nothing, when none would), waits
 // for a place when the queue is full, then sleeps the Delay. If ctx ends during that sleep,
 // Wait returns ctx's error and the place stays taken: the request it held has gone by.
 func (l *Limiter) Wait(ctx context.Context, key string, limit ratelimit.Limit) error {
-	if l.algorithm == ratelimit.LeakyBucket {
+	if args.Resolve(limit, l.algorithm).Algorithm == ratelimit.LeakyBucket {
 		return l.waitInQueue(ctx, key, limit)
 	}
 	for {
@@ -172,31 +173,31 @@ func (l *Limiter) Close() error {
 	return nil
 }
 
-// check validates one call's arguments, in the order the errors are documented.
-func (l *Limiter) check(key string, limit ratelimit.Limit, n int) error {
-	_, err := l.validate(key, limit, n)
-	return err
-}
-
-// validate is check, and returns the window W of a window algorithm in µs (0 for the
-// others), which its validation computes.
-func (l *Limiter) validate(key string, limit ratelimit.Limit, n int) (int64, error) {
-	if !args.Valid(key, limit, n) || !l.supported || l.closed.Load() {
-		return 0, l.invalid(key, limit, n)
+// validate checks one call's arguments, in the order the errors are documented, and
+// returns the limit with its algorithm named (args.Resolve) and the window W of a window
+// algorithm in µs (0 for the others), which its validation computes.
+func (l *Limiter) validate(key string, limit ratelimit.Limit, n int) (ratelimit.Limit, int64, error) {
+	named := args.Resolve(limit, l.algorithm)
+	if !args.Valid(key, limit, n) || (limit.Algorithm == ratelimit.DefaultAlgorithm && !l.supported) || l.closed.Load() {
+		return named, 0, l.invalid(key, limit, n)
 	}
 	// args.CheckAlgorithm, keeping the window it computes.
-	if limit.Warmup != 0 {
-		if err := args.CheckWarmup(l.algorithm, limit); err != nil {
-			return 0, err
+	if named.Warmup != 0 {
+		if err := args.CheckWarmup(named.Algorithm, named); err != nil {
+			return named, 0, err
 		}
 	}
-	switch l.algorithm {
+	var w int64
+	var err error
+	switch named.Algorithm {
 	case ratelimit.FixedWindow, ratelimit.SlidingWindowCounter:
-		return args.Window(limit)
+		w, err = args.Window(named)
 	case ratelimit.SlidingWindowLog:
-		return args.LogWindow(limit)
+		w, err = args.LogWindow(named)
+	default:
+		err = checkAlgorithm(named)
 	}
-	return 0, l.checkAlgorithm(limit)
+	return named, w, err
 }
 
 // reserve returns the tokens a request for n under limit must leave in its bucket at the
@@ -213,7 +214,7 @@ func (l *Limiter) invalid(key string, limit ratelimit.Limit, n int) error {
 	if l.closed.Load() {
 		return ratelimit.ErrClosed
 	}
-	if !l.supported {
+	if limit.Algorithm == ratelimit.DefaultAlgorithm && !l.supported {
 		return fmt.Errorf("%w: algorithm %v on the local backend", ratelimit.ErrNotSupported, l.algorithm)
 	}
 	return args.Check(key, limit, n)

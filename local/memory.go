@@ -17,11 +17,12 @@ const evictionSamples = 8
 // maxOverflowLimits bounds the overflow buckets, one per distinct limit seen at the cap.
 const maxOverflowLimits = 1024
 
-// limitKey names an overflow bucket: the limit without the key.
+// limitKey names an overflow bucket: the limit, its Algorithm named, without the key.
 type limitKey struct {
 	rate   float64
 	burst  int
 	warmup time.Duration
+	alg    ratelimit.Algorithm
 }
 
 // evictFull drops the first full bucket among a few sampled from a random place in sh's
@@ -64,7 +65,7 @@ func (s *store) decideOverflow(limit ratelimit.Limit, u, w int64, n, reserve int
 // overflowBucket returns the overflow bucket of limit, made if needed, or nil when there are
 // too many already. The caller holds overflowMu.
 func (s *store) overflowBucket(limit ratelimit.Limit, u, w int64) *bucket {
-	lk := limitKey{rate: limit.Rate, burst: limit.Burst, warmup: limit.Warmup}
+	lk := limitKey{rate: limit.Rate, burst: limit.Burst, warmup: limit.Warmup, alg: limit.Algorithm}
 	b := s.overflow[lk]
 	if b == nil {
 		if len(s.overflow) >= maxOverflowLimits {

@@ -13,7 +13,8 @@ import (
 var _ ratelimit.MultiLimiter = (*Limiter)(nil)
 
 // AllowAll decides reqs together, all or nothing, as ratelimit.MultiLimiter says: every
-// bucket is charged or none is, and each Result is what AllowN alone would have said.
+// bucket is charged or none is, and each Result is what AllowN alone would have said. The
+// limits may name different algorithms: each bucket is decided by its own.
 //
 // It holds the buckets of reqs while it decides, taking them one at a time in a fixed order
 // (so that two AllowAlls never wait for each other in a circle), takes no lock shared with
@@ -36,31 +37,37 @@ func (l *Limiter) AllowAllInto(ctx context.Context, reqs []ratelimit.Request, re
 		results = make([]ratelimit.Result, len(reqs))
 	}
 	mr := ratelimit.MultiResult{Results: results[:len(reqs)]}
-	// The working state: each entry's window and the index of its bucket in hs; the
-	// buckets, and the order to hold them in. Up to 4 entries it stays on the stack.
+	// The working state: each entry's window, its algorithm, and the index of its bucket in
+	// hs; the buckets, and the order to hold them in. Up to 4 entries it stays on the stack.
 	var small struct {
 		window [4]int64
+		alg    [4]ratelimit.Algorithm
 		at     [4]int
 		held   [4]held
 		order  [4]int
 	}
 	var window []int64
+	var alg []ratelimit.Algorithm
 	var at, order []int
 	var hs []held
 	if n := len(reqs); n <= len(small.at) {
-		window, at, hs, order = small.window[:n], small.at[:n], small.held[:n], small.order[:n]
+		window, alg, at, hs, order = small.window[:n], small.alg[:n], small.at[:n], small.held[:n], small.order[:n]
 	} else {
-		window, at, hs, order = make([]int64, n), make([]int, n), make([]held, n), make([]int, n)
+		window, alg, at, hs, order = make([]int64, n), make([]ratelimit.Algorithm, n), make([]int, n), make([]held, n), make([]int, n)
 	}
 	p := ratelimit.PriorityFrom(ctx)
-	i, err := args.CheckAll("local: AllowAll", reqs, func(i int) error {
+	i, err := args.CheckAll("local: AllowAll", reqs, l.algorithm, func(i int) error {
 		r := &reqs[i]
 		n := max(r.N, 1)
-		if l.tokenBucket && args.Valid(r.Key, r.Limit, n) && args.RefillOK(r.Limit) && resolutionOK(r.Limit) {
+		alg[i] = r.Limit.Algorithm
+		if alg[i] == ratelimit.DefaultAlgorithm {
+			alg[i] = l.algorithm
+		}
+		if alg[i] == ratelimit.TokenBucket && args.Valid(r.Key, r.Limit, n) && args.RefillOK(r.Limit) && resolutionOK(r.Limit) {
 			window[i] = 0 // as AllowN: a token bucket needs no more checks (Close is below)
 		} else {
 			var err error
-			if window[i], err = l.validate(r.Key, r.Limit, n); err != nil {
+			if _, window[i], err = l.validate(r.Key, r.Limit, n); err != nil {
 				return err
 			}
 		}
@@ -83,7 +90,7 @@ func (l *Limiter) AllowAllInto(ctx context.Context, reqs []ratelimit.Request, re
 	u := l.micros()
 	var nh int
 	for {
-		nh = l.store.findAll(reqs, window, at, hs, order, u, l.reserves, p)
+		nh = l.store.findAll(reqs, window, alg, at, hs, order, u, l.reserves, p)
 		if holdAll(hs, order[:nh]) {
 			break
 		}
@@ -127,12 +134,13 @@ type held struct {
 	delay time.Duration
 }
 
-// findAll finds or makes the bucket of each entry of reqs, whose windows are window, at u;
+// findAll finds or makes the bucket of each entry of reqs, whose windows are window and
+// algorithms alg, at u;
 // fills hs with them, one per bucket, each with the limit it is decided under at priority p
 // (see decideAt), and order with their indexes in the order they are to be held; sets each
 // entry's index in hs in at (or skipped, or refused); and returns how many buckets there
 // are.
-func (s *store) findAll(reqs []ratelimit.Request, window []int64, at []int, hs []held, order []int, u int64, rs ratelimit.Reserves, p ratelimit.Priority) int {
+func (s *store) findAll(reqs []ratelimit.Request, window []int64, alg []ratelimit.Algorithm, at []int, hs []held, order []int, u int64, rs ratelimit.Reserves, p ratelimit.Priority) int {
 	nh := 0
 	for i := range reqs {
 		r := &reqs[i]
@@ -140,7 +148,9 @@ func (s *store) findAll(reqs []ratelimit.Request, window []int64, at []int, hs [
 			at[i] = skipped
 			continue
 		}
-		b, h := s.bucketFor(r.Key, r.Limit, u, window[i])
+		limit := r.Limit
+		limit.Algorithm = alg[i]
+		b, h := s.bucketFor(r.Key, limit, u, window[i])
 		if b == nil {
 			at[i] = refused
 			continue
@@ -151,7 +161,7 @@ func (s *store) findAll(reqs []ratelimit.Request, window []int64, at []int, hs [
 		}
 		if j == nh { // field by field: a held built whole is copied once more
 			hj := &hs[j]
-			hj.b, hj.hash, hj.limit, hj.w, hj.n = b, h, r.Limit, window[i], 0
+			hj.b, hj.hash, hj.limit, hj.w, hj.n = b, h, limit, window[i], 0
 			if p != ratelimit.Critical {
 				reserve, _ := args.Reserve(rs, p, r.Limit, max(r.N, 1)) // checked by CheckAll
 				hj.limit.Burst -= reserve
@@ -173,7 +183,8 @@ func (s *store) findAll(reqs []ratelimit.Request, window []int64, at []int, hs [
 	return nh
 }
 
-// before orders held buckets by the hash of their key, then key, rate and burst.
+// before orders held buckets by the hash of their key, then key, rate, and burst and
+// algorithm.
 func before(x, y *held) bool {
 	if x.hash != y.hash {
 		return x.hash < y.hash
@@ -185,7 +196,7 @@ func before(x, y *held) bool {
 	if a.rate != b.rate {
 		return a.rate < b.rate
 	}
-	return a.burst < b.burst
+	return a.kind < b.kind
 }
 
 // holdAll holds the buckets of hs in order. It reports false, holding nothing, if one of
@@ -212,7 +223,7 @@ func (s *store) decideHeld(hs []held, u int64) bool {
 		if h.b.lk != nil {
 			h.v, h.delay = h.b.lk.st.peek(h.limit, u, n)
 		} else {
-			h.v, h.next = s.decideWord(h.old, h.b.burst, h.limit, u, h.w, n)
+			h.v, h.next = s.decideWord(h.old, h.b.burst(), h.limit, u, h.w, n)
 		}
 		if h.n > n {
 			// Entries summed on one overflow bucket that cannot all pass: asked for the whole

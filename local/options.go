@@ -36,6 +36,7 @@ func defaultOptions() options {
 		cleanupInterval: DefaultCleanupInterval,
 		idleTimeout:     DefaultIdleTimeout,
 		maxBuckets:      DefaultMaxBuckets,
+		algorithm:       ratelimit.TokenBucket,
 	}
 }
 
@@ -90,19 +91,26 @@ func WithMaxBuckets(n int) Option {
 	}
 }
 
-// WithAlgorithm selects the algorithm. Default: ratelimit.TokenBucket. This backend
-// implements all five: TokenBucket, GCRA, deciding as golang.org/x/time/rate does;
+// WithAlgorithm sets the default algorithm: the one that decides the limits that name none
+// (ratelimit.Limit.Algorithm); a limit naming another is decided by its own, its own
+// bucket. Default: ratelimit.TokenBucket, which ratelimit.DefaultAlgorithm also means. This
+// backend implements all five: TokenBucket, GCRA, deciding as golang.org/x/time/rate does;
 // FixedWindow and SlidingWindowCounter, which count per window of W = Burst/Rate aligned to
 // the Unix epoch; SlidingWindowLog, the exact log of admissions (Burst at most
 // ratelimit.MaxLogBurst); and LeakyBucket, a shaper (Result.Delay, and Wait holds a place in
 // its queue), at most 10⁶ requests a second. Only the token bucket takes a limit with a
 // warm-up (ratelimit.Limit.Warmup, at most 10⁶ a second); the others refuse it with
 // ratelimit.ErrNotSupported. Every algorithm decides as the Redis backend does, to the
-// microsecond, on the limits both accept. With any other value every call
-// returns ratelimit.ErrNotSupported. The window algorithms also refuse, with
+// microsecond, on the limits both accept. With any other value every call under a limit
+// that names no algorithm returns ratelimit.ErrNotSupported. The window algorithms also refuse, with
 // ratelimit.ErrInvalidLimit, a limit whose window is shorter than 1 µs or longer than 2⁵³ µs.
 func WithAlgorithm(a ratelimit.Algorithm) Option {
-	return func(o *options) { o.algorithm = a }
+	return func(o *options) {
+		if a == ratelimit.DefaultAlgorithm {
+			a = ratelimit.TokenBucket
+		}
+		o.algorithm = a
+	}
 }
 
 // WithClock makes the limiter read the time from now instead of the system's monotonic

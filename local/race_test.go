@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
@@ -156,5 +157,5 @@ func hotBucket(l *Limiter, key string, limit ratelimit.Limit) *bucket {
 	sh := &l.store.shards[h&(numShards-1)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	return sh.tab.Load().find(h, key, limit.Rate, limit.Burst)
+	return sh.tab.Load().find(h, key, limit.Rate, kindOf(args.Resolve(limit, l.algorithm)))
 }

@@ -26,13 +26,13 @@ type shard struct {
 	_    [128 - 32]byte // to 128 bytes
 }
 
-// store holds the buckets of one algorithm. Decisions find their bucket without a lock and
+// store holds the buckets of every algorithm; the limits it is given name theirs (see
+// args.Resolve), and a bucket knows its own (bucket.kind). Decisions find their bucket without a lock and
 // decide on it with a compare-and-swap or under the bucket's own mutex; creating, dropping
 // and rehashing take the shard's mutex. A bucket is dropped only once it is marked dead, which
 // a decision cannot race past (see bucket), so no decision lands on a dropped bucket: its
 // token would be lost and the key's fresh bucket would start full.
 type store struct {
-	alg      ratelimit.Algorithm
 	seed     maphash.Seed
 	perShard int     // the cap on each shard's buckets
 	tomb     *bucket // marks a removed bucket's slot; matches no key (keys are never empty)
@@ -42,9 +42,8 @@ type store struct {
 	overflow   map[limitKey]*bucket
 }
 
-func newStore(alg ratelimit.Algorithm, maxBuckets int) *store {
+func newStore(maxBuckets int) *store {
 	s := &store{
-		alg:      alg,
 		seed:     maphash.MakeSeed(),
 		perShard: max(maxBuckets/numShards, 1),
 		tomb:     &bucket{},
@@ -58,12 +57,12 @@ func newStore(alg ratelimit.Algorithm, maxBuckets int) *store {
 
 // decide is decideAt at now, for the leaky bucket's Wait.
 func (s *store) decide(key string, limit ratelimit.Limit, now time.Time, n, reserve int, maxDelay time.Duration) ratelimit.Result {
-	v, delay := s.decideAt(key, limit, now.UnixMicro(), windowFor(s.alg, limit.Rate, limit.Burst), n, reserve, maxDelay)
+	v, delay := s.decideAt(key, limit, now.UnixMicro(), windowFor(limit.Algorithm, limit.Rate, limit.Burst), n, reserve, maxDelay)
 	return v.result(limit, delay)
 }
 
-// decideAt takes n tokens at u (Unix µs) from the bucket of (key, limit), creating it if
-// needed, and returns the verdict with a shaper's Delay. w is the window of the window
+// decideAt takes n tokens at u (Unix µs) from the bucket of (key, limit), whose Algorithm
+// is named, creating it if needed, and returns the verdict with a shaper's Delay. w is the window of the window
 // algorithms, in µs (see args.Window), 0 for the others; reserve is the tokens the request
 // must leave (see args.Reserve); maxDelay is unbounded except for a shaper's reservation
 // made by Wait.
@@ -73,8 +72,8 @@ func (s *store) decide(key string, limit ratelimit.Limit, now time.Time, n, rese
 func (s *store) decideAt(key string, limit ratelimit.Limit, u, w int64, n, reserve int, maxDelay time.Duration) (verdict, time.Duration) {
 	h := s.hash(key, limit)
 	sh := &s.shards[h&(numShards-1)]
-	if b := sh.tab.Load().find(h, key, limit.Rate, limit.Burst); b != nil {
-		if b.lk == nil && s.alg == ratelimit.TokenBucket {
+	if b := sh.tab.Load().find(h, key, limit.Rate, kindOf(limit)); b != nil {
+		if b.lk == nil && limit.Algorithm == ratelimit.TokenBucket {
 			// take, without a call, for the commonest buckets.
 			var v verdict
 			var ok bool
@@ -116,7 +115,7 @@ func (s *store) decideLocked(sh *shard, h uint64, key string, limit ratelimit.Li
 // findOrMake returns the bucket of (key, limit) in sh, whose hash is h, making it at u if
 // there is room; nil if there is none. The caller holds sh.mu.
 func (s *store) findOrMake(sh *shard, h uint64, key string, limit ratelimit.Limit, u, w int64) *bucket {
-	if b := sh.tab.Load().find(h, key, limit.Rate, limit.Burst); b != nil {
+	if b := sh.tab.Load().find(h, key, limit.Rate, kindOf(limit)); b != nil {
 		return b
 	}
 	if sh.live >= s.perShard && !s.evictFull(sh, u) {
@@ -133,7 +132,7 @@ func (s *store) findOrMake(sh *shard, h uint64, key string, limit ratelimit.Limi
 func (s *store) bucketFor(key string, limit ratelimit.Limit, u, w int64) (*bucket, uint64) {
 	h := s.hash(key, limit)
 	sh := &s.shards[h&(numShards-1)]
-	if b := sh.tab.Load().find(h, key, limit.Rate, limit.Burst); b != nil {
+	if b := sh.tab.Load().find(h, key, limit.Rate, kindOf(limit)); b != nil {
 		return b, h
 	}
 	sh.mu.Lock()
@@ -149,7 +148,7 @@ func (s *store) bucketFor(key string, limit ratelimit.Limit, u, w int64) (*bucke
 // lookup returns the live bucket of (key, limit), or nil: it creates nothing.
 func (s *store) lookup(key string, limit ratelimit.Limit) *bucket {
 	h := s.hash(key, limit)
-	return s.shards[h&(numShards-1)].tab.Load().find(h, key, limit.Rate, limit.Burst)
+	return s.shards[h&(numShards-1)].tab.Load().find(h, key, limit.Rate, kindOf(limit))
 }
 
 // take decides on b, under limit: b's own, or less a reserve (see decideAt). It reports
@@ -161,10 +160,10 @@ func (s *store) take(b *bucket, limit ratelimit.Limit, u, w int64, n int, maxDel
 	var v verdict
 	var ok bool
 	switch {
-	case s.alg == ratelimit.FixedWindow:
-		v, ok = takeFixedWindow(&b.word, b.burst, limit, u, w, n)
-	case s.alg == ratelimit.SlidingWindowCounter:
-		v, ok = takeSlidingCounter(&b.word, b.burst, limit, u, w, n)
+	case b.alg() == ratelimit.FixedWindow:
+		v, ok = takeFixedWindow(&b.word, b.burst(), limit, u, w, n)
+	case b.alg() == ratelimit.SlidingWindowCounter:
+		v, ok = takeSlidingCounter(&b.word, b.burst(), limit, u, w, n)
 	case limit.Rate <= scriptMaxRate:
 		v, ok = takeGCRA(&b.word, limit, u, n)
 	default:
@@ -175,7 +174,7 @@ func (s *store) take(b *bucket, limit ratelimit.Limit, u, w int64, n int, maxDel
 
 // newBucket makes a fresh bucket for (key, limit), whose first decision comes at u.
 func (s *store) newBucket(key string, limit ratelimit.Limit, u, w int64) *bucket {
-	b := &bucket{key: key, rate: limit.Rate, burst: limit.Burst}
+	b := &bucket{key: key, rate: limit.Rate, kind: kindOf(limit)}
 	if st := s.newState(limit, u, w); st != nil {
 		b.lk = &locked{st: st}
 	} else {
@@ -187,7 +186,7 @@ func (s *store) newBucket(key string, limit ratelimit.Limit, u, w int64) *bucket
 // newState returns the state of a new bucket of limit that decides under a mutex, or nil
 // for one whose state is its word.
 func (s *store) newState(limit ratelimit.Limit, u, w int64) lockedState {
-	switch s.alg {
+	switch limit.Algorithm {
 	case ratelimit.TokenBucket:
 		if limit.Warmup != 0 {
 			return &warmBucket{period: limit.Warmup, burst: limit.Burst}
@@ -218,7 +217,7 @@ func (s *store) kill(b *bucket, u int64) bool {
 	if b.lk != nil {
 		return b.lk.kill(limit, u)
 	}
-	w := windowFor(s.alg, b.rate, b.burst)
+	w := windowFor(limit.Algorithm, limit.Rate, limit.Burst)
 	for {
 		old := b.word.Load()
 		switch old {
@@ -228,7 +227,7 @@ func (s *store) kill(b *bucket, u int64) bool {
 			return false // an AllowAll is deciding on it
 		}
 		var full bool
-		switch s.alg {
+		switch limit.Algorithm {
 		case ratelimit.FixedWindow:
 			full = fixedWindowFull(old, limit, u, w)
 		case ratelimit.SlidingWindowCounter:

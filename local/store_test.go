@@ -16,8 +16,9 @@ var bucketKinds = []string{"word", "locked"}
 // whose state is kept the way kind says.
 func testBucket(t *testing.T, alg ratelimit.Algorithm, kind string, limit ratelimit.Limit, u int64) (*store, *bucket) {
 	t.Helper()
-	s := newStore(alg, DefaultMaxBuckets)
+	s := newStore(DefaultMaxBuckets)
 	w := windowFor(alg, limit.Rate, limit.Burst)
+	limit.Algorithm = alg
 	b := s.newBucket("k", limit, u, w)
 	if kind == "locked" && b.lk == nil {
 		var st lockedState
@@ -29,7 +30,7 @@ func testBucket(t *testing.T, alg ratelimit.Algorithm, kind string, limit rateli
 		case ratelimit.SlidingWindowCounter:
 			st = &slidingCounter{window: w}
 		}
-		b = &bucket{key: b.key, rate: b.rate, burst: b.burst, lk: &locked{st: st}}
+		b = &bucket{key: b.key, rate: b.rate, kind: b.kind, lk: &locked{st: st}}
 	}
 	require.Equal(t, kind == "locked", b.lk != nil, "%v %v keeps its state in a word", alg, limit)
 	return s, b
@@ -41,8 +42,8 @@ func isFull(s *store, b *bucket, u int64) bool {
 	if b.lk != nil {
 		return b.lk.st.full(limit, u)
 	}
-	w := windowFor(s.alg, b.rate, b.burst)
-	switch s.alg {
+	w := windowFor(b.alg(), b.rate, b.burst())
+	switch b.alg() {
 	case ratelimit.FixedWindow:
 		return fixedWindowFull(b.word.Load(), limit, u, w)
 	case ratelimit.SlidingWindowCounter:

@@ -22,8 +22,8 @@ type table struct {
 }
 
 // slot is one entry of a table. hash is a filter, read before b; a lookup compares the
-// bucket itself, and the hash for its warm-up (see store.hash). The writer stores hash before b, so that a reader that loads a new b also
-// sees its hash.
+// bucket itself, and the hash for its warm-up (see store.hash). The writer stores hash
+// before b, so that a reader that loads a new b also sees its hash.
 type slot struct {
 	hash atomic.Uint64
 	b    atomic.Pointer[bucket]
@@ -52,16 +52,16 @@ func slotsFor(n int) int {
 // so the slot comes from the bits above them.
 func (t *table) start(h uint64) uint64 { return (h >> shardBits) & t.mask }
 
-// find returns the bucket of (key, r, burst), or nil. It takes no lock; under the shard's
-// mutex its answer is exact.
-func (t *table) find(h uint64, key string, r float64, burst int) *bucket {
+// find returns the bucket of (key, r, kind), or nil (see bucket.kind). It takes no lock;
+// under the shard's mutex its answer is exact.
+func (t *table) find(h uint64, key string, r float64, kind uint64) *bucket {
 	for i := t.start(h); ; i = (i + 1) & t.mask {
 		s := &t.slots[i]
 		b := s.b.Load()
 		if b == nil {
 			return nil
 		}
-		if s.hash.Load() == h && b.key == key && b.rate == r && b.burst == burst {
+		if s.hash.Load() == h && b.key == key && b.rate == r && b.kind == kind {
 			return b
 		}
 	}

@@ -9,22 +9,28 @@ import (
 
 var _ ratelimit.LimitValidator = (*Limiter)(nil)
 
-// ValidateLimit returns nil if the limiter's algorithm accepts limit, or an error wrapping
+// ValidateLimit returns nil if the algorithm that would decide limit (its own, or the
+// limiter's default) accepts it, or an error wrapping
 // ratelimit.ErrInvalidLimit that says why not: limit.Validate's reasons, a token bucket that
 // refills in less than 1 µs (see checkResolution), and the algorithm's own bounds (a sliding
 // log's ratelimit.MaxLogBurst, a window between 1 µs and 2⁵³ µs, a shaper's rate of at most
 // 10⁶ a second, as a warm-up's); or one wrapping ratelimit.ErrNotSupported for a warm-up on
-// any algorithm but the token bucket.
+// any algorithm but the token bucket, or for a limit that names no algorithm on a limiter
+// whose default this backend lacks.
 func (l *Limiter) ValidateLimit(limit ratelimit.Limit) error {
+	if limit.Algorithm == ratelimit.DefaultAlgorithm && !l.supported {
+		return fmt.Errorf("%w: algorithm %v on the local backend", ratelimit.ErrNotSupported, l.algorithm)
+	}
 	if err := limit.Validate(); err != nil {
 		return err
 	}
-	return l.checkAlgorithm(limit)
+	return checkAlgorithm(args.Resolve(limit, l.algorithm))
 }
 
-// checkAlgorithm is args.CheckAlgorithm, and checkResolution for a token bucket.
-func (l *Limiter) checkAlgorithm(limit ratelimit.Limit) error {
-	if err := args.CheckAlgorithm(l.algorithm, limit); err != nil || l.algorithm != ratelimit.TokenBucket {
+// checkAlgorithm is args.CheckAlgorithm for a limit whose algorithm is named, and
+// checkResolution for a token bucket.
+func checkAlgorithm(limit ratelimit.Limit) error {
+	if err := args.CheckAlgorithm(limit.Algorithm, limit); err != nil || limit.Algorithm != ratelimit.TokenBucket {
 		return err
 	}
 	return checkResolution(limit)

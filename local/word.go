@@ -42,9 +42,9 @@ func (s *store) decideWord(old uint64, burst int, limit ratelimit.Limit, u, w in
 	word.Store(old)
 	var v verdict
 	switch {
-	case s.alg == ratelimit.FixedWindow:
+	case limit.Algorithm == ratelimit.FixedWindow:
 		v, _ = takeFixedWindow(&word, burst, limit, u, w, n)
-	case s.alg == ratelimit.SlidingWindowCounter:
+	case limit.Algorithm == ratelimit.SlidingWindowCounter:
 		v, _ = takeSlidingCounter(&word, burst, limit, u, w, n)
 	case limit.Rate <= scriptMaxRate:
 		v, _ = takeGCRA(&word, limit, u, n)
@@ -58,9 +58,9 @@ func (s *store) decideWord(old uint64, burst int, limit ratelimit.Limit, u, w in
 // or noCharge (see Limiter.Refund).
 func (s *store) refundWord(old uint64, limit ratelimit.Limit, u, at, w int64, n int) uint64 {
 	switch {
-	case s.alg == ratelimit.FixedWindow:
+	case limit.Algorithm == ratelimit.FixedWindow:
 		return fixedWordRefund(old, limit, u, at, w, n)
-	case s.alg == ratelimit.SlidingWindowCounter:
+	case limit.Algorithm == ratelimit.SlidingWindowCounter:
 		return counterWordRefund(old, limit, u, at, w, n)
 	case limit.Rate <= scriptMaxRate:
 		return gcraRefund(old, limit, u, n)
@@ -71,7 +71,7 @@ func (s *store) refundWord(old uint64, limit ratelimit.Limit, u, at, w int64, n 
 // newWord returns the word of a new bucket of limit: a TAT of −∞ for the token bucket on the
 // script's arithmetic, 0 for the others (a whole-token TAT far in the past, counts of zero).
 func (s *store) newWord(limit ratelimit.Limit) uint64 {
-	if s.alg == ratelimit.TokenBucket && limit.Rate <= scriptMaxRate {
+	if limit.Algorithm == ratelimit.TokenBucket && limit.Rate <= scriptMaxRate {
 		return newGCRAWord
 	}
 	return 0

@@ -46,7 +46,9 @@ func (g *gcra) AllowN(_ context.Context, key string, limit ratelimit.Limit, n in
 	at := g.now().Truncate(time.Microsecond)
 	us := at.UnixMicro() - epochUS
 	now := float64(us) * limit.Rate / 1e6 // the clock, in tokens
-	bucket := key + "\x00" + limit.String()
+	named := limit                        // the one algorithm: a limit naming it is the limit naming none
+	named.Algorithm = ratelimit.DefaultAlgorithm
+	bucket := key + "\x00" + named.String()
 	tat := max(g.tats[bucket], now) // a TAT in the past is a full bucket
 	room := float64(limit.Burst - n)
 	if ahead := tat - now; ahead > room {
@@ -68,7 +70,7 @@ func (g *gcra) AllowN(_ context.Context, key string, limit ratelimit.Limit, n in
 }
 
 // check refuses what every backend refuses, and what a token bucket on a µs clock cannot
-// hold: a refill shorter than 1 µs or longer than 2^53 µs, and a warm-up.
+// hold: a refill shorter than 1 µs or longer than 2^53 µs, a warm-up, and another algorithm.
 func check(key string, limit ratelimit.Limit, n int) error {
 	switch {
 	case key == "":
@@ -80,7 +82,7 @@ func check(key string, limit ratelimit.Limit, n int) error {
 		return err
 	}
 	switch refill := float64(limit.Burst) / limit.Rate * 1e6; {
-	case limit.Warmup != 0:
+	case limit.Warmup != 0, limit.Algorithm != ratelimit.DefaultAlgorithm && limit.Algorithm != ratelimit.TokenBucket:
 		return ratelimit.ErrNotSupported
 	case refill < 1 || refill > maxUS:
 		return ratelimit.ErrInvalidLimit

@@ -16,7 +16,8 @@ import (
 // queueRules are the rules of Wait with ratelimit.LeakyBucket: a place in the queue is
 // reserved at once, then the caller sleeps until its turn. Each rule runs on a limiter with
 // no buckets yet, inside a testing/synctest bubble whose clock the limiter reads, so that
-// turns come exactly on time.
+// turns come exactly on time: a leaky bucket limiter with a limit that names no algorithm,
+// any other with one that names ratelimit.LeakyBucket.
 var queueRules = []rule{
 	{"Spacing", queueSpacing},
 	{"Deadline", queueDeadline},
@@ -24,14 +25,20 @@ var queueRules = []rule{
 	{"CanceledKeepsPlace", queueCanceledKeepsPlace},
 }
 
-// tenPerSecond is a queue of 5 places drained every 100 ms.
-var tenPerSecond = ratelimit.Limit{Rate: 10, Burst: 5}
+// queueLimit is a queue of 5 places drained every 100 ms, on h's limiter.
+func queueLimit(h harness) ratelimit.Limit {
+	limit := ratelimit.Limit{Rate: 10, Burst: 5}
+	if h.Algorithm != ratelimit.LeakyBucket {
+		limit.Algorithm = ratelimit.LeakyBucket
+	}
+	return limit
+}
 
 // queueSpacing: seven callers Wait at once on a queue of five. Five take a place at once and
 // leave 100 ms apart; the other two find it full, come back when a place frees up, and leave
 // in their turn: every 100 ms, one caller goes.
 func queueSpacing(t testing.TB, h harness) {
-	l := h.Limiter
+	l, tenPerSecond := h.Limiter, queueLimit(h)
 	start := time.Now()
 	var mu sync.Mutex
 	var left []time.Duration
@@ -53,7 +60,7 @@ func queueSpacing(t testing.TB, h harness) {
 // queueDeadline: a Wait whose turn would come after its deadline fails at once and takes
 // nothing; one whose turn comes exactly at the deadline goes.
 func queueDeadline(t testing.TB, h harness) {
-	l := h.Limiter
+	l, tenPerSecond := h.Limiter, queueLimit(h)
 	ctx := context.Background()
 	res, err := l.AllowN(ctx, "k", tenPerSecond, 3) // turns at 0, 100 and 200 ms: the queue ends at 300 ms
 	require.NoError(t, err)
@@ -76,7 +83,7 @@ func queueDeadline(t testing.TB, h harness) {
 // without waiting for a place. With room for the turn at 500 ms, the Wait waits for a place
 // (100 ms), then for its turn (400 ms more).
 func queueFullPastDeadline(t testing.TB, h harness) {
-	l := h.Limiter
+	l, tenPerSecond := h.Limiter, queueLimit(h)
 	ctx := context.Background()
 	res, err := l.AllowN(ctx, "k", tenPerSecond, 5)
 	require.NoError(t, err)
@@ -98,7 +105,7 @@ func queueFullPastDeadline(t testing.TB, h harness) {
 // queueCanceledKeepsPlace: a Wait canceled while it sleeps until its turn returns at once,
 // and the place stays taken: the caller after it keeps its turn.
 func queueCanceledKeepsPlace(t testing.TB, h harness) {
-	l := h.Limiter
+	l, tenPerSecond := h.Limiter, queueLimit(h)
 	ctx := context.Background()
 	res, err := l.Allow(ctx, "k", tenPerSecond) // turn at 0
 	require.NoError(t, err)

@@ -16,8 +16,8 @@ type Harness struct {
 	// is called for every rule, sometimes inside a testing/synctest bubble: it must not start
 	// anything that outlives the limiter. Required.
 	New func(t testing.TB, c Config) ratelimit.Limiter
-	// Algorithms are the algorithms the limiter implements. Nil means all of them
-	// (Algorithms()).
+	// Algorithms are the algorithms the limiter implements, as its default and named by a
+	// limit. Nil means all of them (Algorithms()).
 	Algorithms []ratelimit.Algorithm
 	// Clock says how the limiter's time can be moved. The zero value is ClockInjected.
 	Clock ClockControl
@@ -32,7 +32,9 @@ type Harness struct {
 
 // Config is what one limiter made by Harness.New must be built with.
 type Config struct {
-	// Algorithm is the limiter's algorithm, one of Harness.Algorithms.
+	// Algorithm is the limiter's default algorithm, one of Harness.Algorithms: it decides
+	// the limits that name none. The limiter must decide a limit naming any of
+	// Harness.Algorithms by that one, whatever its default (ratelimit.Limit.Algorithm).
 	Algorithm ratelimit.Algorithm
 	// Reserves are the limiter's priority reserves; the zero value is the default.
 	Reserves ratelimit.Reserves

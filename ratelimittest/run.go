@@ -22,8 +22,11 @@ type harness struct {
 	// CanWait says whether Limiter.Wait is implemented; if not, it returns
 	// ratelimit.ErrNotSupported.
 	CanWait bool
-	// Algorithm is the algorithm Limiter was built with.
+	// Algorithm is the algorithm Limiter was built with, its default.
 	Algorithm ratelimit.Algorithm
+	// Algorithms are all the algorithms the limiter implements (Harness.Algorithms): a limit
+	// may name any of them.
+	Algorithms []ratelimit.Algorithm
 	// Reserves returns a limiter built like Limiter (same backend, algorithm and clock, no
 	// buckets yet) but with the given priority reserves; nil unless Harness.Reserves.
 	Reserves func(r ratelimit.Reserves) ratelimit.Limiter
@@ -34,6 +37,8 @@ type harness struct {
 // capabilities are what a limiter turned out to implement.
 type capabilities struct {
 	multi, inspector, wait bool
+	// queue: Wait under a limit naming ratelimit.LeakyBucket joins its queue.
+	queue bool
 }
 
 // suite is a group of rules run alike: in a bubble, or not.
@@ -53,9 +58,12 @@ func suites(h Harness, alg ratelimit.Algorithm, c capabilities) []suite {
 		return []suite{{rules: clockFree}}
 	}
 	all := []suite{{rules: append(slices.Clone(rulesOf(alg)), common...)}}
+	mixed := slices.Clone(mixedRules)
 	if c.multi {
 		all = append(all, suite{"Multi", multiRules, false})
+		mixed = append(mixed, mixedMultiRules...)
 	}
+	all = append(all, suite{"Mixed", mixed, false})
 	if c.inspector {
 		all = append(all, suite{"Inspector", append(slices.Clone(inspectorRules), refundRulesOf(alg)...), false})
 	}
@@ -76,14 +84,16 @@ func suites(h Harness, alg ratelimit.Algorithm, c capabilities) []suite {
 		}
 		all = append(all, suite{"Interleavings", rules, false})
 	}
-	if c.wait && alg == ratelimit.LeakyBucket {
+	if c.queue {
 		all = append(all, suite{"QueueWait", queueRules, true})
 	}
 	return all
 }
 
 // probe makes one limiter of algorithm alg and finds out what it implements. Wait is
-// supported unless a Wait for a token of a new bucket answers ratelimit.ErrNotSupported.
+// supported unless a Wait for a token of a new bucket answers ratelimit.ErrNotSupported;
+// and so is a Wait in a leaky bucket's queue, asked of a limit naming ratelimit.LeakyBucket
+// when h implements it.
 func probe(t testing.TB, h Harness, alg ratelimit.Algorithm) capabilities {
 	t.Helper()
 	require.NotNil(t, h.New, "Harness.New is required")
@@ -98,6 +108,14 @@ func probe(t testing.TB, h Harness, alg ratelimit.Algorithm) capabilities {
 		require.NoError(t, err, "Wait for the first token of a new bucket")
 		c.wait = true
 	}
+	if slices.Contains(h.algorithms(), ratelimit.LeakyBucket) {
+		// Another key: on a leaky bucket limiter the first probe's bucket is this one, full.
+		err := l.Wait(context.Background(), "ratelimittest-probe-queue", ratelimit.Limit{Rate: 1, Burst: 1, Algorithm: ratelimit.LeakyBucket})
+		if !errors.Is(err, ratelimit.ErrNotSupported) {
+			require.NoError(t, err, "Wait for the first place in a new leaky bucket's queue")
+			c.queue = true
+		}
+	}
 	return c
 }
 
@@ -111,11 +129,12 @@ func build(t testing.TB, h Harness, alg ratelimit.Algorithm, c capabilities, inB
 	}
 	cfg := Config{Algorithm: alg, Clock: clock}
 	hh := harness{
-		Limiter:   h.New(t, cfg),
-		Advance:   clock.Advance,
-		CanWait:   c.wait,
-		Algorithm: alg,
-		fresh:     func() harness { return build(t, h, alg, c, inBubble) },
+		Limiter:    h.New(t, cfg),
+		Advance:    clock.Advance,
+		CanWait:    c.wait,
+		Algorithm:  alg,
+		Algorithms: h.algorithms(),
+		fresh:      func() harness { return build(t, h, alg, c, inBubble) },
 	}
 	if h.Clock == ClockUncontrolled {
 		hh.Advance = func(time.Duration) { require.FailNow(t, "a rule moved a clock the harness cannot move") }
@@ -163,9 +182,12 @@ func walk(r runner, h Harness) {
 // limiters h builds: for each of h.Algorithms, the rules of the algorithm (exact timelines,
 // reference models) and the common ones (bad input, keys, concurrency, Wait, Close); the
 // rules of ratelimit.MultiLimiter and ratelimit.Inspector when the limiter implements them,
-// and random interleavings of every call when it implements both; the rules of priority
-// reserves and warm-up as h declares them; the rules of a waiting Wait on the leaky bucket
-// when Wait is supported. Each rule runs on a limiter of its own, made by h.New.
+// and random interleavings of every call when it implements both; the rules of limits naming
+// their algorithm (ratelimit.Limit.Algorithm: each of h.Algorithms its own bucket, whatever
+// the limiter's default, and AllowAll over several); the rules of priority reserves and
+// warm-up as h declares them; the rules of a waiting Wait in a leaky bucket's queue when
+// Wait is supported for a limit naming ratelimit.LeakyBucket, whatever the limiter's
+// default. Each rule runs on a limiter of its own, made by h.New.
 func Run(t *testing.T, h Harness) {
 	t.Helper()
 	walk(testRunner{t}, h)

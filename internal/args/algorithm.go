@@ -18,6 +18,17 @@ const MaxShapingRate = 1e6
 // tokens exactly for 285 years.
 const MaxWarmupRate = 1e6
 
+// Resolve returns limit with its Algorithm named: its own, or def, the limiter's default,
+// when it names none (ratelimit.DefaultAlgorithm). Both backends key, validate and decide a
+// limit as Resolve names it, so that a limit naming the limiter's default and the same limit
+// naming none are one bucket.
+func Resolve(limit ratelimit.Limit, def ratelimit.Algorithm) ratelimit.Limit {
+	if limit.Algorithm == ratelimit.DefaultAlgorithm {
+		limit.Algorithm = def
+	}
+	return limit
+}
+
 // CheckAlgorithm returns nil when limit suits algorithm a, beyond what Check verifies, or an
 // error wrapping ratelimit.ErrInvalidLimit, or ratelimit.ErrNotSupported for a warm-up on an
 // algorithm without one (see CheckWarmup). Both backends call it after Check, so that they

@@ -10,10 +10,11 @@ import (
 // says: the list must not be empty, and each entry without the zero Limit must pass check
 // (the backend's own check of an AllowN of max(N, 1) tokens), have no warm-up
 // (ratelimit.ErrNotSupported), have N ≥ 0 and not repeat the
-// key and limit of an entry before it. It returns the index of the first bad entry and an
-// error naming it by index and Name, never by key, prefixed by pkg ("local: AllowAll"); or
-// -1 and nil. check(i) checks reqs[i].
-func CheckAll(pkg string, reqs []ratelimit.Request, check func(i int) error) (int, error) {
+// bucket of an entry before it: its key and its limit, whose algorithm is def, the limiter's
+// default, when it names none (see Resolve). It returns the index of the first bad entry and
+// an error naming it by index and Name, never by key, prefixed by pkg ("local: AllowAll");
+// or -1 and nil. check(i) checks reqs[i].
+func CheckAll(pkg string, reqs []ratelimit.Request, def ratelimit.Algorithm, check func(i int) error) (int, error) {
 	if len(reqs) == 0 {
 		return -1, fmt.Errorf("%s: %w: no requests", pkg, ratelimit.ErrInvalidRequest)
 	}
@@ -32,7 +33,7 @@ func CheckAll(pkg string, reqs []ratelimit.Request, check func(i int) error) (in
 		if err == nil && r.N < 0 {
 			err = fmt.Errorf("%w: n = %d", ratelimit.ErrInvalidCost, r.N)
 		}
-		if err == nil && repeats(reqs[:i], r) {
+		if err == nil && repeats(reqs[:i], r, def) {
 			err = fmt.Errorf("%w: the same key and limit twice", ratelimit.ErrInvalidRequest)
 		}
 		if err != nil {
@@ -42,10 +43,12 @@ func CheckAll(pkg string, reqs []ratelimit.Request, check func(i int) error) (in
 	return -1, nil
 }
 
-// repeats reports whether r's key and limit are those of one of reqs.
-func repeats(reqs []ratelimit.Request, r *ratelimit.Request) bool {
+// repeats reports whether r names the bucket of one of reqs, on a limiter whose default
+// algorithm is def.
+func repeats(reqs []ratelimit.Request, r *ratelimit.Request, def ratelimit.Algorithm) bool {
+	limit := Resolve(r.Limit, def)
 	for i := range reqs {
-		if reqs[i].Key == r.Key && reqs[i].Limit == r.Limit {
+		if reqs[i].Key == r.Key && Resolve(reqs[i].Limit, def) == limit {
 			return true
 		}
 	}

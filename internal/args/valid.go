@@ -16,6 +16,7 @@ func Valid(key string, limit ratelimit.Limit, n int) bool {
 	return key != "" && len(key) <= ratelimit.MaxKeyLen &&
 		limit.Rate > 0 && limit.Rate <= math.MaxFloat64 &&
 		n >= 1 && n <= limit.Burst && limit.Burst <= ratelimit.MaxBurst &&
+		uint(limit.Algorithm) <= uint(ratelimit.LeakyBucket) &&
 		(limit.Warmup == 0 || validWarmup(limit.Warmup))
 }
 
