@@ -74,13 +74,13 @@ func TestErrorNamesCause(t *testing.T) {
 	})
 }
 
-// TestClusterDeadSeed: a Cluster client one of whose seed addresses refuses connections
+// TestClusterDeadAddress: a Cluster client one of whose seed addresses refuses connections
 // loads its map of the slots on first use, dialing the seeds in a random order and retrying
 // the dead one for hundreds of milliseconds whatever the context says. The limiter's first
 // decision on each new client still returns within its deadline (50 ms, asserted with room
 // for a loaded machine), failing with ratelimit.ErrTimeout if the map is not loaded by then;
 // Check loads the map within the caller's deadline, after which decisions find it.
-func TestClusterDeadSeed(t *testing.T) {
+func TestClusterDeadAddress(t *testing.T) {
 	cluster := redistest.NewCluster(t)
 	seeds := append([]string{closedPort(t)}, cluster.Addrs()...)
 	limit := ratelimit.PerSecond(10)
