@@ -16,6 +16,7 @@ import (
 	"github.com/sluice-go/ratelimit/concurrency"
 	cdistributed "github.com/sluice-go/ratelimit/concurrency/distributed"
 	"github.com/sluice-go/ratelimit/httpmw"
+	"github.com/sluice-go/ratelimit/otelmetrics/otelmetricstest"
 )
 
 // WithConcurrency alone (no rate limit, a nil rate limiter): one export per client at a
@@ -32,7 +33,8 @@ func TestConcurrencyAlone(t *testing.T) {
 		}
 		_, _ = io.WriteString(w, "ok")
 	})
-	srv := httptest.NewServer(httpmw.New(nil, httpmw.WithConcurrency(conc, 1))(slow))
+	obs, reader := otelmetricstest.NewObserver(t)
+	srv := httptest.NewServer(httpmw.New(nil, httpmw.WithConcurrency(conc, 1), httpmw.WithObserver(obs))(slow))
 	t.Cleanup(srv.Close)
 
 	first := make(chan int)
@@ -49,6 +51,14 @@ func TestConcurrencyAlone(t *testing.T) {
 	close(release)
 	assert.Equal(t, 200, <-first)
 	assert.Equal(t, 200, send(t, http.MethodGet, srv.URL+"/export", ""))
+
+	// The observer counts the concurrency limit's decisions, and no rate limit's.
+	got := otelmetricstest.Collect(t, reader)
+	assert.Equal(t, map[string]int64{
+		"ratelimit.policy=default,ratelimit.result=allowed": 2,
+		"ratelimit.policy=default,ratelimit.result=denied":  1,
+	}, got.Counts(t, "ratelimit.concurrency.requests"))
+	assert.NotContains(t, got, "ratelimit.requests")
 }
 
 // Rate first, then concurrency: a request the rate limit denies takes no permit.

@@ -67,6 +67,13 @@ type Decision struct {
 	Limit ratelimit.Limit
 	// Duration is how long the decision took: the call to the limiter, nothing else.
 	Duration time.Duration
+	// Concurrency reports a concurrency limit's decision (a middleware's WithConcurrency)
+	// rather than a rate limit's: Outcome is allowed when the request got its permit to
+	// run, denied when none was free in time (the queue full), error when the concurrency
+	// limiter failed or the request's context ended while it waited. Backend names the
+	// concurrency limiter, Duration is the time spent getting the permit, Cost is 1, and
+	// Limit and Remaining are zero.
+	Concurrency bool
 }
 
 // Outcome is what a decision came to: allowed, denied, or no decision (an error).

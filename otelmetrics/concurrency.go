@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/sluice-go/ratelimit/concurrency"
+	"github.com/sluice-go/ratelimit/observe"
 )
 
 // concurrencySource is a concurrency limiter whose permits the ratelimit.concurrency.*
@@ -83,4 +84,92 @@ func registerConcurrency(meter metric.Meter, sources []concurrencySource) error 
 		return nil
 	}, minLimit, maxLimit, inFlight, waiting, keys)
 	return err
+}
+
+// permitCounters holds the counts of one (policy, backend) pair's concurrency decisions
+// (observe.Decision.Concurrency) and their attribute sets.
+type permitCounters struct {
+	policy string
+	counts [2]counter        // [allowed, denied]
+	errors [numKinds]counter // by error kind
+}
+
+func newPermitCounters(policy, _ string) *permitCounters {
+	p := attribute.String(attrPolicy, policy)
+	s := &permitCounters{policy: policy}
+	for _, out := range []observe.Outcome{observe.OutcomeAllowed, observe.OutcomeDenied} {
+		s.counts[out].attrs = metric.WithAttributeSet(attribute.NewSet(p, attribute.String(attrResult, out.String())))
+	}
+	for kind := range numKinds {
+		name := observe.ErrorKind(kind).String()
+		if kind == 0 {
+			name = other
+		}
+		s.errors[kind].attrs = metric.WithAttributeSet(attribute.NewSet(p,
+			attribute.String(attrResult, observe.OutcomeError.String()), attribute.String(attrErrorType, name)))
+	}
+	return s
+}
+
+// registerPermits makes ratelimit.concurrency.requests, which counts the decisions of
+// concurrency limits by policy and result.
+func (o *Observer) registerPermits(meter metric.Meter, maxSeries int) error {
+	o.permits = observe.NewSeries(maxSeries, newPermitCounters)
+	var err error
+	o.permitRequests, err = meter.Int64ObservableCounter("ratelimit.concurrency.requests",
+		metric.WithUnit("{request}"),
+		metric.WithDescription("Concurrency-limit decisions, by policy and result: a permit granted, refused, or not decided."))
+	if err != nil {
+		return err
+	}
+	_, err = meter.RegisterCallback(func(_ context.Context, obs metric.Observer) error {
+		type sums struct {
+			series *permitCounters
+			counts [2]int64
+			errors [numKinds]int64
+		}
+		byPolicy := make(map[string]*sums)
+		o.permits.All(func(s *permitCounters) {
+			sum := byPolicy[s.policy]
+			if sum == nil {
+				sum = &sums{series: s}
+				byPolicy[s.policy] = sum
+			}
+			for i := range s.counts {
+				sum.counts[i] += s.counts[i].n.Load()
+			}
+			for i := range s.errors {
+				sum.errors[i] += s.errors[i].n.Load()
+			}
+		})
+		for _, sum := range byPolicy {
+			for i, n := range sum.counts {
+				if n > 0 {
+					obs.ObserveInt64(o.permitRequests, n, sum.series.counts[i].attrs)
+				}
+			}
+			for i, n := range sum.errors {
+				if n > 0 {
+					obs.ObserveInt64(o.permitRequests, n, sum.series.errors[i].attrs)
+				}
+			}
+		}
+		return nil
+	}, o.permitRequests)
+	return err
+}
+
+// observePermit counts d, a concurrency limit's decision.
+func (o *Observer) observePermit(d observe.Decision) {
+	s := o.permits.Lookup(d.Policy, d.Backend)
+	switch d.Outcome {
+	case observe.OutcomeAllowed, observe.OutcomeDenied:
+		s.counts[d.Outcome].n.Add(1)
+	default:
+		kind := int(d.ErrorKind)
+		if kind >= numKinds {
+			kind = 0
+		}
+		s.errors[kind].n.Add(1)
+	}
 }

@@ -27,6 +27,10 @@
 //     ratelimit.concurrency.waiting ({request}) and ratelimit.concurrency.keys ({key})
 //     (asynchronous UpDownCounters): ratelimit.policy; only with WithConcurrency, from the
 //     limiter's concurrency.Stats. The limits are reported while the limiter tracks a key.
+//   - ratelimit.concurrency.requests (Counter, {request}): ratelimit.policy,
+//     ratelimit.result (allowed: a permit granted; denied: none free in time; error) and,
+//     on errors only, error.type: the decisions of a middleware's WithConcurrency
+//     (observe.Decision.Concurrency), which ratelimit.requests does not count.
 //
 // https://github.com/sluice-go/ratelimit/blob/main/docs/observability.md says what each
 // answers, with queries and alerts.

@@ -62,6 +62,11 @@ type Observer struct {
 
 	series *observe.Series[counters]
 	states map[[2]fallback.State]metric.AddOption // the attributes of the known transitions
+
+	// permitRequests counts concurrency limits' decisions, kept in permits: see
+	// registerPermits.
+	permitRequests metric.Int64ObservableCounter
+	permits        *observe.Series[permitCounters]
 }
 
 var (
@@ -119,7 +124,7 @@ func New(opts ...Option) (*Observer, error) {
 		}
 	}
 
-	var errs [7]error
+	var errs [8]error
 	o.requests, errs[0] = meter.Int64ObservableCounter("ratelimit.requests",
 		metric.WithUnit("{request}"),
 		metric.WithDescription("Rate-limiting decisions, by policy and result."))
@@ -138,6 +143,7 @@ func New(opts ...Option) (*Observer, error) {
 	}
 	errs[5] = registerBuckets(meter, cfg.buckets)
 	errs[6] = registerConcurrency(meter, cfg.concurrency)
+	errs[7] = o.registerPermits(meter, cfg.maxSeries)
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -241,6 +247,10 @@ func registerBuckets(meter metric.Meter, sources []bucketSource) error {
 func (o *Observer) ObserveDecision(ctx context.Context, d observe.Decision) {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if d.Concurrency {
+		o.observePermit(d)
+		return
 	}
 	s := o.series.Lookup(d.Policy, d.Backend)
 	shadow := 0

@@ -2,10 +2,12 @@ package prommetrics
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluice-go/ratelimit/concurrency"
+	"github.com/sluice-go/ratelimit/observe"
 )
 
 // The gauges of WithConcurrency, named and described as the OpenTelemetry exporter names
@@ -73,5 +75,78 @@ func collectConcurrency(ch chan<- prometheus.Metric, sources []concurrencySource
 		gauge(inFlightDesc, st.InFlight, s.policy)
 		gauge(waitingDesc, st.Waiting, s.policy)
 		gauge(keysDesc, st.Keys, s.policy)
+	}
+}
+
+// The counter of concurrency limits' decisions, as otelmetrics names it.
+var (
+	permitsDesc = prometheus.NewDesc("ratelimit_concurrency_requests_total",
+		"Concurrency-limit decisions, by policy and result: a permit granted, refused, or not decided.",
+		[]string{"ratelimit_policy", "ratelimit_result"}, nil)
+	permitErrorsDesc = prometheus.NewDesc("ratelimit_concurrency_requests_total",
+		"Concurrency-limit decisions, by policy and result: a permit granted, refused, or not decided.",
+		[]string{"error_type", "ratelimit_policy", "ratelimit_result"}, nil)
+)
+
+// permitCounters holds the counts of one (policy, backend) pair's concurrency decisions
+// (observe.Decision.Concurrency).
+type permitCounters struct {
+	policy string
+	counts [2]atomic.Int64        // [allowed, denied]
+	errors [numKinds]atomic.Int64 // by error kind
+}
+
+// observePermit counts d, a concurrency limit's decision.
+func (c *Collector) observePermit(d observe.Decision) {
+	s := c.permits.Lookup(d.Policy, d.Backend)
+	switch d.Outcome {
+	case observe.OutcomeAllowed, observe.OutcomeDenied:
+		s.counts[d.Outcome].Add(1)
+	default:
+		kind := int(d.ErrorKind)
+		if kind >= numKinds {
+			kind = 0
+		}
+		s.errors[kind].Add(1)
+	}
+}
+
+// collectPermits sends the counts of concurrency decisions, summed by policy.
+func (c *Collector) collectPermits(ch chan<- prometheus.Metric) {
+	type sums struct {
+		counts [2]int64
+		errors [numKinds]int64
+	}
+	byPolicy := make(map[string]*sums)
+	c.permits.All(func(s *permitCounters) {
+		sum := byPolicy[s.policy]
+		if sum == nil {
+			sum = &sums{}
+			byPolicy[s.policy] = sum
+		}
+		for i := range s.counts {
+			sum.counts[i] += s.counts[i].Load()
+		}
+		for i := range s.errors {
+			sum.errors[i] += s.errors[i].Load()
+		}
+	})
+	for policy, sum := range byPolicy {
+		for i, n := range sum.counts {
+			if n > 0 {
+				ch <- prometheus.MustNewConstMetric(permitsDesc, prometheus.CounterValue, float64(n),
+					policy, observe.Outcome(i).String())
+			}
+		}
+		for kind, n := range sum.errors {
+			if n > 0 {
+				name := observe.ErrorKind(kind).String()
+				if kind == 0 {
+					name = other
+				}
+				ch <- prometheus.MustNewConstMetric(permitErrorsDesc, prometheus.CounterValue, float64(n),
+					name, policy, observe.OutcomeError.String())
+			}
+		}
 	}
 }

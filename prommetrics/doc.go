@@ -32,6 +32,9 @@
 //     ratelimit_concurrency_in_flight, ratelimit_concurrency_waiting and
 //     ratelimit_concurrency_keys{ratelimit_policy}, with WithConcurrency: a concurrency
 //     limiter's concurrency.Stats, aggregated over its keys.
+//   - ratelimit_concurrency_requests_total{ratelimit_policy, ratelimit_result} (and
+//     error_type on errors): the decisions of a middleware's WithConcurrency
+//     (observe.Decision.Concurrency), which ratelimit_requests_total does not count.
 //
 // https://github.com/sluice-go/ratelimit/blob/main/docs/observability.md says what each
 // answers, with PromQL for the alerts.

@@ -50,6 +50,12 @@ func traffic(o observe.Observer, hooks ...func(fallback.StateChange)) {
 		{Policy: "api", Backend: "distributed", Priority: ratelimit.Sheddable, Outcome: observe.OutcomeDenied, Duration: 150 * us},
 		{Policy: "api", Backend: "distributed", Priority: ratelimit.Normal, Outcome: observe.OutcomeAllowed, Duration: 170 * us},
 		{Policy: "api", Backend: "distributed", Priority: ratelimit.Normal, Outcome: observe.OutcomeError, ErrorKind: observe.KindTimeout, Duration: 50 * time.Millisecond},
+		// A concurrency limit's decisions: their own counter, not ratelimit_requests_total.
+		{Policy: "exports", Backend: "local", Concurrency: true, Outcome: observe.OutcomeAllowed, Cost: 1},
+		{Policy: "exports", Backend: "distributed", Concurrency: true, Outcome: observe.OutcomeAllowed, Cost: 1, Duration: 300 * us},
+		{Policy: "exports", Backend: "local", Concurrency: true, Outcome: observe.OutcomeDenied, Cost: 1, Duration: 20 * time.Millisecond},
+		{Policy: "exports", Backend: "distributed", Concurrency: true, Outcome: observe.OutcomeError, ErrorKind: observe.KindTimeout, Cost: 1},
+		{Policy: "api", Backend: "local", Concurrency: true, Outcome: observe.OutcomeError, ErrorKind: observe.KindCanceled, Cost: 1},
 	} {
 		o.ObserveDecision(ctx, d)
 	}

@@ -69,6 +69,7 @@ type Collector struct {
 	buckets     []bucketSource
 	concurrency []concurrencySource
 	series      *observe.Series[counters]
+	permits     *observe.Series[permitCounters] // concurrency limits' decisions
 
 	transMu     sync.Mutex
 	transitions map[[2]string]int64
@@ -119,6 +120,9 @@ func New(opts ...Option) *Collector {
 		series: observe.NewSeries(cfg.maxSeries, func(policy, backend string) *counters {
 			return &counters{policy: policy, backend: backend}
 		}),
+		permits: observe.NewSeries(cfg.maxSeries, func(policy, _ string) *permitCounters {
+			return &permitCounters{policy: policy}
+		}),
 		transitions: make(map[[2]string]int64),
 	}
 }
@@ -126,6 +130,10 @@ func New(opts ...Option) *Collector {
 // ObserveDecision counts d. It allocates nothing once the pair (d.Policy, d.Backend) has
 // been seen, unless a name is not valid UTF-8.
 func (c *Collector) ObserveDecision(_ context.Context, d observe.Decision) {
+	if d.Concurrency {
+		c.observePermit(d)
+		return
+	}
 	s := c.series.Lookup(d.Policy, d.Backend)
 	shadow := 0
 	if d.Shadow {
@@ -200,6 +208,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(bucketsDesc, prometheus.GaugeValue, float64(b.count()), b.backend)
 	}
 	collectConcurrency(ch, c.concurrency)
+	c.collectPermits(ch)
 }
 
 // counts are the counts of a policy's decisions, summed over its backends.

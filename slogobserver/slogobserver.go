@@ -65,6 +65,10 @@ func (o *Observer) ObserveDecision(ctx context.Context, d observe.Decision) {
 		msg   string
 	)
 	switch {
+	case d.Concurrency && d.Outcome == observe.OutcomeDenied:
+		level, g, msg = o.deniedLevel, &o.denied, "concurrency limit: request refused, no permit free"
+	case d.Concurrency && d.Outcome == observe.OutcomeError:
+		level, g, msg = o.errorLevel, &o.errors, "concurrency limit: the limiter could not decide"
 	case d.Outcome == observe.OutcomeDenied && d.Shadow:
 		level, g, msg = o.deniedLevel, &o.denied, "rate limit: request would be denied (shadow)"
 	case d.Outcome == observe.OutcomeDenied:
@@ -91,15 +95,17 @@ func (o *Observer) ObserveDecision(ctx context.Context, d observe.Decision) {
 		slog.Bool("shadow", d.Shadow),
 		slog.Int("cost", d.Cost),
 		slog.String("priority", d.Priority.String()),
-		slog.String("limit", d.Limit.String()),
-		slog.Duration("duration", d.Duration),
 	)
+	if !d.Concurrency {
+		attrs = append(attrs, slog.String("limit", d.Limit.String()))
+	}
+	attrs = append(attrs, slog.Duration("duration", d.Duration))
 	if d.Outcome == observe.OutcomeError {
 		attrs = append(attrs, slog.String("error_type", d.ErrorKind.String()))
 		if d.Err != nil {
 			attrs = append(attrs, slog.String("err", d.Err.Error()))
 		}
-	} else {
+	} else if !d.Concurrency {
 		attrs = append(attrs, slog.Int("remaining", d.Remaining))
 	}
 	if d.Cached {

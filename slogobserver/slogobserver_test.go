@@ -115,6 +115,23 @@ func TestPriority(t *testing.T) {
 	}, out.lines())
 }
 
+// TestConcurrency: a concurrency limit's refusals and failures are logged as such, without
+// a rate limit's limit and remaining; its permits granted are not logged.
+func TestConcurrency(t *testing.T) {
+	var out logs
+	o := slogobserver.New(out.logger())
+	d := observe.Decision{Policy: "exports", Backend: "local", Concurrency: true, Cost: 1, Duration: 150}
+	o.ObserveDecision(context.Background(), d) // allowed
+	d.Outcome = observe.OutcomeDenied
+	o.ObserveDecision(context.Background(), d)
+	d.Outcome, d.ErrorKind, d.Err, d.Backend = observe.OutcomeError, observe.KindTimeout, ratelimit.ErrTimeout, "distributed"
+	o.ObserveDecision(context.Background(), d)
+	assert.Equal(t, []string{
+		`{"level":"INFO","msg":"concurrency limit: request refused, no permit free","policy":"exports","backend":"local","shadow":false,"cost":1,"priority":"critical","duration":150}`,
+		`{"level":"WARN","msg":"concurrency limit: the limiter could not decide","policy":"exports","backend":"distributed","shadow":false,"cost":1,"priority":"critical","duration":150,"error_type":"timeout","err":"ratelimit: backend did not answer in time"}`,
+	}, out.lines())
+}
+
 // TestLevels: records below the handler's level are neither written nor counted.
 func TestLevels(t *testing.T) {
 	var out logs

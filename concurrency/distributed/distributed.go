@@ -52,10 +52,17 @@ type Limiter struct {
 
 	mu      sync.Mutex
 	leases  map[string]map[*lease]struct{} // held permits by Redis key, for renewal
-	waiting map[string]int                 // callers waiting, by Redis key
+	waiting map[string]waiters             // callers waiting, by Redis key
 }
 
-var _ concurrency.Limiter = (*Limiter)(nil)
+// waiters are the callers of a limiter waiting for one key: how many, and the highest max
+// they asked for.
+type waiters struct{ n, max int }
+
+var (
+	_ concurrency.Limiter       = (*Limiter)(nil)
+	_ concurrency.StatsReporter = (*Limiter)(nil)
+)
 
 // New returns a Limiter that keeps its permits in Redis through client, which may be any
 // go-redis v9 client: *redis.Client (also from redis.NewFailoverClient, for Sentinel),
@@ -90,7 +97,7 @@ func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 		id:      hex.EncodeToString(b[:]),
 		done:    make(chan struct{}),
 		leases:  make(map[string]map[*lease]struct{}),
-		waiting: make(map[string]int),
+		waiting: make(map[string]waiters),
 	}
 	l.life, l.stop = context.WithCancel(context.Background())
 	go l.renewLoop()
@@ -114,7 +121,7 @@ func (l *Limiter) Acquire(ctx context.Context, key string, max int) (concurrency
 	if err != nil || ok {
 		return p, err
 	}
-	if !l.enter(rkey) {
+	if !l.enter(rkey, max) {
 		return concurrency.Permit{}, fmt.Errorf("distributed: %w", concurrency.ErrQueueFull)
 	}
 	defer l.leave(rkey)
@@ -178,7 +185,7 @@ func (l *Limiter) check(ctx context.Context, key string, max int) error {
 
 // try runs the acquisition script once.
 func (l *Limiter) try(ctx context.Context, rkey string, max int) (concurrency.Permit, bool, error) {
-	ls := &lease{l: l, key: rkey, id: l.id + ":" + strconv.FormatUint(l.seq.Add(1), 10)}
+	ls := &lease{l: l, key: rkey, max: max, id: l.id + ":" + strconv.FormatUint(l.seq.Add(1), 10)}
 	vals, err := l.run(ctx, acquireScript, rkey, max, l.ttl.Microseconds(), ls.id)
 	if err != nil {
 		// The script may have run and granted the permit while the reply was lost: free it,
@@ -249,23 +256,60 @@ func (l *Limiter) classify(ctx context.Context, err error) error {
 	return fmt.Errorf("distributed: %w", err)
 }
 
-// enter counts a waiting caller of rkey, if the queue has room.
-func (l *Limiter) enter(rkey string) bool {
+// enter counts a waiting caller of rkey, asking for max, if the queue has room.
+func (l *Limiter) enter(rkey string, max int) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.waiting[rkey] >= l.queue {
+	w := l.waiting[rkey]
+	if w.n >= l.queue {
 		return false
 	}
-	l.waiting[rkey]++
+	l.waiting[rkey] = waiters{n: w.n + 1, max: maxInt(w.max, max)}
 	return true
 }
+
+// maxInt is the builtin max, which Acquire's parameter of that name hides.
+func maxInt(a, b int) int { return max(a, b) }
 
 func (l *Limiter) leave(rkey string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.waiting[rkey]--; l.waiting[rkey] == 0 {
+	if w := l.waiting[rkey]; w.n > 1 {
+		l.waiting[rkey] = waiters{n: w.n - 1, max: w.max}
+	} else {
 		delete(l.waiting, rkey)
 	}
+}
+
+// Stats returns a snapshot of this limiter's own permits, not the fleet's: the keys it holds
+// permits of or waits for, the permits it holds (granted, not released, their leases not
+// lost), its callers waiting, and the lowest and highest limit among those keys (a key's
+// limit: the highest max of the calls holding or waiting for it). Summed over every instance
+// (the metrics' sum by policy), the in-flight figures are the fleet's. It asks nothing of
+// Redis, and holds the limiter's lock for one pass over its keys.
+func (l *Limiter) Stats() concurrency.Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	limits := make(map[string]int, len(l.leases)+len(l.waiting))
+	var s concurrency.Stats
+	for key, set := range l.leases {
+		s.InFlight += len(set)
+		for ls := range set {
+			limits[key] = max(limits[key], ls.max)
+		}
+	}
+	for key, w := range l.waiting {
+		s.Waiting += w.n
+		limits[key] = max(limits[key], w.max)
+	}
+	for _, m := range limits {
+		if s.Keys == 0 || m < s.MinLimit {
+			s.MinLimit = m
+		}
+		s.MaxLimit = max(s.MaxLimit, m)
+		s.Keys++
+	}
+	return s
 }
 
 // jitter returns a poll interval drawn from [poll/2, 3·poll/2).
@@ -277,6 +321,7 @@ func (l *Limiter) jitter() time.Duration {
 type lease struct {
 	l        *Limiter
 	key, id  string
+	max      int // the max of the call that acquired it, for Stats
 	released atomic.Bool
 }
 

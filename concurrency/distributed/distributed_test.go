@@ -316,3 +316,40 @@ func TestNew(t *testing.T) {
 	require.NoError(t, err)
 	assert.NoError(t, l.Close())
 }
+
+func TestStats(t *testing.T) {
+	client := newClient(t, redistest.NewServer(t).Addr())
+	l := newLimiter(t, client)
+	other := newLimiter(t, client) // another instance: its permits are not this one's
+	assert.Equal(t, concurrency.Stats{}, l.Stats())
+
+	a1, err := l.Acquire(t.Context(), "a", 3)
+	require.NoError(t, err)
+	a2, err := l.Acquire(t.Context(), "a", 4)
+	require.NoError(t, err)
+	b, err := l.Acquire(t.Context(), "b", 7)
+	require.NoError(t, err)
+	c, err := other.Acquire(t.Context(), "c", 1)
+	require.NoError(t, err)
+	assert.Equal(t, concurrency.Stats{Keys: 2, InFlight: 3, MinLimit: 4, MaxLimit: 7}, l.Stats())
+
+	// A caller waiting for c, which the other instance holds: a key of this limiter's now.
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error)
+	go func() {
+		_, err := l.Acquire(ctx, "c", 1)
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return l.Stats().Waiting == 1 }, 10*time.Second, time.Millisecond)
+	assert.Equal(t, concurrency.Stats{Keys: 3, InFlight: 3, Waiting: 1, MinLimit: 1, MaxLimit: 7}, l.Stats())
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+
+	a1.Release()
+	b.Release()
+	assert.Equal(t, concurrency.Stats{Keys: 1, InFlight: 1, MinLimit: 4, MaxLimit: 4}, l.Stats())
+	a2.Release()
+	c.Release()
+	assert.Equal(t, concurrency.Stats{}, l.Stats())
+	assert.Equal(t, concurrency.Stats{}, other.Stats())
+}

@@ -57,7 +57,10 @@ type Limiter struct {
 	closed    atomic.Bool
 }
 
-var _ concurrency.Limiter = (*Limiter)(nil)
+var (
+	_ concurrency.Limiter       = (*Limiter)(nil)
+	_ concurrency.StatsReporter = (*Limiter)(nil)
+)
 
 // New returns a Limiter that acquires permits from primary while it answers, and from
 // secondary, for max/instances of each key (WithInstances), while it does not. secondary
@@ -216,4 +219,28 @@ func isFailure(ctx context.Context, err error) bool {
 		return true
 	}
 	return false
+}
+
+// Stats returns the sum of the primary's and the secondary's Stats, for those of them that
+// report any (concurrency.StatsReporter: Local and the Redis backend do): the permits held
+// through this limiter wherever they were granted. MinLimit and MaxLimit span both.
+func (l *Limiter) Stats() concurrency.Stats {
+	var s concurrency.Stats
+	for _, part := range [2]concurrency.Limiter{l.primary, l.secondary} {
+		r, ok := part.(concurrency.StatsReporter)
+		if !ok {
+			continue
+		}
+		p := r.Stats()
+		if p.Keys > 0 {
+			if s.Keys == 0 || p.MinLimit < s.MinLimit {
+				s.MinLimit = p.MinLimit
+			}
+			s.MaxLimit = max(s.MaxLimit, p.MaxLimit)
+		}
+		s.Keys += p.Keys
+		s.InFlight += p.InFlight
+		s.Waiting += p.Waiting
+	}
+	return s
 }

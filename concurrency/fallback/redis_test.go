@@ -81,6 +81,8 @@ func TestRedisOutage(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, 1, secondary.Stats().InFlight)
+	// before, granted by Redis (max 12), and during, by the secondary (its share, 4).
+	assert.Equal(t, concurrency.Stats{Keys: 2, InFlight: 2, MinLimit: share, MaxLimit: max}, l.Stats())
 
 	server = server.Restart(t)
 	// go-redis answers with its last dial error until its pool has dialled again in the
@@ -101,5 +103,7 @@ func TestRedisOutage(t *testing.T) {
 	before.Release() // to a Redis that lost it: nothing happens
 	assert.Equal(t, int64(0), inRedis())
 	assert.Equal(t, 0, secondary.Stats().InFlight)
+	// Nothing in flight; the secondary still tracks the key, idle, with its share.
+	assert.Equal(t, concurrency.Stats{Keys: 1, MinLimit: share, MaxLimit: share}, l.Stats())
 	assert.Equal(t, []string{"closed → open", "half-open → closed"}, edges)
 }

@@ -370,7 +370,7 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 	}
 	do := tg.serve(t, s)
 
-	wantCounts := map[string]int64{}
+	wantCounts, wantPermits := map[string]int64{}, map[string]int64{}
 	for j = range requests {
 		p, c := prio(), cost()
 		before := append([]int(nil), m.charged...)
@@ -439,10 +439,19 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 			}
 			wantCounts[series]++
 		}
+		if fs&withConc != 0 && admitted {
+			// Each admitted request got its permit: the concurrency limit's own count.
+			wantPermits["ratelimit.policy=single,ratelimit.result=allowed"]++
+		}
 	}
 	if reader != nil {
 		got := reader.collect()
 		assert.Equal(t, wantCounts, got.Counts(t, "ratelimit.requests"))
+		if fs&withConc != 0 {
+			assert.Equal(t, wantPermits, got.Counts(t, "ratelimit.concurrency.requests"))
+		} else {
+			assert.NotContains(t, got, "ratelimit.concurrency.requests")
+		}
 		for attrs := range got.Histogram(t) {
 			if strings.Contains(attrs, "result=error") {
 				continue // the arguments, refused by whichever part checked them first

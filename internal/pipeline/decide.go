@@ -119,7 +119,14 @@ func (p *Pipeline[R]) acquire(ctx context.Context, r R, d Decision) Decision {
 			return d
 		}
 	}
+	var start time.Time
+	if p.observer != nil {
+		start = time.Now()
+	}
 	permit, err := p.opts.Concurrency.Acquire(ctx, BucketKey(d.Policy, d.Key, false), max)
+	if p.observer != nil {
+		p.reportPermit(ctx, r, d.Policy, err, time.Since(start))
+	}
 	switch {
 	case err == nil:
 		d.Permit = permit
@@ -227,6 +234,23 @@ func (d *Decision) bind() {
 	if !d.Multi.Allowed {
 		d.Result.RetryAfter = d.Multi.RetryAfter
 	}
+}
+
+// reportPermit tells the observer of a concurrency limit's decision (see
+// observe.Decision.Concurrency): a permit granted, refused (err wraps ErrQueueFull) or not
+// decided, in took.
+func (p *Pipeline[R]) reportPermit(ctx context.Context, r R, policy string, err error, took time.Duration) {
+	d := observe.Decision{Policy: policy, Backend: p.permitBackend, Cost: 1, Duration: took, Concurrency: true,
+		Priority: ratelimit.PriorityFrom(p.withPriority(ctx, r))}
+	switch {
+	case err == nil:
+		d.Outcome = observe.OutcomeAllowed
+	case errors.Is(err, concurrency.ErrQueueFull):
+		d.Outcome = observe.OutcomeDenied
+	default:
+		d.Outcome, d.Err, d.ErrorKind = observe.OutcomeError, err, observe.Classify(ctx, err)
+	}
+	p.observer.ObserveDecision(ctx, d)
 }
 
 // report tells the observer of d, decided in took: one report per limit, under its

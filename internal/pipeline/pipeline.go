@@ -104,6 +104,8 @@ type Pipeline[R any] struct {
 	observer observe.Observer
 	backend  string
 	origin   observe.OriginReporter
+	// permitBackend names the concurrency limiter (WithConcurrency) to the observer.
+	permitBackend string
 
 	// shadowResume is when shadow decisions resume after a backend failure, in nanoseconds
 	// since epoch on the monotonic clock: see ShadowPause.
@@ -192,8 +194,28 @@ func New[R any](prefix string, l ratelimit.Limiter, o *Options[R], onError func(
 			p.backend = observe.BackendName(l)
 		}
 		p.origin, _ = l.(observe.OriginReporter)
+		if o.Concurrency != nil {
+			p.permitBackend = permitBackend(o.Concurrency)
+		}
 	}
 	return p, nil
+}
+
+// permitBackend names a concurrency limiter as observe.BackendName names a rate limiter:
+// "local" for concurrency.Local, its package's name for a type named Limiter
+// ("distributed", "fallback"), else its package-qualified type name.
+func permitBackend(l concurrency.Limiter) string {
+	if n, ok := l.(observe.BackendNamer); ok {
+		return n.BackendName()
+	}
+	if _, ok := l.(*concurrency.Local); ok {
+		return "local"
+	}
+	name := strings.TrimLeft(fmt.Sprintf("%T", l), "*")
+	if pkg, ok := strings.CutSuffix(name, ".Limiter"); ok {
+		return pkg
+	}
+	return name
 }
 
 // isNil reports whether l is nil, or an interface holding a nil pointer (a *local.Limiter
