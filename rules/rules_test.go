@@ -47,18 +47,6 @@ const file = `{
   ]
 }`
 
-// view is a Request for the tests of Set.Limits.
-type view struct {
-	ctx           context.Context
-	route, method string
-}
-
-func (v view) Context() context.Context { return v.ctx }
-func (v view) Route() string            { return v.route }
-func (v view) Method() string           { return v.method }
-func (v view) FullMethod() string       { return "" }
-func (v view) Header(string) string     { return "" }
-
 // The first rule that matches decides; the default policy takes the rest.
 func TestLimits(t *testing.T) {
 	live := rules.New(registry)
@@ -69,8 +57,7 @@ func TestLimits(t *testing.T) {
 	pro := context.WithValue(context.Background(), planKey{}, "pro")
 
 	req := httptest.NewRequest(http.MethodPost, "/login", nil)
-	req.Pattern = "POST /login"
-	got := live.HTTP(nil)(req)
+	got := s.AppendLimits(nil, rules.FromHTTP(req, "POST /login"))
 	assert.Equal(t, []ratelimit.Request{
 		{Key: "ip:192.0.2.1:1234", Limit: ratelimit.PerMinute(2), Name: "login"},
 		{Key: "ip:192.0.2.1:1234", Limit: ratelimit.PerHour(10), Name: "login"},
@@ -78,11 +65,28 @@ func TestLimits(t *testing.T) {
 	req = httptest.NewRequestWithContext(pro, http.MethodGet, "/items", nil)
 	req.Header.Set("X-User", "42")
 	assert.Equal(t, []ratelimit.Request{{Key: "user:42", Limit: ratelimit.PerMinute(100), N: 2, Name: "pro"}},
-		live.HTTP(nil)(req))
+		s.AppendLimits(nil, rules.FromHTTP(req, "GET /items")))
 	// No rule matches: the default policy. Its key function reads an HTTP request, which
 	// this one is not: no key, which the middleware limits under its UnkeyedKey.
 	assert.Equal(t, []ratelimit.Request{{Key: "", Limit: ratelimit.PerMinute(3), Name: "free"}},
-		s.Limits(view{ctx: context.Background(), route: "GET /items"}))
+		s.AppendLimits(nil, rules.FromGRPC(context.Background(), "/pkg.S/M")))
+}
+
+// Matching a request and listing its limits allocate nothing, given room in dst (the key
+// function here allocates nothing either).
+func TestAppendLimitsAllocatesNothing(t *testing.T) {
+	live := rules.New(rules.Registry{
+		"client-ip": rules.HTTPKey(func(r *http.Request) (string, error) { return r.RemoteAddr, nil }),
+		"user":      rules.HTTPKey(func(r *http.Request) (string, error) { return r.Header.Get("X-User"), nil }),
+		"plan":      func(rules.Request) (string, error) { return "free", nil },
+	})
+	require.NoError(t, live.Load("rules.json", []byte(file)))
+	s := live.Set()
+	req := httptest.NewRequest(http.MethodGet, "/items", nil)
+	in := rules.FromHTTP(req, "GET /items") // the last rule is tried, and fails: the default
+	buf := make([]ratelimit.Request, 0, 2)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { buf = s.AppendLimits(buf[:0], in) }))
+	assert.Equal(t, []ratelimit.Request{{Key: "", Limit: ratelimit.PerMinute(3), Name: "free"}}, buf)
 }
 
 // Every mistake of a file is found at load, named by file, line and rule or policy, all of
@@ -136,7 +140,7 @@ func TestThroughHTTPMiddleware(t *testing.T) {
 	ok := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
 	mux.Handle("POST /login", ok)
 	mux.Handle("GET /items", ok)
-	srv := httptest.NewServer(httpmw.New(limiter, httpmw.WithLimits(live.HTTP(mux)))(mux))
+	srv := httptest.NewServer(httpmw.New(limiter, httpmw.WithRules(live))(mux))
 	t.Cleanup(srv.Close)
 	status := func(method, path string) int {
 		req, err := http.NewRequest(method, srv.URL+path, nil)
