@@ -33,4 +33,3 @@ var (
 	errNotHTTP = ratelimit.ErrKeyEmpty // an HTTP key function asked of a gRPC call: no key
 	errNotGRPC = ratelimit.ErrKeyEmpty
 )
-
