@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/httpmw"
 	"github.com/sluice-go/ratelimit/local"
 	"github.com/sluice-go/ratelimit/rules"
@@ -110,8 +111,19 @@ func TestInvalidFiles(t *testing.T) {
     {"match": {}, "policy": "a"},
     {"match": {"key": {"tier": "gold"}}, "policy": "a"}
   ]}`,
+		"policy fields": `{"policies": {
+  "a": {"limits": ["1/s"], "key": "user", "priority": "urgent"},
+  "b": {"limits": ["1/s"], "key": "user", "concurrency": -1},
+  "c": {"limits": ["1/s"], "key": "user", "shadow": true, "concurrency": 2},
+  "d": {"key": "user", "concurrency": 2},
+  "e": {"key": "user"}}}`,
 	}
 	want := map[string]string{
+		"policy fields": `rules: invalid rules: rules.json:2: policy "a": priority "urgent" is not one of critical, normal, sheddable
+rules: invalid rules: rules.json:3: policy "b": concurrency -1 is below 0
+rules: invalid rules: rules.json:4: policy "c": shadow and concurrency: a shadow policy decides rate limits only, and a permit would be held for real
+rules: invalid rules: rules.json:5: policy "d": concurrency 2 needs a concurrency limiter (rules.WithConcurrency)
+rules: invalid rules: rules.json:6: policy "e": no limits and no concurrency`,
 		"unknown top field":    "rules: invalid rules: rules.json:1: unknown field polices (version, default, policies, rules)",
 		"unknown policy field": `rules: invalid rules: rules.json:2: policy "a": json: unknown field "burst"`,
 		"everything else": `rules: invalid rules: rules.json:3: policy "a": ratelimit: invalid limit: "10/week": unknown unit "week" (s, min, h or day)
@@ -186,4 +198,77 @@ func TestWatch(t *testing.T) {
 		cancel()
 		<-done
 	})
+}
+
+// A policy's concurrency holds its requests, per key, to at most that many in flight, with
+// permits of rules.WithConcurrency's limiter; the rate-limited policies beside it are
+// unaffected, and a policy may have a concurrency and no limits.
+func TestPolicyConcurrency(t *testing.T) {
+	limiter := local.New()
+	t.Cleanup(func() { _ = limiter.Close() })
+	conc := concurrency.NewLocal(concurrency.WithQueue(-1, concurrency.OldestFirst))
+	t.Cleanup(func() { _ = conc.Close() })
+	live := rules.New(registry, rules.WithConcurrency(conc))
+	require.NoError(t, live.Load("rules.json", []byte(`{
+  "default": "free",
+  "policies": {
+    "export": {"concurrency": 1, "key": "user"},
+    "free":   {"limits": ["100/min"], "key": "user"}
+  },
+  "rules": [{"match": {"route": "GET /export"}, "policy": "export"}]
+}`)))
+	entered, release := make(chan struct{}), make(chan struct{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /export", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Hold") != "" {
+			entered <- struct{}{}
+			<-release
+		}
+	})
+	mux.HandleFunc("GET /items", func(http.ResponseWriter, *http.Request) {})
+	srv := httptest.NewServer(httpmw.New(limiter, httpmw.WithRules(live))(mux))
+	t.Cleanup(srv.Close)
+	status := func(path, user string, hold bool) int {
+		req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		require.NoError(t, err)
+		req.Header.Set("X-User", user)
+		if hold {
+			req.Header.Set("X-Hold", "1")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	held := make(chan int)
+	go func() { held <- status("/export", "42", true) }()
+	<-entered
+	assert.Equal(t, http.StatusServiceUnavailable, status("/export", "42", false), "user 42 has its one export running")
+	assert.Equal(t, http.StatusOK, status("/export", "7", false), "another user has a permit of their own")
+	assert.Equal(t, http.StatusOK, status("/items", "42", false), "the free plan holds no permit")
+	close(release)
+	assert.Equal(t, http.StatusOK, <-held)
+	assert.Equal(t, http.StatusOK, status("/export", "42", false), "the permit was released")
+}
+
+// WithRules refuses, at construction, the options that would give what the rules give.
+func TestWithRulesConflicts(t *testing.T) {
+	limiter := local.New()
+	t.Cleanup(func() { _ = limiter.Close() })
+	live := rules.New(registry)
+	conc := concurrency.NewLocal()
+	t.Cleanup(func() { _ = conc.Close() })
+	cases := map[string][]httpmw.Option{
+		"httpmw: New: WithRules and WithLimit both give the limits: pass one of them": {httpmw.WithRules(live), httpmw.WithLimit(ratelimit.PerSecond(1))},
+		"httpmw: New: WithLimits and WithRules both give the limits: pass one of them": {
+			httpmw.WithLimits(func(*http.Request) []ratelimit.Request { return nil }), httpmw.WithRules(live)},
+		"httpmw: New: WithKeyFunc and WithRules: the rules give each request its key and cost; pass one of them": {
+			httpmw.WithRules(live), httpmw.WithKeyFunc(func(*http.Request) (string, error) { return "k", nil })},
+		"httpmw: New: WithConcurrency and WithRules: the rules give each policy its concurrency (rules.WithConcurrency); pass one of them": {
+			httpmw.WithRules(live), httpmw.WithConcurrency(conc, 1)},
+		"httpmw: New: WithRules: nil *rules.Rules": {httpmw.WithRules(nil)},
+	}
+	for want, opts := range cases {
+		assert.PanicsWithValue(t, want, func() { httpmw.New(limiter, opts...) })
+	}
 }
