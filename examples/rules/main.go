@@ -63,9 +63,9 @@ func newRules(limiter ratelimit.LimitValidator, onError func(error)) *rules.Rule
 	}
 	reg := rules.Registry{
 		"client-ip": rules.HTTPKey(httpkeys.ClientIP()), // the socket peer's address
-		"global": func(rules.Request) (string, error) { return "all", nil },
-		"user":   fromSession(func(s session) string { return s.user }),
-		"plan":   fromSession(func(s session) string { return s.plan }),
+		"global":    func(rules.Request) (string, error) { return "all", nil },
+		"user":      fromSession(func(s session) string { return s.user }),
+		"plan":      fromSession(func(s session) string { return s.plan }),
 	}
 	return rules.New(reg, rules.WithParser(rulesyaml.Parse), rules.WithValidator(limiter),
 		rules.WithErrorHandler(onError))
