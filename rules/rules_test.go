@@ -13,9 +13,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/concurrency"
+	"github.com/sluice-go/ratelimit/grpcmw"
 	"github.com/sluice-go/ratelimit/httpmw"
 	"github.com/sluice-go/ratelimit/local"
 	"github.com/sluice-go/ratelimit/rules"
@@ -271,4 +273,57 @@ func TestWithRulesConflicts(t *testing.T) {
 	for want, opts := range cases {
 		assert.PanicsWithValue(t, want, func() { httpmw.New(limiter, opts...) })
 	}
+	assert.PanicsWithValue(t, "grpcmw: UnaryClientInterceptor: WithWait and WithRules cannot be combined: Limiter.Wait takes one limit, and a policy may have several",
+		func() { grpcmw.UnaryClientInterceptor(limiter, grpcmw.WithRules(live), grpcmw.WithWait()) })
+}
+
+// A request is decided under the set in force when it arrived, from its policy to its
+// bucket: here its key function reloads the rules (to a limit of 5 a minute) after its
+// policy was found, and the request is still limited by the 2 a minute of its own set.
+func TestOneSetPerRequest(t *testing.T) {
+	limiter := local.New(local.WithClock(func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }))
+	t.Cleanup(func() { _ = limiter.Close() })
+	const two = `{"version": "2", "default": "a", "policies": {"a": {"limits": ["2/min"], "key": "reload"}}}`
+	const five = `{"version": "5", "default": "a", "policies": {"a": {"limits": ["5/min"], "key": "reload"}}}`
+	var live *rules.Rules
+	live = rules.New(rules.Registry{"reload": func(r rules.Request) (string, error) {
+		if r.Header("X-Reload") != "" {
+			require.NoError(t, live.Load("rules.json", []byte(five)))
+		}
+		return "k", nil
+	}})
+	require.NoError(t, live.Load("rules.json", []byte(two)))
+	h := httpmw.New(limiter, httpmw.WithRules(live))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.Header.Set("X-Reload", "1")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	assert.Equal(t, "2", w.Header().Get("X-RateLimit-Limit"), "the limit of the set the request arrived under")
+	assert.Equal(t, "1", w.Header().Get("X-RateLimit-Remaining"))
+	assert.Equal(t, "5", live.Set().Version, "the reload took effect for the requests that follow")
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+	assert.Equal(t, "5", w.Header().Get("X-RateLimit-Limit"))
+}
+
+// A gRPC call is read by its full method and its incoming metadata.
+func TestGRPCRequest(t *testing.T) {
+	live := rules.New(rules.Registry{"caller": rules.GRPCKey(func(ctx context.Context, _ string) (string, error) { return "c", nil })})
+	require.NoError(t, live.Load("rules.json", []byte(`{"policies": {
+    "batch":  {"limits": ["1/s"], "key": "caller"},
+    "search": {"limits": ["10/s"], "key": "caller"}},
+  "rules": [
+    {"match": {"full_method": "/pkg.S/Search", "header": {"X-Batch": "yes"}}, "policy": "batch"},
+    {"match": {"route": "/pkg.S/Search"}, "policy": "search"}]}`)))
+	s := live.Set()
+	batch := metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-batch", "yes"))
+	assert.Equal(t, "batch", s.Match(rules.FromGRPC(batch, "/pkg.S/Search")).Name)
+	assert.Equal(t, "search", s.Match(rules.FromGRPC(context.Background(), "/pkg.S/Search")).Name)
+	assert.Nil(t, s.Match(rules.FromGRPC(batch, "/pkg.S/Other")))
+	key, err := s.Match(rules.FromGRPC(batch, "/pkg.S/Search")).KeyOf(rules.FromGRPC(batch, "/pkg.S/Search"))
+	assert.Equal(t, []any{"c", nil}, []any{key, err})
+	// An HTTP key function has no key for a call, and a gRPC one none for an HTTP request.
+	_, err = rules.GRPCKey(func(context.Context, string) (string, error) { return "c", nil })(
+		rules.FromHTTP(httptest.NewRequest(http.MethodGet, "/", nil), "GET /"))
+	assert.ErrorIs(t, err, ratelimit.ErrKeyEmpty)
 }
