@@ -36,7 +36,7 @@ func New(l ratelimit.Limiter, opts ...Option) gin.HandlerFunc {
 		return nil
 	})
 	if errors.Is(err, pipeline.ErrNoLimit) {
-		panic("ginmw: New: no limit configured: pass WithLimit, WithRouteLimits, WithLimitFunc or WithLimits")
+		panic("ginmw: New: no limit configured: pass WithLimit, WithRouteLimits, WithLimitFunc, WithLimits or WithRules")
 	}
 	if err != nil {
 		panic("ginmw: New: " + err.Error())

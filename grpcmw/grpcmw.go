@@ -52,7 +52,7 @@ func newInterceptor(name string, l ratelimit.Limiter, opts []Option) *intercepto
 		return o.onError(c.ctx, c.method, err)
 	})
 	if errors.Is(err, pipeline.ErrNoLimit) {
-		panic("grpcmw: " + name + ": no limit configured: pass WithLimit, WithMethodLimits, WithLimitFunc or WithLimits")
+		panic("grpcmw: " + name + ": no limit configured: pass WithLimit, WithMethodLimits, WithLimitFunc, WithLimits or WithRules")
 	}
 	if err != nil {
 		panic("grpcmw: " + name + ": " + err.Error())

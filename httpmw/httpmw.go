@@ -37,7 +37,7 @@ func New(l ratelimit.Limiter, opts ...Option) func(http.Handler) http.Handler {
 		return nil
 	})
 	if errors.Is(err, pipeline.ErrNoLimit) {
-		panic("httpmw: New: no limit configured: pass WithLimit, WithRouteLimits, WithLimitFunc or WithLimits")
+		panic("httpmw: New: no limit configured: pass WithLimit, WithRouteLimits, WithLimitFunc, WithLimits or WithRules")
 	}
 	if err != nil {
 		panic("httpmw: New: " + err.Error())
