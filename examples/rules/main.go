@@ -40,10 +40,15 @@ func main() {
 // session is what the server knows of a signed-in caller.
 type session struct{ user, plan string }
 
-// sessions stands for the service's session store: tokens it issued, and whose they are.
-var sessions = map[string]session{
-	"ann-token": {user: "ann", plan: "free"},
-	"bob-token": {user: "bob", plan: "pro"},
+// lookup stands for the service's session store: the session of a token it issued.
+func lookup(token string) (session, bool) {
+	switch token {
+	case "ann-token":
+		return session{user: "ann", plan: "free"}, true
+	case "bob-token":
+		return session{user: "bob", plan: "pro"}, true
+	}
+	return session{}, false
 }
 
 // sessionKey is the context key of the caller's session.
@@ -96,7 +101,7 @@ func newRouter(limiter ratelimit.Limiter, live *rules.Rules) *gin.Engine {
 // in the request's context.
 func authenticate(c *gin.Context) {
 	token, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
-	if s, known := sessions[token]; ok && known {
+	if s, known := lookup(token); ok && known {
 		c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), sessionKey{}, s))
 	}
 }
