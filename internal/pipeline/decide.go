@@ -74,9 +74,12 @@ func (p *Pipeline[R]) decideRules(ctx context.Context, r R) Decision {
 		}
 	}
 	if len(pol.Limits) > 0 {
-		pctx := p.withPriority(ctx, r)
+		// The policy's priority wins over WithPriorityFunc's, which is not asked then.
+		var pctx context.Context
 		if pol.HasPriority {
 			pctx = ratelimit.WithPriority(ctx, pol.Priority)
+		} else {
+			pctx = p.withPriority(ctx, r)
 		}
 		d = p.decideLimits(pctx, r, d)
 	}
