@@ -327,3 +327,24 @@ func TestGRPCRequest(t *testing.T) {
 		rules.FromHTTP(httptest.NewRequest(http.MethodGet, "/", nil), "GET /"))
 	assert.ErrorIs(t, err, ratelimit.ErrKeyEmpty)
 }
+
+// On net/http the route is the pattern http.ServeMux routed the request by, when the
+// middleware wraps a handler the mux routes to.
+func TestRouteInsideMux(t *testing.T) {
+	limiter := local.New(local.WithClock(func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }))
+	t.Cleanup(func() { _ = limiter.Close() })
+	live := rules.New(registry)
+	require.NoError(t, live.Load("rules.json", []byte(`{"policies": {"items": {"limits": ["1/min"], "key": "client-ip"}},
+  "rules": [{"match": {"route": "GET /items/{id}"}, "policy": "items"}]}`)))
+	mw := httpmw.New(limiter, httpmw.WithRules(live))
+	mux := http.NewServeMux()
+	mux.Handle("GET /items/{id}", mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+	mux.Handle("GET /other", mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+	code := func(path string) int {
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+		return w.Code
+	}
+	assert.Equal(t, []int{200, 429, 200, 200}, []int{code("/items/1"), code("/items/2"), code("/other"), code("/other")},
+		"one bucket for the pattern; no rule for /other, and no default: not limited")
+}
