@@ -101,7 +101,8 @@ type Policy struct {
 	Cost int
 	// Priority is the priority of the policy's requests when HasPriority is set; otherwise
 	// they keep the one the middleware gives them (ratelimit.WithPriority).
-	Priority    ratelimit.Priority
+	Priority ratelimit.Priority
+	// HasPriority reports that the file names the policy's priority.
 	HasPriority bool
 	// Shadow decides and reports the policy's requests, in buckets of their own, and lets
 	// every one proceed: a safe rollout of a new limit.
