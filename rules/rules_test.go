@@ -3,6 +3,7 @@ package rules_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -204,8 +205,15 @@ func TestWatch(t *testing.T) {
 
 // A policy's concurrency holds its requests, per key, to at most that many in flight, with
 // permits of rules.WithConcurrency's limiter; the rate-limited policies beside it are
-// unaffected, and a policy may have a concurrency and no limits.
+// unaffected, and a policy may have a concurrency and no limits. Under WithShadow no
+// policy holds a permit.
 func TestPolicyConcurrency(t *testing.T) {
+	for _, shadow := range []bool{false, true} {
+		t.Run(fmt.Sprint("shadow=", shadow), func(t *testing.T) { policyConcurrency(t, shadow) })
+	}
+}
+
+func policyConcurrency(t *testing.T, shadow bool) {
 	limiter := local.New()
 	t.Cleanup(func() { _ = limiter.Close() })
 	conc := concurrency.NewLocal(concurrency.WithQueue(-1, concurrency.OldestFirst))
@@ -228,7 +236,11 @@ func TestPolicyConcurrency(t *testing.T) {
 		}
 	})
 	mux.HandleFunc("GET /items", func(http.ResponseWriter, *http.Request) {})
-	srv := httptest.NewServer(httpmw.New(limiter, httpmw.WithRules(live))(mux))
+	opts := []httpmw.Option{httpmw.WithRules(live)}
+	if shadow {
+		opts = append(opts, httpmw.WithShadow()) // every policy shadow: no permit is held
+	}
+	srv := httptest.NewServer(httpmw.New(limiter, opts...)(mux))
 	t.Cleanup(srv.Close)
 	status := func(path, user string, hold bool) int {
 		req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
@@ -245,7 +257,11 @@ func TestPolicyConcurrency(t *testing.T) {
 	held := make(chan int)
 	go func() { held <- status("/export", "42", true) }()
 	<-entered
-	assert.Equal(t, http.StatusServiceUnavailable, status("/export", "42", false), "user 42 has its one export running")
+	busy := http.StatusServiceUnavailable
+	if shadow {
+		busy = http.StatusOK
+	}
+	assert.Equal(t, busy, status("/export", "42", false), "user 42 has its one export running")
 	assert.Equal(t, http.StatusOK, status("/export", "7", false), "another user has a permit of their own")
 	assert.Equal(t, http.StatusOK, status("/items", "42", false), "the free plan holds no permit")
 	close(release)
