@@ -88,7 +88,7 @@ func WithLimits(f func(ctx context.Context, fullMethod string) []ratelimit.Reque
 // asks. See https://github.com/sluice-go/ratelimit/blob/main/docs/rules.md.
 func WithRules(rs *rules.Rules) Option {
 	return func(o *options) {
-		o.SetRules(rs, func(c call) rules.Request { return rules.FromGRPC(c.ctx, c.method) })
+		o.SetRules(rs, func(c call) rules.Request { return rules.FromGRPC(c.ctx, c.method, metadataValue) })
 	}
 }
 

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"google.golang.org/grpc/metadata"
-
 	"github.com/sluice-go/ratelimit"
 )
 
@@ -21,6 +19,7 @@ type Request struct {
 	method     string
 	fullMethod string
 	http       *http.Request
+	metadata   func(ctx context.Context, name string) string
 }
 
 // FromHTTP is r as rules read it, routed by route: the pattern http.ServeMux routed it by
@@ -30,10 +29,12 @@ func FromHTTP(r *http.Request, route string) Request {
 }
 
 // FromGRPC is a gRPC call as rules read it: its route and full method are fullMethod
-// ("/pkg.Service/Method"), its headers the incoming metadata of ctx (on the client side,
-// the outgoing).
-func FromGRPC(ctx context.Context, fullMethod string) Request {
-	return Request{ctx: ctx, route: fullMethod, fullMethod: fullMethod}
+// ("/pkg.Service/Method"), and metadata(ctx, name) gives the first value of its metadata
+// name, "" when absent (grpcmw's reads the incoming metadata, or on a client the
+// outgoing); nil means none. It is a function rather than the metadata itself so that a
+// call no rule asks about is not read, and so that this package does not import gRPC.
+func FromGRPC(ctx context.Context, fullMethod string, metadata func(ctx context.Context, name string) string) Request {
+	return Request{ctx: ctx, route: fullMethod, fullMethod: fullMethod, metadata: metadata}
 }
 
 // Context is the request's context.
@@ -59,19 +60,11 @@ func (r Request) HTTP() *http.Request { return r.http }
 
 // Header is the first value of an HTTP header, or of gRPC metadata, "" when absent.
 func (r Request) Header(name string) string {
-	if r.http != nil {
+	switch {
+	case r.http != nil:
 		return r.http.Header.Get(name)
-	}
-	if r.ctx == nil {
-		return ""
-	}
-	vals := metadata.ValueFromIncomingContext(r.ctx, name)
-	if vals == nil {
-		md, _ := metadata.FromOutgoingContext(r.ctx)
-		vals = md.Get(name)
-	}
-	if len(vals) > 0 {
-		return vals[0]
+	case r.metadata != nil:
+		return r.metadata(r.Context(), name)
 	}
 	return ""
 }

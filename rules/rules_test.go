@@ -14,7 +14,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/concurrency"
@@ -73,7 +76,7 @@ func TestLimits(t *testing.T) {
 	// No rule matches: the default policy. Its key function reads an HTTP request, which
 	// this one is not: no key, which the middleware limits under its UnkeyedKey.
 	assert.Equal(t, []ratelimit.Request{{Key: "", Limit: ratelimit.PerMinute(3), Name: "free"}},
-		s.AppendLimits(nil, rules.FromGRPC(context.Background(), "/pkg.S/M")))
+		s.AppendLimits(nil, rules.FromGRPC(context.Background(), "/pkg.S/M", nil)))
 }
 
 // Matching a request and listing its limits allocate nothing, given room in dst (the key
@@ -322,7 +325,15 @@ func TestOneSetPerRequest(t *testing.T) {
 	assert.Equal(t, "5", w.Header().Get("X-RateLimit-Limit"))
 }
 
-// A gRPC call is read by its full method and its incoming metadata.
+// incoming reads a call's incoming metadata, as grpcmw's reader does.
+func incoming(ctx context.Context, name string) string {
+	if v := metadata.ValueFromIncomingContext(ctx, name); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// A gRPC call is read by its full method and its metadata.
 func TestGRPCRequest(t *testing.T) {
 	live := rules.New(rules.Registry{"caller": rules.GRPCKey(func(ctx context.Context, _ string) (string, error) { return "c", nil })})
 	require.NoError(t, live.Load("rules.json", []byte(`{"policies": {
@@ -333,10 +344,10 @@ func TestGRPCRequest(t *testing.T) {
     {"match": {"route": "/pkg.S/Search"}, "policy": "search"}]}`)))
 	s := live.Set()
 	batch := metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-batch", "yes"))
-	assert.Equal(t, "batch", s.Match(rules.FromGRPC(batch, "/pkg.S/Search")).Name)
-	assert.Equal(t, "search", s.Match(rules.FromGRPC(context.Background(), "/pkg.S/Search")).Name)
-	assert.Nil(t, s.Match(rules.FromGRPC(batch, "/pkg.S/Other")))
-	key, err := s.Match(rules.FromGRPC(batch, "/pkg.S/Search")).KeyOf(rules.FromGRPC(batch, "/pkg.S/Search"))
+	assert.Equal(t, "batch", s.Match(rules.FromGRPC(batch, "/pkg.S/Search", incoming)).Name)
+	assert.Equal(t, "search", s.Match(rules.FromGRPC(context.Background(), "/pkg.S/Search", incoming)).Name)
+	assert.Nil(t, s.Match(rules.FromGRPC(batch, "/pkg.S/Other", incoming)))
+	key, err := s.Match(rules.FromGRPC(batch, "/pkg.S/Search", incoming)).KeyOf(rules.FromGRPC(batch, "/pkg.S/Search", incoming))
 	assert.Equal(t, []any{"c", nil}, []any{key, err})
 	// An HTTP key function has no key for a call, and a gRPC one none for an HTTP request.
 	_, err = rules.GRPCKey(func(context.Context, string) (string, error) { return "c", nil })(
@@ -363,4 +374,25 @@ func TestRouteInsideMux(t *testing.T) {
 	}
 	assert.Equal(t, []int{200, 429, 200, 200}, []int{code("/items/1"), code("/items/2"), code("/other"), code("/other")},
 		"one bucket for the pattern; no rule for /other, and no default: not limited")
+}
+
+// Through the gRPC interceptor, called as a server calls it: a rule on metadata selects
+// the calls that carry it.
+func TestGRPCMetadataThroughInterceptor(t *testing.T) {
+	limiter := local.New(local.WithClock(func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }))
+	t.Cleanup(func() { _ = limiter.Close() })
+	live := rules.New(rules.Registry{"caller": func(rules.Request) (string, error) { return "c", nil }})
+	require.NoError(t, live.Load("rules.json", []byte(`{"default": "search", "policies": {
+    "batch":  {"limits": ["1/min"], "key": "caller"},
+    "search": {"limits": ["10/min"], "key": "caller"}},
+  "rules": [{"match": {"header": {"X-Batch": "yes"}}, "policy": "batch"}]}`)))
+	icpt := grpcmw.UnaryServerInterceptor(limiter, grpcmw.WithRules(live))
+	info := &grpc.UnaryServerInfo{FullMethod: "/pkg.S/Search"}
+	call := func(ctx context.Context) codes.Code {
+		_, err := icpt(ctx, nil, info, func(context.Context, any) (any, error) { return nil, nil })
+		return status.Code(err)
+	}
+	batch := metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-batch", "yes"))
+	assert.Equal(t, []codes.Code{codes.OK, codes.ResourceExhausted, codes.OK},
+		[]codes.Code{call(batch), call(batch), call(context.Background())})
 }

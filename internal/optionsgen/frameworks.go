@@ -161,7 +161,7 @@ var frameworks = map[string]*framework{
 		DefaultKey:   "keyOf(grpckeys.FullMethod())",
 		Table:        "WithMethodLimits",
 		TableName:    "func(c call) string { return c.method }",
-		RulesRequest: "func(c call) rules.Request { return rules.FromGRPC(c.ctx, c.method) }",
+		RulesRequest: "func(c call) rules.Request { return rules.FromGRPC(c.ctx, c.method, metadataValue) }",
 		RulesRoute: "A call's route is its full method, and its headers are its metadata. The " +
 			"client constructors panic beside [WithWait].",
 
