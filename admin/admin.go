@@ -68,9 +68,13 @@ type errorBody struct {
 }
 
 type policyBody struct {
-	Name   string   `json:"name"`
-	Limits []string `json:"limits"`
-	Key    string   `json:"key"`
+	Name        string   `json:"name"`
+	Limits      []string `json:"limits"`
+	Key         string   `json:"key"`
+	Cost        int      `json:"cost,omitempty"`
+	Priority    string   `json:"priority,omitempty"`
+	Shadow      bool     `json:"shadow,omitempty"`
+	Concurrency int      `json:"concurrency,omitempty"`
 }
 
 // stateBody is what a request of cost 1 would be answered now, under one limit (Peek):
@@ -92,7 +96,10 @@ func (h *Handler) list(w http.ResponseWriter, _ *http.Request) {
 		out.Version = set.Version
 		for _, name := range set.Policies() {
 			p, _ := set.Policy(name)
-			pb := policyBody{Name: p.Name, Key: p.Key}
+			pb := policyBody{Name: p.Name, Key: p.Key, Cost: p.Cost, Shadow: p.Shadow, Concurrency: p.Concurrency}
+			if p.HasPriority {
+				pb.Priority = p.Priority.String()
+			}
 			for _, l := range p.Limits {
 				pb.Limits = append(pb.Limits, l.String())
 			}

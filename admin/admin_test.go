@@ -31,7 +31,7 @@ func TestAdmin(t *testing.T) {
 
 	mux := http.NewServeMux()
 	mux.Handle("POST /login", http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	app := httptest.NewServer(httpmw.New(limiter, httpmw.WithLimits(live.HTTP(mux)))(mux))
+	app := httptest.NewServer(httpmw.New(limiter, httpmw.WithRules(live))(mux))
 	t.Cleanup(app.Close)
 	ops := httptest.NewServer(admin.New(limiter, live, func(r *http.Request) bool { return r.Header.Get("Authorization") == "Bearer s3cret" }))
 	t.Cleanup(ops.Close)

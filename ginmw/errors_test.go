@@ -107,9 +107,9 @@ func TestNewPanics(t *testing.T) {
 	l, _ := newLimiter(t)
 	assert.PanicsWithValue(t, "ginmw: New: nil Limiter",
 		func() { ginmw.New(nil, ginmw.WithLimit(ratelimit.PerMinute(1))) })
-	assert.PanicsWithValue(t, "ginmw: New: no limit configured: pass WithLimit, WithRouteLimits, WithLimitFunc or WithLimits",
+	assert.PanicsWithValue(t, "ginmw: New: no limit configured: pass WithLimit, WithRouteLimits, WithLimitFunc, WithLimits or WithRules",
 		func() { ginmw.New(l) })
-	assert.PanicsWithValue(t, "ginmw: New: no limit configured: pass WithLimit, WithRouteLimits, WithLimitFunc or WithLimits",
+	assert.PanicsWithValue(t, "ginmw: New: no limit configured: pass WithLimit, WithRouteLimits, WithLimitFunc, WithLimits or WithRules",
 		func() { ginmw.New(l, ginmw.WithLimitFunc(nil)) })
 	assert.PanicsWithValue(t, "ginmw: New: WithLimit(0/s burst 5): ratelimit: invalid limit: rate 0 is not a finite number greater than zero",
 		func() { ginmw.New(l, ginmw.WithLimit(ratelimit.Limit{Burst: 5})) })

@@ -36,7 +36,7 @@ func New(l ratelimit.Limiter, opts ...Option) gin.HandlerFunc {
 		return nil
 	})
 	if errors.Is(err, pipeline.ErrNoLimit) {
-		panic("ginmw: New: no limit configured: pass WithLimit, WithRouteLimits, WithLimitFunc or WithLimits")
+		panic("ginmw: New: no limit configured: pass WithLimit, WithRouteLimits, WithLimitFunc, WithLimits or WithRules")
 	}
 	if err != nil {
 		panic("ginmw: New: " + err.Error())
@@ -55,9 +55,9 @@ func (m *middleware) handle(c *gin.Context) {
 	switch {
 	case !d.Decided:
 	case d.Reqs != nil:
-		headers.SetMulti(c.Writer.Header(), m.Style, d.Reqs, d.Multi)
+		headers.SetMulti(c.Writer.Header(), m.p.Style(d), d.Reqs, d.Multi)
 	default:
-		headers.Set(c.Writer.Header(), m.Style, d.Policy, d.Result)
+		headers.Set(c.Writer.Header(), m.p.Style(d), d.Policy, d.Result)
 	}
 	switch d.Verdict {
 	case pipeline.Proceed:

@@ -11,6 +11,7 @@ import (
 	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/keyfuncs"
 	"github.com/sluice-go/ratelimit/observe"
+	"github.com/sluice-go/ratelimit/rules"
 )
 
 // WithKeyFunc sets how a request's key is found. Default: [keyfuncs.ClientIP](), the socket
@@ -56,6 +57,28 @@ func WithRouteLimits(limits map[string]ratelimit.Limit, def ratelimit.Limit) Opt
 // https://github.com/sluice-go/ratelimit/blob/main/docs/limits.md.
 func WithLimits(f func(c *gin.Context) []ratelimit.Request) Option {
 	return func(o *options) { o.SetLimits(f) }
+}
+
+// WithRules gives each request its policy from the rules in force in rs (a rules file, kept
+// current by rs.Load and rs.Watch): the policy of the first rule that matches, or the
+// file's default, gives its limits (decided all or nothing), its key, its cost, and what it
+// says of priority, shadow mode and concurrency (permits of rules.WithConcurrency's
+// limiter). A request is decided under one set from start to end, whatever reloads happen
+// meanwhile; a request no policy applies to, or that comes before the first load, is not
+// limited. A request's route is Gin's FullPath ("/v1/items/:id").
+//
+// Beside it: New panics when [WithLimit], [WithRouteLimits], [WithLimitFunc], [WithLimits],
+// [WithKeyFunc], [WithCostFunc] or [WithConcurrency] is given too, or when the limiter does
+// not implement [ratelimit.MultiLimiter]; a policy's priority wins over [WithPriorityFunc],
+// which gives the priority of the policies that name none; [WithShadow] makes every policy
+// shadow (and holds no permit); [WithSkipFunc], [WithRefundIf], [WithObserver],
+// [WithErrorPolicy] and [WithHeaderStyle] work as with limits given in Go, and the requests
+// of a shadow policy get no rate-limit headers unless WithHeaderStyle asks. See
+// https://github.com/sluice-go/ratelimit/blob/main/docs/rules.md.
+func WithRules(rs *rules.Rules) Option {
+	return func(o *options) {
+		o.SetRules(rs, func(c *gin.Context) rules.Request { return rules.FromHTTP(c.Request, c.FullPath()) })
+	}
 }
 
 // WithRefundIf gives a request's tokens back after the handler ran, when f says so: count

@@ -59,6 +59,9 @@ func newClientInterceptor(name string, l ratelimit.Limiter, opts []Option) *inte
 	if m.wait && m.Cost != nil {
 		panic("grpcmw: " + name + ": WithWait and WithCostFunc cannot be combined: Limiter.Wait takes one token")
 	}
+	if m.wait && m.Rules != nil {
+		panic("grpcmw: " + name + ": WithWait and WithRules cannot be combined: Limiter.Wait takes one limit, and a policy may have several")
+	}
 	return m
 }
 

@@ -184,9 +184,9 @@ func TestConstructorsPanic(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			p := "grpcmw: " + name + ": "
 			assert.PanicsWithValue(t, p+"nil Limiter", func() { build(nil, one) })
-			assert.PanicsWithValue(t, p+"no limit configured: pass WithLimit, WithMethodLimits, WithLimitFunc or WithLimits",
+			assert.PanicsWithValue(t, p+"no limit configured: pass WithLimit, WithMethodLimits, WithLimitFunc, WithLimits or WithRules",
 				func() { build(l) })
-			assert.PanicsWithValue(t, p+"no limit configured: pass WithLimit, WithMethodLimits, WithLimitFunc or WithLimits",
+			assert.PanicsWithValue(t, p+"no limit configured: pass WithLimit, WithMethodLimits, WithLimitFunc, WithLimits or WithRules",
 				func() { build(l, grpcmw.WithLimitFunc(nil)) })
 			assert.PanicsWithValue(t, p+"WithLimit(0/s burst 5): ratelimit: invalid limit: rate 0 is not a finite number greater than zero",
 				func() { build(l, grpcmw.WithLimit(ratelimit.Limit{Burst: 5})) })

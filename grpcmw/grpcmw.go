@@ -52,7 +52,7 @@ func newInterceptor(name string, l ratelimit.Limiter, opts []Option) *intercepto
 		return o.onError(c.ctx, c.method, err)
 	})
 	if errors.Is(err, pipeline.ErrNoLimit) {
-		panic("grpcmw: " + name + ": no limit configured: pass WithLimit, WithMethodLimits, WithLimitFunc or WithLimits")
+		panic("grpcmw: " + name + ": no limit configured: pass WithLimit, WithMethodLimits, WithLimitFunc, WithLimits or WithRules")
 	}
 	if err != nil {
 		panic("grpcmw: " + name + ": " + err.Error())
@@ -121,14 +121,15 @@ func (m *interceptor) decide(ctx context.Context, fullMethod string, wait bool) 
 // trailer returns the trailer metadata of a decision: the rate-limit fields of the header
 // style, and the pushback when given; nil when there is none.
 func (m *interceptor) trailer(d pipeline.Decision, pushback string) metadata.MD {
-	if m.Style == headers.StyleNone && d.Result.Allowed {
+	style := m.p.Style(d)
+	if style == headers.StyleNone && d.Result.Allowed {
 		return nil
 	}
 	md := make(metadata.MD, 6)
 	if d.Reqs != nil {
-		headers.SetMulti(http.Header(md), m.Style, d.Reqs, d.Multi)
+		headers.SetMulti(http.Header(md), style, d.Reqs, d.Multi)
 	} else {
-		headers.Set(http.Header(md), m.Style, d.Policy, d.Result)
+		headers.Set(http.Header(md), style, d.Policy, d.Result)
 	}
 	for _, n := range fieldNames { // metadata keys are lower case
 		if v, ok := md[n.canonical]; ok {

@@ -3,6 +3,8 @@ package grpcmw
 import (
 	"context"
 
+	"google.golang.org/grpc/metadata"
+
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/pipeline"
 	"github.com/sluice-go/ratelimit/keyfuncs/grpckeys"
@@ -82,4 +84,18 @@ func WithPerMessage() Option {
 // goroutine and a stream for every waiting call.
 func WithWait() Option {
 	return func(o *options) { o.wait = true }
+}
+
+// metadataValue is the first value of the metadata name of a call's context, "" when
+// absent: the incoming metadata on a server, the outgoing on a client (WithRules).
+func metadataValue(ctx context.Context, name string) string {
+	vals := metadata.ValueFromIncomingContext(ctx, name)
+	if vals == nil {
+		md, _ := metadata.FromOutgoingContext(ctx)
+		vals = md.Get(name)
+	}
+	if len(vals) > 0 {
+		return vals[0]
+	}
+	return ""
 }

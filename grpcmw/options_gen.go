@@ -11,6 +11,7 @@ import (
 	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/keyfuncs/grpckeys"
 	"github.com/sluice-go/ratelimit/observe"
+	"github.com/sluice-go/ratelimit/rules"
 )
 
 // WithKeyFunc sets how a call's key is found, from its context and full method name
@@ -66,6 +67,29 @@ func WithLimits(f func(ctx context.Context, fullMethod string) []ratelimit.Reque
 		g = func(c call) []ratelimit.Request { return f(c.ctx, c.method) }
 	}
 	return func(o *options) { o.SetLimits(g) }
+}
+
+// WithRules gives each call its policy from the rules in force in rs (a rules file, kept
+// current by rs.Load and rs.Watch): the policy of the first rule that matches, or the
+// file's default, gives its limits (decided all or nothing), its key, its cost, and what it
+// says of priority, shadow mode and concurrency (permits of rules.WithConcurrency's
+// limiter). A call is decided under one set from start to end, whatever reloads happen
+// meanwhile; a call no policy applies to, or that comes before the first load, is not
+// limited. A call's route is its full method, and its headers are its metadata. The client
+// constructors panic beside [WithWait].
+//
+// Beside it: The constructors panic when [WithLimit], [WithMethodLimits], [WithLimitFunc],
+// [WithLimits], [WithKeyFunc], [WithCostFunc] or [WithConcurrency] is given too, or when
+// the limiter does not implement [ratelimit.MultiLimiter]; a policy's priority wins over
+// [WithPriorityFunc], which gives the priority of the policies that name none; [WithShadow]
+// makes every policy shadow (and holds no permit); [WithSkipFunc], [WithRefundIf],
+// [WithObserver], [WithErrorPolicy] and [WithHeaderStyle] work as with limits given in Go,
+// and the requests of a shadow policy get no rate-limit metadata unless WithHeaderStyle
+// asks. See https://github.com/sluice-go/ratelimit/blob/main/docs/rules.md.
+func WithRules(rs *rules.Rules) Option {
+	return func(o *options) {
+		o.SetRules(rs, func(c call) rules.Request { return rules.FromGRPC(c.ctx, c.method, metadataValue) })
+	}
 }
 
 // WithRefundIf gives a call's tokens back after the handler (on the client side, the call)

@@ -37,7 +37,7 @@ func New(l ratelimit.Limiter, opts ...Option) func(http.Handler) http.Handler {
 		return nil
 	})
 	if errors.Is(err, pipeline.ErrNoLimit) {
-		panic("httpmw: New: no limit configured: pass WithLimit, WithRouteLimits, WithLimitFunc or WithLimits")
+		panic("httpmw: New: no limit configured: pass WithLimit, WithRouteLimits, WithLimitFunc, WithLimits or WithRules")
 	}
 	if err != nil {
 		panic("httpmw: New: " + err.Error())
@@ -47,7 +47,7 @@ func New(l ratelimit.Limiter, opts ...Option) func(http.Handler) http.Handler {
 		mux, _ := next.(*http.ServeMux)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			x := exchange{w: w, r: r}
-			if m.routes {
+			if m.routes || m.Rules != nil {
 				x.pattern = m.routeOf(w, r, mux)
 			}
 			d, ok := m.admit(x)
@@ -78,9 +78,10 @@ type middleware struct {
 var errNoPattern = errors.New("httpmw: WithRouteLimits: a request has no route pattern, so it gets the default limit: " +
 	"wrap the handlers http.ServeMux routes to, or the *http.ServeMux itself, or find patterns with WithRouteFunc")
 
-// routeOf returns r's route pattern for WithRouteLimits: WithRouteFunc's, or the one
-// http.ServeMux routed it by, or, when the middleware wraps mux, the one mux will route it
-// by. The first request without one is reported to the error handler.
+// routeOf returns r's route pattern for WithRouteLimits and WithRules: WithRouteFunc's, or
+// the one http.ServeMux routed it by, or, when the middleware wraps mux, the one mux will
+// route it by. With WithRouteLimits, the first request without one is reported to the error
+// handler (a rules file may match on other things than routes).
 func (m *middleware) routeOf(w http.ResponseWriter, r *http.Request, mux *http.ServeMux) string {
 	pattern := r.Pattern
 	switch {
@@ -89,7 +90,7 @@ func (m *middleware) routeOf(w http.ResponseWriter, r *http.Request, mux *http.S
 	case pattern == "" && mux != nil:
 		_, pattern = mux.Handler(r)
 	}
-	if pattern == "" && !m.unrouted.Load() && m.unrouted.CompareAndSwap(false, true) {
+	if pattern == "" && m.routes && !m.unrouted.Load() && m.unrouted.CompareAndSwap(false, true) {
 		m.onError(w, r, errNoPattern)
 	}
 	return pattern
@@ -102,9 +103,9 @@ func (m *middleware) admit(x exchange) (pipeline.Decision, bool) {
 	switch {
 	case !d.Decided:
 	case d.Reqs != nil:
-		headers.SetMulti(w.Header(), m.Style, d.Reqs, d.Multi)
+		headers.SetMulti(w.Header(), m.p.Style(d), d.Reqs, d.Multi)
 	default:
-		headers.Set(w.Header(), m.Style, d.Policy, d.Result)
+		headers.Set(w.Header(), m.p.Style(d), d.Policy, d.Result)
 	}
 	switch d.Verdict {
 	case pipeline.Proceed:

@@ -90,7 +90,7 @@ func TestNilOptions(t *testing.T) {
 func TestNewPanics(t *testing.T) {
 	l := newLimiter(t)
 	assert.PanicsWithValue(t, "httpmw: New: nil Limiter", func() { httpmw.New(nil, httpmw.WithLimit(ratelimit.PerMinute(1))) })
-	assert.PanicsWithValue(t, "httpmw: New: no limit configured: pass WithLimit, WithRouteLimits, WithLimitFunc or WithLimits",
+	assert.PanicsWithValue(t, "httpmw: New: no limit configured: pass WithLimit, WithRouteLimits, WithLimitFunc, WithLimits or WithRules",
 		func() { httpmw.New(l) })
 	assert.PanicsWithValue(t, "httpmw: New: WithLimit(1/s burst 0): ratelimit: invalid limit: burst 0 is less than 1",
 		func() { httpmw.New(l, httpmw.WithLimit(ratelimit.Limit{Rate: 1})) })

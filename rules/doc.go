@@ -1,9 +1,10 @@
 // Package rules keeps limits in configuration: a rules file maps requests to named
 // policies, each with one or more limits decided all or nothing, on a key the program's
-// registered key functions find; the middlewares take them through WithLimits.
+// registered key functions find, with a cost, a priority, a shadow flag and a concurrency;
+// the middlewares take them through their WithRules option.
 //
 //	live := rules.New(rules.Registry{"client-ip": rules.HTTPKey(httpkeys.ClientIP())})
-//	handler := httpmw.New(limiter, httpmw.WithLimits(live.HTTP(mux)))(mux)
+//	handler := httpmw.New(limiter, httpmw.WithRules(live))(mux)
 //
 // after live.LoadFile("rules.json"), which refuses a bad file, and with go live.Watch(...)
 // to reload it when it changes; ExampleNew runs it whole.

@@ -43,7 +43,7 @@ func ExampleNew() {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /login", func(w http.ResponseWriter, _ *http.Request) {})
 	mux.HandleFunc("GET /items", func(w http.ResponseWriter, _ *http.Request) {})
-	handler := httpmw.New(limiter, httpmw.WithLimits(live.HTTP(mux)))(mux)
+	handler := httpmw.New(limiter, httpmw.WithRules(live))(mux)
 
 	for _, route := range []string{"POST /login", "POST /login", "POST /login", "GET /items"} {
 		var method, path string

@@ -14,7 +14,9 @@ import (
 //	  "default": "api",
 //	  "policies": {
 //	    "login": {"limits": ["5/min", "20/h"], "key": "client-ip"},
-//	    "api":   {"limits": ["100/min"], "key": "user", "cost": 1}
+//	    "api":   {"limits": ["100/min"], "key": "user", "cost": 1, "priority": "normal"},
+//	    "export": {"concurrency": 3, "key": "user"},
+//	    "search": {"limits": ["10/s"], "key": "user", "shadow": true}
 //	  },
 //	  "rules": [
 //	    {"match": {"route": "POST /login"}, "policy": "login"}
@@ -85,14 +87,18 @@ func parsePolicies(dec *json.Decoder, data []byte, doc *Document) error {
 		}
 		name, _ := tok.(string)
 		var p struct {
-			Limits []string `json:"limits"`
-			Key    string   `json:"key"`
-			Cost   int      `json:"cost"`
+			Limits      []string `json:"limits"`
+			Key         string   `json:"key"`
+			Cost        int      `json:"cost"`
+			Priority    string   `json:"priority"`
+			Shadow      bool     `json:"shadow"`
+			Concurrency int      `json:"concurrency"`
 		}
 		if err := dec.Decode(&p); err != nil {
 			return lineError{line, fmt.Errorf("policy %q: %w", name, err)}
 		}
-		doc.Policies = append(doc.Policies, PolicyDoc{Line: line, Name: name, Limits: p.Limits, Key: p.Key, Cost: p.Cost})
+		doc.Policies = append(doc.Policies, PolicyDoc{Line: line, Name: name, Limits: p.Limits, Key: p.Key, Cost: p.Cost,
+			Priority: p.Priority, Shadow: p.Shadow, Concurrency: p.Concurrency})
 	}
 	return expect(dec, '}')
 }

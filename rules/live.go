@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/concurrency"
 )
 
 // Parser reads a rules file into a Document: ParseJSON, or a YAML reader (package
@@ -32,9 +33,10 @@ type Rules struct {
 type Option func(*options)
 
 type options struct {
-	parse     Parser
-	validator ratelimit.LimitValidator
-	onError   func(error)
+	parse       Parser
+	validator   ratelimit.LimitValidator
+	onError     func(error)
+	concurrency concurrency.Limiter
 }
 
 // WithParser sets how a file is read. Default: ParseJSON.
@@ -45,12 +47,16 @@ func WithParser(p Parser) Option { return func(o *options) { o.parse = p } }
 // ratelimit.Limit.Validate's checks.
 func WithValidator(v ratelimit.LimitValidator) Option { return func(o *options) { o.validator = v } }
 
+// WithConcurrency gives the permits of the policies' concurrency field: a file with a
+// policy of concurrency above 0 is refused at load without it. Default: none.
+func WithConcurrency(l concurrency.Limiter) Option { return func(o *options) { o.concurrency = l } }
+
 // WithErrorHandler sets what is told of a reload that failed (Watch's, whose caller cannot
 // see the error otherwise); the set in force stays. Default: none.
 func WithErrorHandler(f func(error)) Option { return func(o *options) { o.onError = f } }
 
 // New returns Rules whose files may name the key functions of reg, with no set loaded:
-// until Load succeeds, Limits limits nothing.
+// until Load succeeds, a middleware's WithRules limits nothing.
 func New(reg Registry, opts ...Option) *Rules {
 	r := &Rules{reg: reg, opts: options{parse: ParseJSON}}
 	for _, o := range opts {
@@ -67,15 +73,9 @@ func New(reg Registry, opts ...Option) *Rules {
 // Set returns the set in force, nil before the first Load.
 func (r *Rules) Set() *Set { return r.current.Load() }
 
-// Limits returns the limits of req under the set in force (Set.Limits); nil before the
-// first Load.
-func (r *Rules) Limits(req Request) []ratelimit.Request {
-	s := r.current.Load()
-	if s == nil {
-		return nil
-	}
-	return s.Limits(req)
-}
+// Concurrency returns the limiter of the policies' permits (WithConcurrency), nil without
+// one.
+func (r *Rules) Concurrency() concurrency.Limiter { return r.opts.concurrency }
 
 // Load reads data (named file in errors), checks it, and puts it in force. A file that
 // fails changes nothing: the set in force stays, and the error, which names file, line and
@@ -87,7 +87,7 @@ func (r *Rules) Load(file string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	set, err := Compile(doc, r.reg, r.opts.validator)
+	set, err := Compile(doc, r.reg, WithValidator(r.opts.validator), WithConcurrency(r.opts.concurrency))
 	if err != nil {
 		return err
 	}

@@ -4,26 +4,69 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 
 	"github.com/sluice-go/ratelimit"
 )
 
-// Request is what rules read of a request, whatever its framework: HTTP (HTTP, Gin) and
-// gRPC adapt theirs to it.
-type Request interface {
-	// Context is the request's context.
-	Context() context.Context
-	// Route is the route pattern the request was routed by ("POST /login",
-	// "/v1/items/:id"), "" when unknown; for gRPC, the full method.
-	Route() string
-	// Method is the HTTP method; "" for gRPC.
-	Method() string
-	// FullMethod is the gRPC full method ("/pkg.Service/Method"); "" for HTTP.
-	FullMethod() string
-	// Header is the first value of an HTTP header, or of gRPC metadata, "" when absent.
-	Header(name string) string
+// Request is what rules read of a request, whatever its framework: FromHTTP and FromGRPC
+// make one. It is a value, passed as it is, so that reading a request allocates nothing.
+type Request struct {
+	ctx        context.Context
+	route      string
+	method     string
+	fullMethod string
+	http       *http.Request
+	metadata   func(ctx context.Context, name string) string
+}
+
+// FromHTTP is r as rules read it, routed by route: the pattern http.ServeMux routed it by
+// ("POST /login"), Gin's FullPath ("/v1/items/:id"), "" when unknown.
+func FromHTTP(r *http.Request, route string) Request {
+	return Request{ctx: r.Context(), route: route, method: r.Method, http: r}
+}
+
+// FromGRPC is a gRPC call as rules read it: its route and full method are fullMethod
+// ("/pkg.Service/Method"), and metadata(ctx, name) gives the first value of its metadata
+// name, "" when absent (grpcmw's reads the incoming metadata, or on a client the
+// outgoing); nil means none. It is a function rather than the metadata itself so that a
+// call no rule asks about is not read, and so that this package does not import gRPC.
+func FromGRPC(ctx context.Context, fullMethod string, metadata func(ctx context.Context, name string) string) Request {
+	return Request{ctx: ctx, route: fullMethod, fullMethod: fullMethod, metadata: metadata}
+}
+
+// Context is the request's context.
+func (r Request) Context() context.Context {
+	if r.ctx == nil {
+		return context.Background()
+	}
+	return r.ctx
+}
+
+// Route is the route pattern the request was routed by ("POST /login", "/v1/items/:id"),
+// "" when unknown; for gRPC, the full method.
+func (r Request) Route() string { return r.route }
+
+// Method is the HTTP method; "" for gRPC.
+func (r Request) Method() string { return r.method }
+
+// FullMethod is the gRPC full method ("/pkg.Service/Method"); "" for HTTP.
+func (r Request) FullMethod() string { return r.fullMethod }
+
+// HTTP is the HTTP request; nil for gRPC.
+func (r Request) HTTP() *http.Request { return r.http }
+
+// Header is the first value of an HTTP header, or of gRPC metadata, "" when absent.
+func (r Request) Header(name string) string {
+	switch {
+	case r.http != nil:
+		return r.http.Header.Get(name)
+	case r.metadata != nil:
+		return r.metadata(r.Context(), name)
+	}
+	return ""
 }
 
 // KeyFunc finds a value of a request by name: a key to limit it under ("client-ip",
@@ -37,19 +80,35 @@ type KeyFunc func(r Request) (string, error)
 // it is read, never written, while requests are decided.
 type Registry map[string]KeyFunc
 
-// Policy is a named set of limits, decided all or nothing, on one key.
+// Policy is a named set of limits, decided all or nothing, on one key, with what the
+// middlewares do with its requests besides (package doc: "Policies").
 type Policy struct {
 	// Name names the policy in headers, metrics and bucket keys.
 	Name string
-	// Limits are decided all or nothing (ratelimit.MultiLimiter.AllowAll).
+	// Limits are decided all or nothing (ratelimit.MultiLimiter.AllowAll); none for a
+	// policy of Concurrency only.
 	Limits []ratelimit.Limit
 	// Key names the registered key function whose value each limit is taken from.
 	Key string
 	// Cost is the tokens a request takes of each limit; 0 means 1.
 	Cost int
+	// Priority is the priority of the policy's requests when HasPriority is set; otherwise
+	// they keep the one the middleware gives them (ratelimit.WithPriority).
+	Priority ratelimit.Priority
+	// HasPriority reports that the file names the policy's priority.
+	HasPriority bool
+	// Shadow decides and reports the policy's requests, in buckets of their own, and lets
+	// every one proceed: a safe rollout of a new limit.
+	Shadow bool
+	// Concurrency is the most requests of one key that may run at once, with permits of
+	// the limiter of WithConcurrency; 0 means no concurrency limit.
+	Concurrency int
 
 	key KeyFunc
 }
+
+// KeyOf returns r's key under p: the value of p's key function.
+func (p *Policy) KeyOf(r Request) (string, error) { return p.key(r) }
 
 // Match says which requests a rule applies to: every field given must hold.
 type Match struct {
@@ -73,6 +132,16 @@ type Rule struct {
 type namedKey struct {
 	fn    KeyFunc
 	value string
+}
+
+// parsePriority returns the priority of ratelimit.Priority's name name.
+func parsePriority(name string) (ratelimit.Priority, bool) {
+	for _, p := range [...]ratelimit.Priority{ratelimit.Critical, ratelimit.Normal, ratelimit.Sheddable} {
+		if p.String() == name {
+			return p, true
+		}
+	}
+	return 0, false
 }
 
 // ErrInvalid is wrapped by every error of a rules file that cannot be used: it names the
@@ -101,34 +170,35 @@ func (s *Set) Policy(name string) (Policy, bool) {
 	return *p, true
 }
 
-// Limits returns the limits r is under: those of the policy of the first rule that matches
-// it, or of the default policy; nil when none applies. Each limit's Key is the policy's
-// key function's value, its Name the policy's name; a key function that fails gives an
-// empty Key, which the middleware limits under its UnkeyedKey and reports.
-func (s *Set) Limits(r Request) []ratelimit.Request {
-	p := s.match(r)
-	if p == nil {
-		return nil
-	}
-	key, err := p.key(r)
-	if err != nil {
-		key = ""
-	}
-	reqs := make([]ratelimit.Request, len(p.Limits))
-	for i, l := range p.Limits {
-		reqs[i] = ratelimit.Request{Key: key, Limit: l, N: p.Cost, Name: p.Name}
-	}
-	return reqs
-}
-
-// match returns the policy r is under, or nil.
-func (s *Set) match(r Request) *Policy {
+// Match returns the policy r is under: that of the first rule that matches it, or the
+// default policy; nil when none applies. The policy is the set's own: read it, never change
+// it. Match allocates nothing.
+func (s *Set) Match(r Request) *Policy {
 	for i := range s.rules {
 		if s.rules[i].matches(r) {
 			return s.rules[i].policy
 		}
 	}
 	return s.def
+}
+
+// AppendLimits appends the limits r is under to dst and returns the result: one per limit
+// of the policy Match finds, each with the policy's name, cost and r's key under it (a key
+// function that fails gives an empty Key, which a middleware limits under its UnkeyedKey
+// and reports). It allocates nothing when dst has room.
+func (s *Set) AppendLimits(dst []ratelimit.Request, r Request) []ratelimit.Request {
+	p := s.Match(r)
+	if p == nil {
+		return dst
+	}
+	key, err := p.key(r)
+	if err != nil {
+		key = ""
+	}
+	for _, l := range p.Limits {
+		dst = append(dst, ratelimit.Request{Key: key, Limit: l, N: p.Cost, Name: p.Name})
+	}
+	return dst
 }
 
 func (rule *Rule) matches(r Request) bool {
@@ -169,6 +239,11 @@ type PolicyDoc struct {
 	Limits []string
 	Key    string
 	Cost   int
+	// Priority is "critical", "normal", "sheddable" (ratelimit.Priority's names), or ""
+	// for none.
+	Priority    string
+	Shadow      bool
+	Concurrency int
 }
 
 // RuleDoc is a rule as written.
@@ -178,12 +253,22 @@ type RuleDoc struct {
 	Policy string
 }
 
-// Compile checks doc and returns its Set. Every error wraps ErrInvalid and names the file,
-// the line and the policy or rule: a limit ParseLimit cannot read, or that v (when not nil:
-// the limiter the rules will be decided by) refuses; a key function the registry lacks; a
-// rule without a match or naming no known policy; the same policy twice. Compile checks
+// Compile checks doc and returns its Set, with the options of New that concern a set
+// (WithValidator, WithConcurrency; the others are ignored). Every error wraps ErrInvalid
+// and names the file, the line and the policy or rule: a limit ParseLimit cannot read, or
+// that the validator refuses; a key function the registry lacks; a priority that is not
+// one of ratelimit.Priority's names; a concurrency below 0, or above 0 without a
+// concurrency limiter or in a shadow policy; a policy with neither limits nor concurrency;
+// a rule without a match or naming no known policy; the same policy twice. Compile checks
 // everything before returning, and returns every error it found, joined.
-func Compile(doc Document, reg Registry, v ratelimit.LimitValidator) (*Set, error) {
+func Compile(doc Document, reg Registry, opts ...Option) (*Set, error) {
+	var o options
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	v := o.validator
 	s := &Set{Version: doc.Version, policies: map[string]*Policy{}}
 	var errs []error
 	fail := func(line int, what string, err error) {
@@ -202,9 +287,24 @@ func Compile(doc Document, reg Registry, v ratelimit.LimitValidator) (*Set, erro
 			fail(pd.Line, what, errors.New("defined twice"))
 			continue
 		}
-		p := &Policy{Name: pd.Name, Key: pd.Key, Cost: pd.Cost}
-		if len(pd.Limits) == 0 {
-			fail(pd.Line, what, errors.New("no limits"))
+		p := &Policy{Name: pd.Name, Key: pd.Key, Cost: pd.Cost, Shadow: pd.Shadow, Concurrency: pd.Concurrency}
+		if len(pd.Limits) == 0 && pd.Concurrency == 0 {
+			fail(pd.Line, what, errors.New("no limits and no concurrency"))
+		}
+		if pd.Priority != "" {
+			var ok bool
+			if p.Priority, ok = parsePriority(pd.Priority); !ok {
+				fail(pd.Line, what, fmt.Errorf("priority %q is not one of critical, normal, sheddable", pd.Priority))
+			}
+			p.HasPriority = true
+		}
+		switch {
+		case pd.Concurrency < 0:
+			fail(pd.Line, what, fmt.Errorf("concurrency %d is below 0", pd.Concurrency))
+		case pd.Concurrency > 0 && pd.Shadow:
+			fail(pd.Line, what, errors.New("shadow and concurrency: a shadow policy decides rate limits only, and a permit would be held for real"))
+		case pd.Concurrency > 0 && o.concurrency == nil:
+			fail(pd.Line, what, fmt.Errorf("concurrency %d needs a concurrency limiter (rules.WithConcurrency)", pd.Concurrency))
 		}
 		for _, text := range pd.Limits {
 			l, err := ratelimit.ParseLimit(text)

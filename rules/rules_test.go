@@ -3,6 +3,7 @@ package rules_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,8 +14,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/concurrency"
+	"github.com/sluice-go/ratelimit/grpcmw"
 	"github.com/sluice-go/ratelimit/httpmw"
 	"github.com/sluice-go/ratelimit/local"
 	"github.com/sluice-go/ratelimit/rules"
@@ -47,18 +54,6 @@ const file = `{
   ]
 }`
 
-// view is a Request for the tests of Set.Limits.
-type view struct {
-	ctx           context.Context
-	route, method string
-}
-
-func (v view) Context() context.Context { return v.ctx }
-func (v view) Route() string            { return v.route }
-func (v view) Method() string           { return v.method }
-func (v view) FullMethod() string       { return "" }
-func (v view) Header(string) string     { return "" }
-
 // The first rule that matches decides; the default policy takes the rest.
 func TestLimits(t *testing.T) {
 	live := rules.New(registry)
@@ -69,8 +64,7 @@ func TestLimits(t *testing.T) {
 	pro := context.WithValue(context.Background(), planKey{}, "pro")
 
 	req := httptest.NewRequest(http.MethodPost, "/login", nil)
-	req.Pattern = "POST /login"
-	got := live.HTTP(nil)(req)
+	got := s.AppendLimits(nil, rules.FromHTTP(req, "POST /login"))
 	assert.Equal(t, []ratelimit.Request{
 		{Key: "ip:192.0.2.1:1234", Limit: ratelimit.PerMinute(2), Name: "login"},
 		{Key: "ip:192.0.2.1:1234", Limit: ratelimit.PerHour(10), Name: "login"},
@@ -78,11 +72,28 @@ func TestLimits(t *testing.T) {
 	req = httptest.NewRequestWithContext(pro, http.MethodGet, "/items", nil)
 	req.Header.Set("X-User", "42")
 	assert.Equal(t, []ratelimit.Request{{Key: "user:42", Limit: ratelimit.PerMinute(100), N: 2, Name: "pro"}},
-		live.HTTP(nil)(req))
+		s.AppendLimits(nil, rules.FromHTTP(req, "GET /items")))
 	// No rule matches: the default policy. Its key function reads an HTTP request, which
 	// this one is not: no key, which the middleware limits under its UnkeyedKey.
 	assert.Equal(t, []ratelimit.Request{{Key: "", Limit: ratelimit.PerMinute(3), Name: "free"}},
-		s.Limits(view{ctx: context.Background(), route: "GET /items"}))
+		s.AppendLimits(nil, rules.FromGRPC(context.Background(), "/pkg.S/M", nil)))
+}
+
+// Matching a request and listing its limits allocate nothing, given room in dst (the key
+// function here allocates nothing either).
+func TestAppendLimitsAllocatesNothing(t *testing.T) {
+	live := rules.New(rules.Registry{
+		"client-ip": rules.HTTPKey(func(r *http.Request) (string, error) { return r.RemoteAddr, nil }),
+		"user":      rules.HTTPKey(func(r *http.Request) (string, error) { return r.Header.Get("X-User"), nil }),
+		"plan":      func(rules.Request) (string, error) { return "free", nil },
+	})
+	require.NoError(t, live.Load("rules.json", []byte(file)))
+	s := live.Set()
+	req := httptest.NewRequest(http.MethodGet, "/items", nil)
+	in := rules.FromHTTP(req, "GET /items") // the last rule is tried, and fails: the default
+	buf := make([]ratelimit.Request, 0, 2)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { buf = s.AppendLimits(buf[:0], in) }))
+	assert.Equal(t, []ratelimit.Request{{Key: "", Limit: ratelimit.PerMinute(3), Name: "free"}}, buf)
 }
 
 // Every mistake of a file is found at load, named by file, line and rule or policy, all of
@@ -106,8 +117,19 @@ func TestInvalidFiles(t *testing.T) {
     {"match": {}, "policy": "a"},
     {"match": {"key": {"tier": "gold"}}, "policy": "a"}
   ]}`,
+		"policy fields": `{"policies": {
+  "a": {"limits": ["1/s"], "key": "user", "priority": "urgent"},
+  "b": {"limits": ["1/s"], "key": "user", "concurrency": -1},
+  "c": {"limits": ["1/s"], "key": "user", "shadow": true, "concurrency": 2},
+  "d": {"key": "user", "concurrency": 2},
+  "e": {"key": "user"}}}`,
 	}
 	want := map[string]string{
+		"policy fields": `rules: invalid rules: rules.json:2: policy "a": priority "urgent" is not one of critical, normal, sheddable
+rules: invalid rules: rules.json:3: policy "b": concurrency -1 is below 0
+rules: invalid rules: rules.json:4: policy "c": shadow and concurrency: a shadow policy decides rate limits only, and a permit would be held for real
+rules: invalid rules: rules.json:5: policy "d": concurrency 2 needs a concurrency limiter (rules.WithConcurrency)
+rules: invalid rules: rules.json:6: policy "e": no limits and no concurrency`,
 		"unknown top field":    "rules: invalid rules: rules.json:1: unknown field polices (version, default, policies, rules)",
 		"unknown policy field": `rules: invalid rules: rules.json:2: policy "a": json: unknown field "burst"`,
 		"everything else": `rules: invalid rules: rules.json:3: policy "a": ratelimit: invalid limit: "10/week": unknown unit "week" (s, min, h or day)
@@ -136,7 +158,7 @@ func TestThroughHTTPMiddleware(t *testing.T) {
 	ok := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
 	mux.Handle("POST /login", ok)
 	mux.Handle("GET /items", ok)
-	srv := httptest.NewServer(httpmw.New(limiter, httpmw.WithLimits(live.HTTP(mux)))(mux))
+	srv := httptest.NewServer(httpmw.New(limiter, httpmw.WithRules(live))(mux))
 	t.Cleanup(srv.Close)
 	status := func(method, path string) int {
 		req, err := http.NewRequest(method, srv.URL+path, nil)
@@ -182,4 +204,195 @@ func TestWatch(t *testing.T) {
 		cancel()
 		<-done
 	})
+}
+
+// A policy's concurrency holds its requests, per key, to at most that many in flight, with
+// permits of rules.WithConcurrency's limiter; the rate-limited policies beside it are
+// unaffected, and a policy may have a concurrency and no limits. Under WithShadow no
+// policy holds a permit.
+func TestPolicyConcurrency(t *testing.T) {
+	for _, shadow := range []bool{false, true} {
+		t.Run(fmt.Sprint("shadow=", shadow), func(t *testing.T) { policyConcurrency(t, shadow) })
+	}
+}
+
+func policyConcurrency(t *testing.T, shadow bool) {
+	limiter := local.New()
+	t.Cleanup(func() { _ = limiter.Close() })
+	conc := concurrency.NewLocal(concurrency.WithQueue(-1, concurrency.OldestFirst))
+	t.Cleanup(func() { _ = conc.Close() })
+	live := rules.New(registry, rules.WithConcurrency(conc))
+	require.NoError(t, live.Load("rules.json", []byte(`{
+  "default": "free",
+  "policies": {
+    "export": {"concurrency": 1, "key": "user"},
+    "free":   {"limits": ["100/min"], "key": "user"}
+  },
+  "rules": [{"match": {"route": "GET /export"}, "policy": "export"}]
+}`)))
+	entered, release := make(chan struct{}), make(chan struct{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /export", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Hold") != "" {
+			entered <- struct{}{}
+			<-release
+		}
+	})
+	mux.HandleFunc("GET /items", func(http.ResponseWriter, *http.Request) {})
+	opts := []httpmw.Option{httpmw.WithRules(live)}
+	if shadow {
+		opts = append(opts, httpmw.WithShadow()) // every policy shadow: no permit is held
+	}
+	srv := httptest.NewServer(httpmw.New(limiter, opts...)(mux))
+	t.Cleanup(srv.Close)
+	status := func(path, user string, hold bool) int {
+		req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		require.NoError(t, err)
+		req.Header.Set("X-User", user)
+		if hold {
+			req.Header.Set("X-Hold", "1")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	held := make(chan int)
+	go func() { held <- status("/export", "42", true) }()
+	<-entered
+	busy := http.StatusServiceUnavailable
+	if shadow {
+		busy = http.StatusOK
+	}
+	assert.Equal(t, busy, status("/export", "42", false), "user 42 has its one export running")
+	assert.Equal(t, http.StatusOK, status("/export", "7", false), "another user has a permit of their own")
+	assert.Equal(t, http.StatusOK, status("/items", "42", false), "the free plan holds no permit")
+	close(release)
+	assert.Equal(t, http.StatusOK, <-held)
+	assert.Equal(t, http.StatusOK, status("/export", "42", false), "the permit was released")
+}
+
+// WithRules refuses, at construction, the options that would give what the rules give.
+func TestWithRulesConflicts(t *testing.T) {
+	limiter := local.New()
+	t.Cleanup(func() { _ = limiter.Close() })
+	live := rules.New(registry)
+	conc := concurrency.NewLocal()
+	t.Cleanup(func() { _ = conc.Close() })
+	cases := map[string][]httpmw.Option{
+		"httpmw: New: WithRules and WithLimit both give the limits: pass one of them": {httpmw.WithRules(live), httpmw.WithLimit(ratelimit.PerSecond(1))},
+		"httpmw: New: WithLimits and WithRules both give the limits: pass one of them": {
+			httpmw.WithLimits(func(*http.Request) []ratelimit.Request { return nil }), httpmw.WithRules(live)},
+		"httpmw: New: WithKeyFunc and WithRules: the rules give each request its key and cost; pass one of them": {
+			httpmw.WithRules(live), httpmw.WithKeyFunc(func(*http.Request) (string, error) { return "k", nil })},
+		"httpmw: New: WithConcurrency and WithRules: the rules give each policy its concurrency (rules.WithConcurrency); pass one of them": {
+			httpmw.WithRules(live), httpmw.WithConcurrency(conc, 1)},
+		"httpmw: New: WithRules: nil *rules.Rules": {httpmw.WithRules(nil)},
+	}
+	for want, opts := range cases {
+		assert.PanicsWithValue(t, want, func() { httpmw.New(limiter, opts...) })
+	}
+	assert.PanicsWithValue(t, "grpcmw: UnaryClientInterceptor: WithWait and WithRules cannot be combined: Limiter.Wait takes one limit, and a policy may have several",
+		func() { grpcmw.UnaryClientInterceptor(limiter, grpcmw.WithRules(live), grpcmw.WithWait()) })
+}
+
+// A request is decided under the set in force when it arrived, from its policy to its
+// bucket: here its key function reloads the rules (to a limit of 5 a minute) after its
+// policy was found, and the request is still limited by the 2 a minute of its own set.
+func TestOneSetPerRequest(t *testing.T) {
+	limiter := local.New(local.WithClock(func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }))
+	t.Cleanup(func() { _ = limiter.Close() })
+	const two = `{"version": "2", "default": "a", "policies": {"a": {"limits": ["2/min"], "key": "reload"}}}`
+	const five = `{"version": "5", "default": "a", "policies": {"a": {"limits": ["5/min"], "key": "reload"}}}`
+	var live *rules.Rules
+	live = rules.New(rules.Registry{"reload": func(r rules.Request) (string, error) {
+		if r.Header("X-Reload") != "" {
+			require.NoError(t, live.Load("rules.json", []byte(five)))
+		}
+		return "k", nil
+	}})
+	require.NoError(t, live.Load("rules.json", []byte(two)))
+	h := httpmw.New(limiter, httpmw.WithRules(live))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.Header.Set("X-Reload", "1")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	assert.Equal(t, "2", w.Header().Get("X-RateLimit-Limit"), "the limit of the set the request arrived under")
+	assert.Equal(t, "1", w.Header().Get("X-RateLimit-Remaining"))
+	assert.Equal(t, "5", live.Set().Version, "the reload took effect for the requests that follow")
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+	assert.Equal(t, "5", w.Header().Get("X-RateLimit-Limit"))
+}
+
+// incoming reads a call's incoming metadata, as grpcmw's reader does.
+func incoming(ctx context.Context, name string) string {
+	if v := metadata.ValueFromIncomingContext(ctx, name); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// A gRPC call is read by its full method and its metadata.
+func TestGRPCRequest(t *testing.T) {
+	live := rules.New(rules.Registry{"caller": rules.GRPCKey(func(ctx context.Context, _ string) (string, error) { return "c", nil })})
+	require.NoError(t, live.Load("rules.json", []byte(`{"policies": {
+    "batch":  {"limits": ["1/s"], "key": "caller"},
+    "search": {"limits": ["10/s"], "key": "caller"}},
+  "rules": [
+    {"match": {"full_method": "/pkg.S/Search", "header": {"X-Batch": "yes"}}, "policy": "batch"},
+    {"match": {"route": "/pkg.S/Search"}, "policy": "search"}]}`)))
+	s := live.Set()
+	batch := metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-batch", "yes"))
+	assert.Equal(t, "batch", s.Match(rules.FromGRPC(batch, "/pkg.S/Search", incoming)).Name)
+	assert.Equal(t, "search", s.Match(rules.FromGRPC(context.Background(), "/pkg.S/Search", incoming)).Name)
+	assert.Nil(t, s.Match(rules.FromGRPC(batch, "/pkg.S/Other", incoming)))
+	key, err := s.Match(rules.FromGRPC(batch, "/pkg.S/Search", incoming)).KeyOf(rules.FromGRPC(batch, "/pkg.S/Search", incoming))
+	assert.Equal(t, []any{"c", nil}, []any{key, err})
+	// An HTTP key function has no key for a call, and a gRPC one none for an HTTP request.
+	_, err = rules.GRPCKey(func(context.Context, string) (string, error) { return "c", nil })(
+		rules.FromHTTP(httptest.NewRequest(http.MethodGet, "/", nil), "GET /"))
+	assert.ErrorIs(t, err, ratelimit.ErrKeyEmpty)
+}
+
+// On net/http the route is the pattern http.ServeMux routed the request by, when the
+// middleware wraps a handler the mux routes to.
+func TestRouteInsideMux(t *testing.T) {
+	limiter := local.New(local.WithClock(func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }))
+	t.Cleanup(func() { _ = limiter.Close() })
+	live := rules.New(registry)
+	require.NoError(t, live.Load("rules.json", []byte(`{"policies": {"items": {"limits": ["1/min"], "key": "client-ip"}},
+  "rules": [{"match": {"route": "GET /items/{id}"}, "policy": "items"}]}`)))
+	mw := httpmw.New(limiter, httpmw.WithRules(live))
+	mux := http.NewServeMux()
+	mux.Handle("GET /items/{id}", mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+	mux.Handle("GET /other", mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+	code := func(path string) int {
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+		return w.Code
+	}
+	assert.Equal(t, []int{200, 429, 200, 200}, []int{code("/items/1"), code("/items/2"), code("/other"), code("/other")},
+		"one bucket for the pattern; no rule for /other, and no default: not limited")
+}
+
+// Through the gRPC interceptor, called as a server calls it: a rule on metadata selects
+// the calls that carry it.
+func TestGRPCMetadataThroughInterceptor(t *testing.T) {
+	limiter := local.New(local.WithClock(func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }))
+	t.Cleanup(func() { _ = limiter.Close() })
+	live := rules.New(rules.Registry{"caller": func(rules.Request) (string, error) { return "c", nil }})
+	require.NoError(t, live.Load("rules.json", []byte(`{"default": "search", "policies": {
+    "batch":  {"limits": ["1/min"], "key": "caller"},
+    "search": {"limits": ["10/min"], "key": "caller"}},
+  "rules": [{"match": {"header": {"X-Batch": "yes"}}, "policy": "batch"}]}`)))
+	icpt := grpcmw.UnaryServerInterceptor(limiter, grpcmw.WithRules(live))
+	info := &grpc.UnaryServerInfo{FullMethod: "/pkg.S/Search"}
+	call := func(ctx context.Context) codes.Code {
+		_, err := icpt(ctx, nil, info, func(context.Context, any) (any, error) { return nil, nil })
+		return status.Code(err)
+	}
+	batch := metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-batch", "yes"))
+	assert.Equal(t, []codes.Code{codes.OK, codes.ResourceExhausted, codes.OK},
+		[]codes.Code{call(batch), call(batch), call(context.Background())})
 }

@@ -22,6 +22,9 @@ type framework struct {
 	Table      string // the option of a limit table: WithRouteLimits, WithMethodLimits
 	TableName  string // the function that gives a request's name in the table
 	TableExtra string // a statement the table option runs before SetTable, or ""
+	// RulesRequest is the function that reads a request for WithRules (rules.Request), and
+	// RulesRoute says what its route is.
+	RulesRequest, RulesRoute string
 
 	// Words.
 	Req, Reqs    string // "request", "requests"
@@ -65,11 +68,14 @@ var frameworks = map[string]*framework{
 		Imports: []string{
 			"github.com/gin-gonic/gin",
 			"github.com/sluice-go/ratelimit/keyfuncs",
+			"github.com/sluice-go/ratelimit/rules",
 		},
 		R: "*gin.Context", V: "c", In: "c *gin.Context", Args: "c", Identity: true,
-		DefaultKey: "keyfuncs.ClientIP()",
-		Table:      "WithRouteLimits",
-		TableName:  "(*gin.Context).FullPath",
+		DefaultKey:   "keyfuncs.ClientIP()",
+		Table:        "WithRouteLimits",
+		TableName:    "(*gin.Context).FullPath",
+		RulesRequest: "func(c *gin.Context) rules.Request { return rules.FromHTTP(c.Request, c.FullPath()) }",
+		RulesRoute:   "A request's route is Gin's FullPath (\"/v1/items/:id\").",
 
 		Req: "request", Reqs: "requests", Panics: "New panics", Mw: "the middleware",
 		Mws: "middlewares", User: "user", Header: "header", Headers: "headers",
@@ -99,13 +105,17 @@ var frameworks = map[string]*framework{
 		Imports: []string{
 			"net/http",
 			"github.com/sluice-go/ratelimit/keyfuncs/httpkeys",
+			"github.com/sluice-go/ratelimit/rules",
 		},
 		R: "exchange", V: "x", In: "r *http.Request", Args: "x.r",
 		RefundIn: "status int", RefundArgs: "x.status",
-		DefaultKey: "keyOf(httpkeys.ClientIP())",
-		Table:      "WithRouteLimits",
-		TableName:  "func(x exchange) string { return x.pattern }",
-		TableExtra: "o.routes = true",
+		DefaultKey:   "keyOf(httpkeys.ClientIP())",
+		Table:        "WithRouteLimits",
+		TableName:    "func(x exchange) string { return x.pattern }",
+		TableExtra:   "o.routes = true",
+		RulesRequest: "func(x exchange) rules.Request { return rules.FromHTTP(x.r, x.pattern) }",
+		RulesRoute: "A request's route is its pattern, found as [WithRouteLimits] finds it (" +
+			keep(`"POST /login"`) + ").",
 
 		Req: "request", Reqs: "requests", Panics: "New panics", Mw: "the middleware",
 		Mws: "middlewares", User: "user", Header: "header", Headers: "headers",
@@ -144,12 +154,16 @@ var frameworks = map[string]*framework{
 		Imports: []string{
 			"context",
 			"github.com/sluice-go/ratelimit/keyfuncs/grpckeys",
+			"github.com/sluice-go/ratelimit/rules",
 		},
 		R: "call", V: "c", In: "ctx context.Context, fullMethod string", Args: "c.ctx, c.method",
 		RefundIn: "err error", RefundArgs: "c.err",
-		DefaultKey: "keyOf(grpckeys.FullMethod())",
-		Table:      "WithMethodLimits",
-		TableName:  "func(c call) string { return c.method }",
+		DefaultKey:   "keyOf(grpckeys.FullMethod())",
+		Table:        "WithMethodLimits",
+		TableName:    "func(c call) string { return c.method }",
+		RulesRequest: "func(c call) rules.Request { return rules.FromGRPC(c.ctx, c.method, metadataValue) }",
+		RulesRoute: "A call's route is its full method, and its headers are its metadata. The " +
+			"client constructors panic beside [WithWait].",
 
 		Req: "call", Reqs: "calls", Panics: "the constructors panic", Mw: "the interceptors",
 		Mws: "interceptors", User: "caller", Header: "metadata", Headers: "metadata",

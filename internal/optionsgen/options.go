@@ -83,6 +83,27 @@ ignored. See {{doc "limits.md"}}.`,
 		set: "o.SetLimits({{.G}})",
 	},
 	{
+		name: "WithRules",
+		doc: `WithRules gives each {{.Req}} its policy from the rules in force in rs (a rules file,
+kept current by rs.Load and rs.Watch): the policy of the first rule that matches, or the
+file's default, gives its limits (decided all or nothing), its key, its cost, and what it
+says of priority, shadow mode and concurrency (permits of rules.WithConcurrency's
+limiter). A {{.Req}} is decided under one set from start to end, whatever reloads happen
+meanwhile; a {{.Req}} no policy applies to, or that comes before the first load, is not
+limited. {{.RulesRoute}}
+
+Beside it: {{cap .Panics}} when [WithLimit], [{{.Table}}], [WithLimitFunc], [WithLimits],
+[WithKeyFunc], [WithCostFunc] or [WithConcurrency] is given too, or when the limiter does
+not implement [ratelimit.MultiLimiter]; a policy's priority wins over [WithPriorityFunc],
+which gives the priority of the policies that name none; [WithShadow] makes every policy
+shadow (and holds no permit); [WithSkipFunc], [WithRefundIf], [WithObserver],
+[WithErrorPolicy] and [WithHeaderStyle] work as with limits given in Go, and the requests
+of a shadow policy get no rate-limit {{.Headers}} unless WithHeaderStyle asks. See
+{{doc "rules.md"}}.`,
+		params: "rs *rules.Rules",
+		set:    "o.SetRules(rs, {{.RulesRequest}})",
+	},
+	{
 		name: "WithRefundIf",
 		doc: `WithRefundIf gives a {{.Req}}'s tokens back after {{.RefundWhen}}, when f says
 so: {{.RefundExample}}. The tokens go back to the buckets the decision charged them to,

@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"strconv"
@@ -22,6 +23,7 @@ import (
 	"github.com/sluice-go/ratelimit/internal/redistest"
 	"github.com/sluice-go/ratelimit/local"
 	"github.com/sluice-go/ratelimit/otelmetrics/otelmetricstest"
+	"github.com/sluice-go/ratelimit/rules"
 )
 
 // The cross-feature test: every middleware (Gin, net/http, gRPC unary and stream) × backend
@@ -52,12 +54,13 @@ const (
 	withObserver                     // the OpenTelemetry observer
 	withCost                         // costs 1, 2, 1, -1 in turn: -1 is a mistake of the program
 	withConc                         // at most one request of the key in flight, no queue
-	numFeatures  = 7
+	withRules                        // the limits (and shadow, priority, concurrency) from a rules file
+	numFeatures  = 8
 )
 
 func (f feature) String() string {
 	var names []string
-	for i, n := range [...]string{"limits", "refund", "shadow", "priority", "observer", "cost", "concurrency"} {
+	for i, n := range [...]string{"limits", "refund", "shadow", "priority", "observer", "cost", "concurrency", "rules"} {
 		if f&(1<<i) != 0 {
 			names = append(names, n)
 		}
@@ -320,7 +323,8 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 	if fs&withPriority != 0 {
 		s.priority = prio
 	}
-	s.shadow = fs&withShadow != 0
+	shadow := fs&withShadow != 0
+	s.shadow = shadow
 	if fs&withRefund != 0 {
 		s.refund = func() bool {
 			asked = true
@@ -333,7 +337,7 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 					if fs&withLimits != 0 {
 						policy = names[i]
 					}
-					res, err := l.AllowN(context.Background(), pipeline.BucketKey(policy, key, s.shadow), lim, 1)
+					res, err := l.AllowN(context.Background(), pipeline.BucketKey(policy, key, shadow), lim, 1)
 					require.NoError(t, err)
 					require.True(t, res.Allowed)
 				}
@@ -349,13 +353,24 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 		s.observer = obs
 		reader = collector(func() otelmetricstest.Collected { return otelmetricstest.Collect(t, r) })
 	}
-	if fs&withLimits != 0 && fs&withCost != 0 {
+	if fs&withLimits != 0 && fs&withCost != 0 && fs&withRules == 0 {
 		// A cost function beside WithLimits, which gives costs, is refused at construction.
 		assert.Panics(t, func() {
 			tg.serve(t, setup{limiter: l, limits: []ratelimit.Request{{Key: key, Limit: tight}}, cost: cost})
 		})
 	}
-	if fs&withConc != 0 {
+	if fs&withRules != 0 {
+		if !e.rulesCase(t, tg, fs, &s, key, m.limits) {
+			return
+		}
+		if fs&withPriority != 0 {
+			prio = func() ratelimit.Priority { return ratelimit.Sheddable } // the policy's wins
+		}
+		if fs&withLimits != 0 {
+			names = []string{"pair", "pair"}
+		}
+	}
+	if fs&withConc != 0 && fs&withRules == 0 {
 		// Requests one after the other, each holding the key's only permit while it runs,
 		// with no queue: a permit not released, or taken by a request the rate limit
 		// denied, would make the next one busy.
@@ -407,7 +422,7 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 
 		step := fmt.Sprintf("request %d (priority %v, cost %d, charged before %v)", j, p, c, before)
 		switch {
-		case s.shadow:
+		case shadow:
 			assert.Equal(t, "ok", got.kind, step)
 			assert.Empty(t, got.fields, step)
 		case invalid:
@@ -432,10 +447,10 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 		}
 		for _, name := range policies {
 			series := fmt.Sprintf("ratelimit.policy=%s,ratelimit.priority=%v,ratelimit.result=%s,ratelimit.shadow=%t",
-				name, p, outcome, s.shadow)
+				name, p, outcome, shadow)
 			if invalid {
 				series = fmt.Sprintf("error.type=invalid_input,ratelimit.policy=%s,ratelimit.priority=%v,ratelimit.result=error,ratelimit.shadow=%t",
-					name, p, s.shadow)
+					name, p, shadow)
 			}
 			wantCounts[series]++
 		}
@@ -469,3 +484,50 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 type collector func() otelmetricstest.Collected
 
 func (c collector) collect() otelmetricstest.Collected { return c() }
+
+// rulesCase turns s into the setup of a case with withRules: its limits (one policy,
+// "single", or with withLimits "pair" with both), keyed by key, with what the features
+// say of shadow mode, priority and concurrency, come from a rules file (WithRules); the
+// options that give the same in Go are not passed, but for WithPriorityFunc, which the
+// policy's priority beats. It reports false when the case ends here: a cost function
+// beside the rules, or a shadow policy with a concurrency, are refused.
+func (e *crossEnv) rulesCase(t *testing.T, tg target, fs feature, s *setup, key string, limits []ratelimit.Limit) bool {
+	name := "single"
+	if fs&withLimits != 0 {
+		name = "pair"
+	}
+	policy := map[string]any{"key": "k"}
+	var texts []string
+	for _, l := range limits {
+		texts = append(texts, l.String())
+	}
+	policy["limits"] = texts
+	if fs&withShadow != 0 {
+		policy["shadow"] = true
+	}
+	if fs&withPriority != 0 {
+		policy["priority"] = "sheddable"
+	}
+	conc := concurrency.NewLocal(concurrency.WithQueue(-1, concurrency.OldestFirst))
+	t.Cleanup(func() { _ = conc.Close() })
+	if fs&withConc != 0 {
+		policy["concurrency"] = 1
+	}
+	data, err := json.Marshal(map[string]any{"default": name, "policies": map[string]any{name: policy}})
+	require.NoError(t, err)
+	rs := rules.New(rules.Registry{"k": func(rules.Request) (string, error) { return key, nil }},
+		rules.WithConcurrency(conc))
+	err = rs.Load("cross.json", data)
+	if fs&withConc != 0 && fs&withShadow != 0 {
+		require.ErrorIs(t, err, rules.ErrInvalid, "a shadow policy holds no permit")
+		return false
+	}
+	require.NoError(t, err)
+	if fs&withCost != 0 {
+		// The policy gives the cost: a cost function beside the rules is refused.
+		assert.Panics(t, func() { tg.serve(t, setup{limiter: s.limiter, rules: rs, cost: func() int { return 1 }}) })
+		return false
+	}
+	s.rules, s.shadow, s.limitsFn, s.limit, s.key = rs, false, nil, ratelimit.Limit{}, ""
+	return true
+}

@@ -24,12 +24,68 @@ func (p *Pipeline[R]) Decide(ctx context.Context, r R) Decision {
 	if p.opts.Skip != nil && p.opts.Skip(r) {
 		return Decision{}
 	}
+	if p.opts.Rules != nil {
+		return p.decideRules(ctx, r)
+	}
 	var d Decision
 	if p.limiter != nil {
 		d = p.decideRate(ctx, r)
 	}
 	if p.opts.Concurrency != nil && d.Verdict == Proceed {
-		d = p.acquire(ctx, r, d)
+		d = p.acquire(ctx, r, d, p.opts.Concurrency, p.opts.InFlight(r))
+	}
+	return d
+}
+
+// decideRules is Decide under the rules in force (WithRules): the request's policy, found
+// once in one set, gives its limits, key, cost, priority, shadow mode and concurrency.
+func (p *Pipeline[R]) decideRules(ctx context.Context, r R) Decision {
+	set := p.opts.Rules.Set()
+	if set == nil {
+		return Decision{}
+	}
+	req := p.opts.RulesRequest(r)
+	pol := set.Match(req)
+	if pol == nil {
+		return Decision{}
+	}
+	d := Decision{Policy: pol.Name, Cost: max(pol.Cost, 1), Shadow: p.opts.Shadow || pol.Shadow}
+	key, err := pol.KeyOf(req)
+	if err == nil {
+		err = checkKey(pol.Name, key, d.Shadow)
+	}
+	if err != nil {
+		if herr := p.onError(r, fmt.Errorf("%sno key (%s), limiting as %q: %w", p.prefix, pol.Name, UnkeyedKey, err)); herr != nil {
+			d.Verdict, d.Err = Handled, herr
+			return d
+		}
+		key = UnkeyedKey
+	}
+	d.Key = key
+	switch len(pol.Limits) {
+	case 0:
+	case 1:
+		d.Limit, d.bucket = pol.Limits[0], BucketKey(pol.Name, key, d.Shadow)
+	default:
+		bucket := BucketKey(pol.Name, key, d.Shadow)
+		d.Reqs = make([]ratelimit.Request, len(pol.Limits))
+		for i, l := range pol.Limits {
+			d.Reqs[i] = ratelimit.Request{Key: bucket, Limit: l, N: pol.Cost, Name: pol.Name}
+		}
+	}
+	if len(pol.Limits) > 0 {
+		// The policy's priority wins over WithPriorityFunc's, which is not asked then.
+		var pctx context.Context
+		if pol.HasPriority {
+			pctx = ratelimit.WithPriority(ctx, pol.Priority)
+		} else {
+			pctx = p.withPriority(ctx, r)
+		}
+		d = p.decideLimits(pctx, r, d)
+	}
+	// Shadow mode decides rate limits only: a permit would be held for real.
+	if pol.Concurrency > 0 && !d.Shadow && d.Verdict == Proceed {
+		d = p.acquire(ctx, r, d, p.opts.Rules.Concurrency(), pol.Concurrency)
 	}
 	return d
 }
@@ -46,8 +102,13 @@ func (p *Pipeline[R]) decideRate(ctx context.Context, r R) Decision {
 			d.Cost = p.opts.Cost(r)
 		}
 	}
-	ctx = p.withPriority(ctx, r)
-	if p.opts.Shadow {
+	return p.decideLimits(p.withPriority(ctx, r), r, d)
+}
+
+// decideLimits asks the limiter about d, prepared, with ctx, the request's context with
+// its priority, and reads the answer: shadow mode, the error policy, the verdict.
+func (p *Pipeline[R]) decideLimits(ctx context.Context, r R, d Decision) Decision {
+	if d.Shadow {
 		if p.pausedShadow() {
 			return Decision{}
 		}
@@ -70,6 +131,7 @@ func (p *Pipeline[R]) prepare(r R) (d Decision, ok bool) {
 	if p.opts.Limits != nil {
 		return p.prepareAll(r)
 	}
+	d.Shadow = p.opts.Shadow
 	d.Limit, d.Policy = p.opts.Limit(r)
 	if d.Limit.IsZero() {
 		return d, false
@@ -80,7 +142,7 @@ func (p *Pipeline[R]) prepare(r R) (d Decision, ok bool) {
 	if !p.key(r, &d) {
 		return d, false
 	}
-	d.bucket = BucketKey(d.Policy, d.Key, p.opts.Shadow)
+	d.bucket = BucketKey(d.Policy, d.Key, d.Shadow)
 	return d, true
 }
 
@@ -90,7 +152,7 @@ func (p *Pipeline[R]) prepare(r R) (d Decision, ok bool) {
 func (p *Pipeline[R]) key(r R, d *Decision) (ok bool) {
 	key, err := p.opts.Key(r)
 	if err == nil {
-		err = checkKey(d.Policy, key, p.opts.Shadow)
+		err = checkKey(d.Policy, key, d.Shadow)
 	}
 	if err != nil {
 		if herr := p.onError(r, fmt.Errorf("%sno key, limiting as %q: %w", p.prefix, UnkeyedKey, err)); herr != nil {
@@ -103,13 +165,13 @@ func (p *Pipeline[R]) key(r R, d *Decision) (ok bool) {
 	return true
 }
 
-// acquire gives r, which the rate limit let through, its permit to run (WithConcurrency),
-// waiting as the concurrency limiter's queue allows, within r's context: the permit is in
+// acquire gives r, which the rate limit let through, its permit to run (WithConcurrency, or
+// its policy's concurrency: at most max of its key under l), waiting as l's queue allows,
+// within r's context: the permit is in
 // d.Permit, for the middleware to release when the handler returns. A request that finds
 // no room is Busy; a failure of the limiter goes to the error policy as a rate limiter's
 // does, and a request that proceeds under FailOpen holds no permit.
-func (p *Pipeline[R]) acquire(ctx context.Context, r R, d Decision) Decision {
-	max := p.opts.InFlight(r)
+func (p *Pipeline[R]) acquire(ctx context.Context, r R, d Decision, l concurrency.Limiter, max int) Decision {
 	if max == 0 {
 		return d // not limited
 	}
@@ -123,7 +185,7 @@ func (p *Pipeline[R]) acquire(ctx context.Context, r R, d Decision) Decision {
 	if p.observer != nil {
 		start = time.Now()
 	}
-	permit, err := p.opts.Concurrency.Acquire(ctx, BucketKey(d.Policy, d.Key, false), max)
+	permit, err := l.Acquire(ctx, BucketKey(d.Policy, d.Key, false), max)
 	if p.observer != nil {
 		p.reportPermit(ctx, r, d.Policy, err, time.Since(start))
 	}
@@ -147,6 +209,7 @@ func (p *Pipeline[R]) acquire(ctx context.Context, r R, d Decision) Decision {
 func (p *Pipeline[R]) prepareAll(r R) (d Decision, ok bool) {
 	given := p.opts.Limits(r)
 	reqs := make([]ratelimit.Request, 0, len(given))
+	d.Shadow = p.opts.Shadow
 	reported := false
 	for i, q := range given {
 		if !q.Limit.IsZero() {
@@ -162,7 +225,7 @@ func (p *Pipeline[R]) prepareAll(r R) (d Decision, ok bool) {
 				}
 				return d, false
 			}
-			err := checkKey(q.Name, q.Key, p.opts.Shadow)
+			err := checkKey(q.Name, q.Key, d.Shadow)
 			if err != nil && !reported {
 				reported = true
 				if herr := p.onError(r, fmt.Errorf("%sno key for limit %d (%s), limiting as %q: %w",
@@ -174,7 +237,7 @@ func (p *Pipeline[R]) prepareAll(r R) (d Decision, ok bool) {
 			if err != nil {
 				q.Key = UnkeyedKey
 			}
-			q.Key = BucketKey(q.Name, q.Key, p.opts.Shadow)
+			q.Key = BucketKey(q.Name, q.Key, d.Shadow)
 		}
 		reqs = append(reqs, q)
 	}
@@ -256,7 +319,7 @@ func (p *Pipeline[R]) reportPermit(ctx context.Context, r R, policy string, err 
 // report tells the observer of d, decided in took: one report per limit, under its
 // policy's name (observe.Report, observe.ReportAll).
 func (p *Pipeline[R]) report(ctx context.Context, d *Decision, origin observe.Origin, err error, took time.Duration) {
-	c := observe.Call{Policy: d.Policy, Backend: p.backend, Origin: origin, Shadow: p.opts.Shadow, Duration: took}
+	c := observe.Call{Policy: d.Policy, Backend: p.backend, Origin: origin, Shadow: d.Shadow, Duration: took}
 	if d.Reqs == nil {
 		observe.Report(ctx, p.observer, c, d.Limit, d.Cost, d.Result, err)
 		return
@@ -329,12 +392,12 @@ func (p *Pipeline[R]) Refund(ctx context.Context, r R, d Decision) {
 // (WithConcurrency) as Decide does. A deadline that comes before the turn ends r as its
 // context's end would.
 func (p *Pipeline[R]) Wait(ctx context.Context, r R) Decision {
-	if p.limiter == nil || p.opts.Skip != nil && p.opts.Skip(r) {
+	if p.limiter == nil || p.opts.Rules != nil || p.opts.Skip != nil && p.opts.Skip(r) {
 		return p.Decide(ctx, r)
 	}
 	d := p.waitRate(ctx, r)
 	if p.opts.Concurrency != nil && d.Verdict == Proceed {
-		d = p.acquire(ctx, r, d)
+		d = p.acquire(ctx, r, d, p.opts.Concurrency, p.opts.InFlight(r))
 	}
 	return d
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/observe"
+	"github.com/sluice-go/ratelimit/rules"
 )
 
 // Options are the settings every middleware shares, over its request type R. Each
@@ -43,6 +44,11 @@ type Options[R any] struct {
 	// after the handler (see Pipeline.Acquire).
 	Concurrency concurrency.Limiter
 	InFlight    func(R) int
+	// Rules, when set, gives each request its policy from the set in force (WithRules):
+	// limits, key, cost, priority, shadow and concurrency, all from one set; RulesRequest
+	// reads a request as rules do.
+	Rules        *rules.Rules
+	RulesRequest func(R) rules.Request
 
 	// styleSet records that the header style was chosen, which shadow mode respects.
 	styleSet bool
@@ -140,6 +146,16 @@ func (o *Options[R]) SetLimits(f func(R) []ratelimit.Request) {
 	}
 }
 
+// SetRules gives each request the policy of the rules in force in rs, read by view.
+func (o *Options[R]) SetRules(rs *rules.Rules, view func(R) rules.Request) {
+	o.setLimitBy("WithRules")
+	if rs == nil && o.conflict == nil {
+		o.conflict = errors.New("WithRules: nil *rules.Rules")
+	}
+	o.fixed, o.Limit, o.Limits = nil, nil, nil
+	o.Rules, o.RulesRequest = rs, view
+}
+
 // SetLimitFunc gives each request the limit f returns; nil is ignored.
 func (o *Options[R]) SetLimitFunc(f func(R) ratelimit.Limit) {
 	if f != nil {
@@ -199,6 +215,16 @@ func (o *Options[R]) conflicts() error {
 			if by != "" {
 				return fmt.Errorf("%s and WithLimits: WithLimits gives each request its keys and costs; pass one of them", by)
 			}
+		}
+	}
+	if o.Rules != nil {
+		for _, by := range [...]string{o.keyBy, o.costBy} {
+			if by != "" {
+				return fmt.Errorf("%s and WithRules: the rules give each request its key and cost; pass one of them", by)
+			}
+		}
+		if o.Concurrency != nil {
+			return errors.New("WithConcurrency and WithRules: the rules give each policy its concurrency (rules.WithConcurrency); pass one of them")
 		}
 	}
 	return nil

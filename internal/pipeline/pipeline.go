@@ -82,9 +82,13 @@ type Decision struct {
 	// Charged reports whether the limiter took tokens for the request: what a refund gives
 	// back.
 	Charged bool
-	// Permit is the request's permit to run, with WithConcurrency: the middleware releases
-	// it when the handler returns. The zero Permit holds nothing.
+	// Permit is the request's permit to run, with WithConcurrency or a policy's
+	// concurrency: the middleware releases it when the handler returns. The zero Permit
+	// holds nothing.
 	Permit concurrency.Permit
+	// Shadow reports that the request was decided in shadow mode (WithShadow, or its
+	// policy's shadow field): in buckets of their own, and let through.
+	Shadow bool
 
 	// bucket is the bucket key of a request under one limit.
 	bucket string
@@ -161,7 +165,7 @@ func KeyOf(bucket string) string {
 // on a configuration that cannot work: a nil limiter, no limit, or a fixed limit that is
 // neither zero nor accepted by l.
 func New[R any](prefix string, l ratelimit.Limiter, o *Options[R], onError func(R, error) error) (*Pipeline[R], error) {
-	rateless := o.Limit == nil && o.Limits == nil
+	rateless := o.Limit == nil && o.Limits == nil && o.Rules == nil
 	if isNil(l) && !(rateless && o.Concurrency != nil) {
 		return nil, errors.New("nil Limiter")
 	}
@@ -176,6 +180,9 @@ func New[R any](prefix string, l ratelimit.Limiter, o *Options[R], onError func(
 	}
 	if _, ok := l.(ratelimit.MultiLimiter); o.Limits != nil && !ok {
 		return nil, fmt.Errorf("WithLimits: %T does not decide several limits at once (ratelimit.MultiLimiter)", l)
+	}
+	if _, ok := l.(ratelimit.MultiLimiter); o.Rules != nil && !ok {
+		return nil, fmt.Errorf("WithRules: %T does not decide several limits at once (ratelimit.MultiLimiter), which a policy may have", l)
 	}
 	if _, ok := l.(ratelimit.Inspector); o.Refund != nil && !ok {
 		return nil, fmt.Errorf("WithRefundIf: %T cannot refund (ratelimit.Inspector)", l)
@@ -194,8 +201,11 @@ func New[R any](prefix string, l ratelimit.Limiter, o *Options[R], onError func(
 			p.backend = observe.BackendName(l)
 		}
 		p.origin, _ = l.(observe.OriginReporter)
-		if o.Concurrency != nil {
+		switch {
+		case o.Concurrency != nil:
 			p.permitBackend = permitBackend(o.Concurrency)
+		case o.Rules != nil && o.Rules.Concurrency() != nil:
+			p.permitBackend = permitBackend(o.Rules.Concurrency())
 		}
 	}
 	return p, nil
@@ -216,6 +226,15 @@ func permitBackend(l concurrency.Limiter) string {
 		return pkg
 	}
 	return name
+}
+
+// Style returns the header style of d's answer: none for a shadow decision, unless the
+// style was chosen (WithHeaderStyle).
+func (p *Pipeline[R]) Style(d Decision) headers.Style {
+	if d.Shadow && !p.opts.styleSet {
+		return headers.StyleNone
+	}
+	return p.opts.Style
 }
 
 // isNil reports whether l is nil, or an interface holding a nil pointer (a *local.Limiter

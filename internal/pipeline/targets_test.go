@@ -26,6 +26,7 @@ import (
 	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/httpmw"
 	"github.com/sluice-go/ratelimit/observe"
+	"github.com/sluice-go/ratelimit/rules"
 )
 
 // setup is one middleware configuration, said once for every framework.
@@ -50,6 +51,7 @@ type setup struct {
 	ietf     bool                       // WithHeaderStyle(headers.StyleBoth)
 	conc     concurrency.Limiter        // WithConcurrency(conc, inFlight)
 	inFlight int
+	rules    *rules.Rules // WithRules, instead of limit
 }
 
 // multi reports whether s gives its limits through WithLimits.
@@ -196,6 +198,8 @@ func get(t *testing.T, ctx context.Context, url string, rec *record) answer {
 func serveGin(t *testing.T, s setup) func(context.Context) answer {
 	opts := []ginmw.Option{ginmw.WithErrorPolicy(s.policy)}
 	switch {
+	case s.rules != nil:
+		opts = append(opts, ginmw.WithRules(s.rules))
 	case s.multi():
 	case s.limitFn:
 		opts = append(opts, ginmw.WithLimitFunc(func(*gin.Context) ratelimit.Limit { return s.limit }))
@@ -254,6 +258,8 @@ func serveGin(t *testing.T, s setup) func(context.Context) answer {
 func serveHTTP(t *testing.T, s setup) func(context.Context) answer {
 	opts := []httpmw.Option{httpmw.WithErrorPolicy(s.policy)}
 	switch {
+	case s.rules != nil:
+		opts = append(opts, httpmw.WithRules(s.rules))
 	case s.multi():
 	case s.limitFn:
 		opts = append(opts, httpmw.WithLimitFunc(func(*http.Request) ratelimit.Limit { return s.limit }))
@@ -349,6 +355,8 @@ func serviceDesc(rec *record) *grpc.ServiceDesc {
 func serveGRPC(t *testing.T, s setup, stream bool) func(context.Context) answer {
 	opts := []grpcmw.Option{grpcmw.WithErrorPolicy(s.policy)}
 	switch {
+	case s.rules != nil:
+		opts = append(opts, grpcmw.WithRules(s.rules))
 	case s.multi():
 	case s.limitFn:
 		opts = append(opts, grpcmw.WithLimitFunc(func(context.Context, string) ratelimit.Limit { return s.limit }))

@@ -7,7 +7,9 @@
 //	policies:
 //	  login: {limits: [5/min, 20/h], key: client-ip}
 //	  free:  {limits: [100/min], key: user}
-//	  pro:   {limits: [1000/min], key: user, cost: 1}
+//	  pro:   {limits: [1000/min], key: user, cost: 1, priority: normal}
+//	  export: {concurrency: 3, key: user}
+//	  search: {limits: [10/s], key: user, shadow: true}
 //	rules:
 //	  - match: {route: POST /login}
 //	    policy: login
@@ -30,9 +32,12 @@ import (
 )
 
 type policy struct {
-	Limits []string `yaml:"limits"`
-	Key    string   `yaml:"key"`
-	Cost   int      `yaml:"cost"`
+	Limits      []string `yaml:"limits"`
+	Key         string   `yaml:"key"`
+	Cost        int      `yaml:"cost"`
+	Priority    string   `yaml:"priority"`
+	Shadow      bool     `yaml:"shadow"`
+	Concurrency int      `yaml:"concurrency"`
 }
 
 type rule struct {
@@ -80,7 +85,8 @@ func Parse(file string, data []byte) (rules.Document, error) {
 				return fail(lineOr(err, name.Line), fmt.Errorf("policy %q: %w", name.Value, err))
 			}
 			doc.Policies = append(doc.Policies, rules.PolicyDoc{Line: name.Line, Name: name.Value,
-				Limits: pd.Limits, Key: pd.Key, Cost: pd.Cost})
+				Limits: pd.Limits, Key: pd.Key, Cost: pd.Cost, Priority: pd.Priority, Shadow: pd.Shadow,
+				Concurrency: pd.Concurrency})
 		}
 	}
 	if r := &top.Rules; r.Kind != 0 {
@@ -108,7 +114,7 @@ func decode(data []byte, v any) error {
 // fields are the fields each kind of node may have.
 var fields = map[string][]string{
 	"file":   {"version", "default", "policies", "rules"},
-	"policy": {"limits", "key", "cost"},
+	"policy": {"limits", "key", "cost", "priority", "shadow", "concurrency"},
 	"rule":   {"match", "policy"},
 	"match":  {"route", "method", "full_method", "header", "key"},
 }

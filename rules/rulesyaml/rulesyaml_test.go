@@ -19,6 +19,8 @@ policies:
   free:
     limits: [3/min]
     key: user
+    priority: sheddable
+    shadow: true
 rules:
   - match: {route: POST /login}
     policy: login
@@ -37,15 +39,17 @@ func TestParse(t *testing.T) {
 		File: "rules.yaml", Version: "7", Default: "free",
 		Policies: []rules.PolicyDoc{
 			{Line: 4, Name: "login", Limits: []string{"2/min", "10/h"}, Key: "client-ip"},
-			{Line: 5, Name: "free", Limits: []string{"3/min"}, Key: "user"},
+			{Line: 5, Name: "free", Limits: []string{"3/min"}, Key: "user", Priority: "sheddable", Shadow: true},
 		},
-		Rules: []rules.RuleDoc{{Line: 9, Match: rules.Match{Route: "POST /login"}, Policy: "login"}},
+		Rules: []rules.RuleDoc{{Line: 11, Match: rules.Match{Route: "POST /login"}, Policy: "login"}},
 	}, doc)
 	live := rules.New(registry, rules.WithParser(rulesyaml.Parse))
 	require.NoError(t, live.Load("rules.yaml", []byte(file)))
 	p, ok := live.Set().Policy("login")
 	require.True(t, ok)
 	assert.Equal(t, []ratelimit.Limit{ratelimit.PerMinute(2), ratelimit.PerHour(10)}, p.Limits)
+	p, _ = live.Set().Policy("free")
+	assert.Equal(t, []any{ratelimit.Sheddable, true, true}, []any{p.Priority, p.HasPriority, p.Shadow})
 }
 
 // Unknown fields, and the mistakes Compile finds, are named by file and line.
@@ -53,9 +57,11 @@ func TestErrors(t *testing.T) {
 	live := rules.New(registry, rules.WithParser(rulesyaml.Parse))
 	cases := map[string]string{
 		"version: 1\npolices: {}\n":                          `rules: invalid rules: rules.yaml:2: unknown field "polices" of a file (version, default, policies, rules)`,
-		"policies:\n  a:\n    limits: [1/s]\n    burst: 3\n": `rules: invalid rules: rules.yaml:4: policy "a": unknown field "burst" of a policy (limits, key, cost)`,
+		"policies:\n  a:\n    limits: [1/s]\n    burst: 3\n": `rules: invalid rules: rules.yaml:4: policy "a": unknown field "burst" of a policy (limits, key, cost, priority, shadow, concurrency)`,
 		"rules:\n  - match: {rout: /x}\n    policy: a\n":     `rules: invalid rules: rules.yaml:2: rule 1: unknown field "rout" of a match (route, method, full_method, header, key)`,
 		"policies:\n  a: {limits: [1/s], key: nobody}\n":     `rules: invalid rules: rules.yaml:2: policy "a": key function "nobody" is not registered`,
+		"policies:\n  x: {limits: [1/s], key: user}\n  a: {key: user, priority: urgent, concurrency: 2}\n": `rules: invalid rules: rules.yaml:3: policy "a": priority "urgent" is not one of critical, normal, sheddable
+rules: invalid rules: rules.yaml:3: policy "a": concurrency 2 needs a concurrency limiter (rules.WithConcurrency)`,
 	}
 	for text, want := range cases {
 		err := live.Load("rules.yaml", []byte(text))
