@@ -40,6 +40,8 @@ var algorithmNames = [...]string{
 //	10/s warm-up 30s             with a warm-up (a time.ParseDuration duration)
 //	100/min sliding-log          enforced by a sliding window log
 //	10/s burst 20 leaky-bucket   enforced by a leaky bucket
+//	10000/day@Europe/Paris       a calendar quota: 10000 per day, midnight to midnight in Paris
+//	100/2week@UTC, 1000000/month@America/New_York anchor 15
 //
 // The units are s (sec, second), min (minute), h (hour) and day (d). The burst defaults to
 // the count, rounded up, at least 1. The rate is the count divided by the unit's seconds,
@@ -47,6 +49,10 @@ var algorithmNames = [...]string{
 // fixed-window, sliding-log, sliding-counter and leaky-bucket; without one, the limit's
 // Algorithm is DefaultAlgorithm, the limiter's. The limit must be valid (Limit.Validate):
 // an error wraps ErrInvalidLimit and names the part it could not read.
+//
+// A unit followed by @ and a time zone makes a CalendarQuota (see Period): the count, a
+// whole number, per day (d), week (w) or month (mo), or per several ("2week"), in that
+// zone, which ParseLimit loads (time.LoadLocation); "anchor" sets a month's first day.
 func ParseLimit(s string) (Limit, error) {
 	fields := strings.Fields(s)
 	if len(fields) == 0 {
@@ -60,16 +66,27 @@ func ParseLimit(s string) (Limit, error) {
 	if err != nil || math.IsNaN(n) || math.IsInf(n, 0) || n <= 0 {
 		return Limit{}, fmt.Errorf("%w: %q: count %q is not a number greater than zero", ErrInvalidLimit, s, count)
 	}
-	seconds, ok := unitSeconds(unit)
-	if !ok {
-		return Limit{}, fmt.Errorf("%w: %q: unknown unit %q (s, min, h or day)", ErrInvalidLimit, s, unit)
-	}
-	l := Limit{Rate: n / seconds, Burst: int(max(math.Ceil(n), 1))}
-	if n > MaxBurst {
-		l.Burst = MaxBurst + 1 // refused by Validate below, with the burst named
+	var l Limit
+	quota := strings.Contains(unit, "@")
+	if quota {
+		if l, err = parseQuota(s, n, unit); err != nil {
+			return Limit{}, err
+		}
+	} else {
+		seconds, ok := unitSeconds(unit)
+		if !ok {
+			return Limit{}, fmt.Errorf("%w: %q: unknown unit %q (s, min, h or day)", ErrInvalidLimit, s, unit)
+		}
+		l = Limit{Rate: n / seconds, Burst: int(max(math.Ceil(n), 1))}
+		if n > MaxBurst {
+			l.Burst = MaxBurst + 1 // refused by Validate below, with the burst named
+		}
 	}
 	for rest := fields[1:]; len(rest) > 0; {
 		if a, ok := algorithmNamed(rest[0]); ok {
+			if quota {
+				return Limit{}, fmt.Errorf("%w: %q: %q on a calendar quota", ErrInvalidLimit, s, rest[0])
+			}
 			if l.Algorithm != DefaultAlgorithm {
 				return Limit{}, fmt.Errorf("%w: %q: a second algorithm %q", ErrInvalidLimit, s, rest[0])
 			}
@@ -79,14 +96,24 @@ func ParseLimit(s string) (Limit, error) {
 		if len(rest) < 2 {
 			return Limit{}, fmt.Errorf("%w: %q: %q has no value", ErrInvalidLimit, s, rest[0])
 		}
-		switch key, value := rest[0], rest[1]; key {
-		case "burst":
+		switch key, value := rest[0], rest[1]; {
+		case quota && key == "anchor":
+			a, err := strconv.Atoi(value)
+			if err != nil || a < 1 || a > 28 || l.Period.Unit != Month {
+				return Limit{}, fmt.Errorf("%w: %q: anchor %q is not a day of the month between 1 and 28, on a period of months", ErrInvalidLimit, s, value)
+			}
+			if a > 1 {
+				l.Period.Anchor = a
+			}
+		case quota:
+			return Limit{}, fmt.Errorf("%w: %q: %q on a calendar quota (only anchor)", ErrInvalidLimit, s, key)
+		case key == "burst":
 			b, err := strconv.Atoi(value)
 			if err != nil {
 				return Limit{}, fmt.Errorf("%w: %q: burst %q is not a whole number", ErrInvalidLimit, s, value)
 			}
 			l.Burst = b
-		case "warm-up", "warmup":
+		case key == "warm-up", key == "warmup":
 			d, err := time.ParseDuration(value)
 			if err != nil {
 				return Limit{}, fmt.Errorf("%w: %q: warm-up %q is not a duration such as 30s", ErrInvalidLimit, s, value)
@@ -132,10 +159,14 @@ func unitSeconds(unit string) (float64, bool) {
 // which the count is a whole number, else the first in which it is at least 1, else per
 // second; the count is written in the fewest digits that read back to exactly l.Rate, and
 // the burst, the warm-up and the algorithm only when they are not the default: "10/s",
-// "100/min", "10/s burst 20", "1/day", "10/s warm-up 30s", "100/min sliding-log".
+// "100/min", "10/s burst 20", "1/day", "10/s warm-up 30s", "100/min sliding-log"; a quota
+// as "10000/day@Europe/Paris".
 // ParseLimit(l.String()) == l for every valid l. An invalid l is written all the same
 // ("0/s burst 0", "1/s Algorithm(9)"), for error messages.
 func (l Limit) String() string {
+	if l.Algorithm == CalendarQuota || l.Period != (Period{}) {
+		return l.quotaString()
+	}
 	count, unit := l.Rate, "s"
 	if l.Rate > 0 && !math.IsInf(l.Rate, 1) {
 		chosen := -1

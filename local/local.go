@@ -194,6 +194,8 @@ func (l *Limiter) validate(key string, limit ratelimit.Limit, n int) (ratelimit.
 		w, err = args.Window(named)
 	case ratelimit.SlidingWindowLog:
 		w, err = args.LogWindow(named)
+	case ratelimit.CalendarQuota:
+		_, _, err = l.store.zones.Load(named.Period.Zone)
 	default:
 		err = checkAlgorithm(named)
 	}
