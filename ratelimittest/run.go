@@ -75,6 +75,9 @@ func suites(h Harness, alg ratelimit.Algorithm, c capabilities) []suite {
 		warm = warmupRules
 	}
 	all = append(all, suite{"Warmup", warm, false})
+	if h.Quotas && alg == h.algorithms()[0] {
+		all = append(all, suite{"CalendarQuota", quotaRules, false})
+	}
 	if c.multi && c.inspector {
 		var rules []rule
 		for seed := range uint64(interleavingSeeds) {
