@@ -54,6 +54,8 @@ type Limiter struct {
 	// quota runs ratelimit.CalendarQuota, in the time zones of zones (see quota.go).
 	quota algorithm
 	zones calendar.Zones
+	// appClock, in tests only, is the clock periodsArg reads instead of time.Now (or clock).
+	appClock func() time.Time
 }
 
 var _ ratelimit.Limiter = (*Limiter)(nil)

@@ -36,7 +36,10 @@ func (l *Limiter) newQuota() algorithm {
 // time zone database. The script picks the one that holds Redis's clock.
 func (l *Limiter) periodsArg(argv []any, limit ratelimit.Limit) []any {
 	now := time.Now()
-	if l.clock != nil {
+	switch {
+	case l.appClock != nil:
+		now = l.appClock()
+	case l.clock != nil:
 		now = l.clock()
 	}
 	loc, _, _ := l.zones.Load(limit.Period.Zone) // check has loaded it
