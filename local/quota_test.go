@@ -1,0 +1,58 @@
+package local
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/ratelimittest"
+)
+
+// TestQuotaSweep: the sweep keeps a quota's bucket while its period has counted anything,
+// and drops it once the period has ended, when a new bucket would decide as it does. In
+// the bubble the clock starts at 2000-01-01T00:00:00Z: the day in UTC ends 24 h later.
+func TestQuotaSweep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(WithCleanupInterval(time.Hour), WithIdleTimeout(-1))
+		defer l.Close()
+		day := ratelimit.Quota(1, ratelimit.Period{Unit: ratelimit.Day, Zone: "UTC"})
+		_, err := l.Allow(context.Background(), "k", day)
+		require.NoError(t, err)
+		time.Sleep(23*time.Hour + time.Minute)
+		synctest.Wait()
+		require.Equal(t, 1, l.Len(), "the day has counted 1 and lasts")
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		require.Equal(t, 0, l.Len(), "the day has ended")
+	})
+}
+
+// TestQuotaOverflow: at the cap, keys without a bucket share one overflow bucket per
+// limit, period included: a day's overflow bucket is not a week's, nor another zone's.
+func TestQuotaOverflow(t *testing.T) {
+	clock := ratelimittest.NewClock()
+	l := New(WithMaxBuckets(64), WithClock(clock.Now), WithCleanupInterval(-1))
+	defer l.Close()
+	ctx := context.Background()
+	hourly := ratelimit.Limit{Rate: 1.0 / 3600, Burst: 1}
+	for i := range 2000 { // fill every shard with a drained bucket of another limit
+		_, err := l.Allow(ctx, "a"+strconv.Itoa(i), hourly)
+		require.NoError(t, err)
+	}
+	require.Equal(t, 64, l.Len())
+	for _, text := range []string{"1/day@UTC", "1/week@UTC", "1/day@Asia/Kolkata"} {
+		limit, err := ratelimit.ParseLimit(text)
+		require.NoError(t, err)
+		res, err := l.Allow(ctx, "b1", limit)
+		require.NoError(t, err)
+		require.True(t, res.Allowed, text)
+		res, err = l.Allow(ctx, "b2", limit)
+		require.NoError(t, err)
+		require.False(t, res.Allowed, "%s: b2 shares b1's overflow bucket", text)
+	}
+}
