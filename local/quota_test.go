@@ -56,3 +56,38 @@ func TestQuotaOverflow(t *testing.T) {
 		require.False(t, res.Allowed, "%s: b2 shares b1's overflow bucket", text)
 	}
 }
+
+// BenchmarkQuota: a day quota's decision on one hot key, within a period (the state's
+// period serves, no calendar arithmetic), beside the fixed window's; and the period
+// computed on every decision, as a key's first in a new period does.
+func BenchmarkQuota(b *testing.B) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name  string
+		limit ratelimit.Limit
+	}{
+		{"quota", ratelimit.Quota(1<<30, ratelimit.Period{Unit: ratelimit.Day, Zone: "Europe/Paris"})},
+		{"fixed-window", ratelimit.Limit{Rate: float64(1<<30) / 86400, Burst: 1 << 30, Algorithm: ratelimit.FixedWindow}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			l := New(WithCleanupInterval(-1))
+			defer l.Close()
+			b.ReportAllocs()
+			for b.Loop() {
+				if res, err := l.Allow(ctx, "k", c.limit); err != nil || !res.Allowed {
+					b.Fatal(res, err)
+				}
+			}
+		})
+	}
+	b.Run("bounds", func(b *testing.B) {
+		var q quota
+		q.period = ratelimit.Period{Unit: ratelimit.Day, Zone: "Europe/Paris"}
+		q.loc, _ = time.LoadLocation("Europe/Paris")
+		u := time.Now().UnixMicro()
+		b.ReportAllocs()
+		for b.Loop() {
+			q.bounds(u)
+		}
+	})
+}
