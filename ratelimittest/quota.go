@@ -2,6 +2,7 @@ package ratelimittest
 
 import (
 	"context"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -324,4 +325,32 @@ func quotaUnknownZone(t testing.TB, h harness) {
 	res, err := h.Limiter.Allow(context.Background(), "zone", limit)
 	require.ErrorIs(t, err, ratelimit.ErrInvalidLimit)
 	require.Equal(t, ratelimit.Result{Limit: limit}, res)
+}
+
+// quotaLimits are the calendar quotas Agree plays: every unit, counts, an anchor, in zones
+// with changes of offset of an hour, half an hour and at midnight.
+func quotaLimits(t testing.TB) []ratelimit.Limit {
+	var limits []ratelimit.Limit
+	for _, text := range []string{"3/day@Europe/Paris", "1/day@America/Santiago", "7/2day@Australia/Lord_Howe",
+		"20/week@America/New_York", "5/month@Asia/Kolkata anchor 28", "2/3month@Europe/London anchor 15"} {
+		limits = append(limits, quota(t, text))
+	}
+	return limits
+}
+
+// quotaGap: nothing, a few µs, up to an hour, up to a day, up to forty days; a random
+// priority one request in two.
+func quotaGap(rng *rand.Rand, limit ratelimit.Limit) (float64, int, ratelimit.Priority, bool) {
+	var gap float64
+	switch rng.IntN(5) {
+	case 1:
+		gap = float64(rng.IntN(3))
+	case 2:
+		gap = rng.Float64() * 3.6e9
+	case 3:
+		gap = rng.Float64() * 8.64e10
+	case 4:
+		gap = rng.Float64() * 40 * 8.64e10
+	}
+	return gap, cost(rng, limit), ratelimit.Priority(rng.IntN(3)), rng.IntN(2) == 0
 }
