@@ -151,3 +151,14 @@ func BenchmarkQuota(b *testing.B) {
 		})
 	}
 }
+
+// TestQuotaNotADefault: as on the local backend, CalendarQuota is no limiter's default.
+func TestQuotaNotADefault(t *testing.T) {
+	server := redistest.NewServer(t)
+	l := newLimiter(t, newClient(t, server.Addr()), ratelimittest.NewClock(), distributed.WithAlgorithm(ratelimit.CalendarQuota))
+	_, err := l.Allow(context.Background(), "k", ratelimit.PerSecond(1))
+	require.ErrorIs(t, err, ratelimit.ErrNotSupported)
+	res, err := l.Allow(context.Background(), "k", ratelimit.Quota(1, ratelimit.Period{Unit: ratelimit.Week, Zone: "UTC"}))
+	require.NoError(t, err)
+	require.True(t, res.Allowed)
+}

@@ -91,3 +91,16 @@ func BenchmarkQuota(b *testing.B) {
 		}
 	})
 }
+
+// TestQuotaNotADefault: a quota's period is its limit's, so CalendarQuota is no limiter's
+// default: the limits that name no algorithm are refused, those that name it decided.
+func TestQuotaNotADefault(t *testing.T) {
+	l := New(WithAlgorithm(ratelimit.CalendarQuota), WithCleanupInterval(-1))
+	defer l.Close()
+	_, err := l.Allow(context.Background(), "k", ratelimit.PerSecond(1))
+	require.ErrorIs(t, err, ratelimit.ErrNotSupported)
+	require.ErrorIs(t, l.ValidateLimit(ratelimit.PerSecond(1)), ratelimit.ErrNotSupported)
+	res, err := l.Allow(context.Background(), "k", ratelimit.Quota(1, ratelimit.Period{Unit: ratelimit.Week, Zone: "UTC"}))
+	require.NoError(t, err)
+	require.True(t, res.Allowed)
+}
