@@ -130,9 +130,9 @@ func (l Limit) quotaString() string {
 	return s
 }
 
-// parseQuota reads the period of a quota's text, unit "[count]unit@zone", for a count of
-// n: the limit without the parts that follow.
-func parseQuota(s string, n float64, unit string) (Limit, error) {
+// parseQuota is ParseLimit for a quota's text s: a count of n per unit "[count]unit@zone",
+// then rest, where only an anchor may follow.
+func parseQuota(s string, n float64, unit string, rest []string) (Limit, error) {
 	if n != float64(int64(n)) || n > MaxBurst {
 		return Limit{}, fmt.Errorf("%w: %q: a quota's count %v is not a whole number of at most 2^52", ErrInvalidLimit, s, n)
 	}
@@ -165,5 +165,22 @@ func parseQuota(s string, n float64, unit string) (Limit, error) {
 	if _, err := time.LoadLocation(zone); err != nil {
 		return Limit{}, fmt.Errorf("%w: %q: time zone %q: %w", ErrInvalidLimit, s, zone, err)
 	}
-	return Quota(int(n), p), nil
+	for ; len(rest) > 0; rest = rest[2:] {
+		if len(rest) < 2 || rest[0] != "anchor" {
+			return Limit{}, fmt.Errorf("%w: %q: %q on a calendar quota (only anchor DAY)", ErrInvalidLimit, s, rest[0])
+		}
+		a, err := strconv.Atoi(rest[1])
+		if err != nil || a < 1 || a > 28 || p.Unit != Month {
+			return Limit{}, fmt.Errorf("%w: %q: anchor %q is not a day of the month between 1 and 28, on a period of months", ErrInvalidLimit, s, rest[1])
+		}
+		p.Anchor = a
+		if a == 1 {
+			p.Anchor = 0 // the same period: one way to write it
+		}
+	}
+	l := Quota(int(n), p)
+	if err := l.Validate(); err != nil {
+		return Limit{}, fmt.Errorf("%w (in %q)", err, s)
+	}
+	return l, nil
 }

@@ -66,27 +66,19 @@ func ParseLimit(s string) (Limit, error) {
 	if err != nil || math.IsNaN(n) || math.IsInf(n, 0) || n <= 0 {
 		return Limit{}, fmt.Errorf("%w: %q: count %q is not a number greater than zero", ErrInvalidLimit, s, count)
 	}
-	var l Limit
-	quota := strings.Contains(unit, "@")
-	if quota {
-		if l, err = parseQuota(s, n, unit); err != nil {
-			return Limit{}, err
-		}
-	} else {
-		seconds, ok := unitSeconds(unit)
-		if !ok {
-			return Limit{}, fmt.Errorf("%w: %q: unknown unit %q (s, min, h or day)", ErrInvalidLimit, s, unit)
-		}
-		l = Limit{Rate: n / seconds, Burst: int(max(math.Ceil(n), 1))}
-		if n > MaxBurst {
-			l.Burst = MaxBurst + 1 // refused by Validate below, with the burst named
-		}
+	if strings.Contains(unit, "@") {
+		return parseQuota(s, n, unit, fields[1:])
+	}
+	seconds, ok := unitSeconds(unit)
+	if !ok {
+		return Limit{}, fmt.Errorf("%w: %q: unknown unit %q (s, min, h or day)", ErrInvalidLimit, s, unit)
+	}
+	l := Limit{Rate: n / seconds, Burst: int(max(math.Ceil(n), 1))}
+	if n > MaxBurst {
+		l.Burst = MaxBurst + 1 // refused by Validate below, with the burst named
 	}
 	for rest := fields[1:]; len(rest) > 0; {
 		if a, ok := algorithmNamed(rest[0]); ok {
-			if quota {
-				return Limit{}, fmt.Errorf("%w: %q: %q on a calendar quota", ErrInvalidLimit, s, rest[0])
-			}
 			if l.Algorithm != DefaultAlgorithm {
 				return Limit{}, fmt.Errorf("%w: %q: a second algorithm %q", ErrInvalidLimit, s, rest[0])
 			}
@@ -96,24 +88,14 @@ func ParseLimit(s string) (Limit, error) {
 		if len(rest) < 2 {
 			return Limit{}, fmt.Errorf("%w: %q: %q has no value", ErrInvalidLimit, s, rest[0])
 		}
-		switch key, value := rest[0], rest[1]; {
-		case quota && key == "anchor":
-			a, err := strconv.Atoi(value)
-			if err != nil || a < 1 || a > 28 || l.Period.Unit != Month {
-				return Limit{}, fmt.Errorf("%w: %q: anchor %q is not a day of the month between 1 and 28, on a period of months", ErrInvalidLimit, s, value)
-			}
-			if a > 1 {
-				l.Period.Anchor = a
-			}
-		case quota:
-			return Limit{}, fmt.Errorf("%w: %q: %q on a calendar quota (only anchor)", ErrInvalidLimit, s, key)
-		case key == "burst":
+		switch key, value := rest[0], rest[1]; key {
+		case "burst":
 			b, err := strconv.Atoi(value)
 			if err != nil {
 				return Limit{}, fmt.Errorf("%w: %q: burst %q is not a whole number", ErrInvalidLimit, s, value)
 			}
 			l.Burst = b
-		case key == "warm-up", key == "warmup":
+		case "warm-up", "warmup":
 			d, err := time.ParseDuration(value)
 			if err != nil {
 				return Limit{}, fmt.Errorf("%w: %q: warm-up %q is not a duration such as 30s", ErrInvalidLimit, s, value)
@@ -160,8 +142,8 @@ func unitSeconds(unit string) (float64, bool) {
 // second; the count is written in the fewest digits that read back to exactly l.Rate, and
 // the burst, the warm-up and the algorithm only when they are not the default: "10/s",
 // "100/min", "10/s burst 20", "1/day", "10/s warm-up 30s", "100/min sliding-log"; a quota
-// as "10000/day@Europe/Paris".
-// ParseLimit(l.String()) == l for every valid l. An invalid l is written all the same
+// as "10000/day@Europe/Paris". ParseLimit(l.String()) == l for every valid l (but that a
+// quota's Count or Anchor of 1 reads back as 0, the same period). An invalid l is written all the same
 // ("0/s burst 0", "1/s Algorithm(9)"), for error messages.
 func (l Limit) String() string {
 	if l.Algorithm == CalendarQuota || l.Period != (Period{}) {
