@@ -1,6 +1,7 @@
 package ratelimittest
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -29,6 +30,7 @@ var quotaRules = []rule{
 	{"LeapDay2028", quotaLeapDay},
 	{"YearEndWeek", quotaYearEnd},
 	{"BillingMonth", quotaBillingMonth},
+	{"CountPerLocalDay", quotaCountPerDay},
 	{"BucketIdentity", quotaIdentity},
 	{"AllowAllWithRate", quotaAllowAll},
 	{"Inspector", quotaInspector},
@@ -203,4 +205,60 @@ func quotaBillingMonth(t testing.TB, h harness) {
 		step{advance: time.Microsecond, want: allowed(2, 30*24*hour)}, // April 15 to May 15
 	)
 	play(t, h, "billing", limit, steps)
+}
+
+// quotaCountPerDay asks, every half hour through the changes of offset of 2026 in Paris,
+// New York and Santiago, for a token of 5/day in each zone: every whole local day admits
+// exactly 5, and each admission's ResetAfter is exactly the time to the next half hour that
+// is on another local date (in these zones every midnight, and the skipped one's change,
+// falls on the hour in UTC, so on the grid).
+func quotaCountPerDay(t testing.TB, h harness) {
+	zones := []string{"Europe/Paris", "America/New_York", "America/Santiago"}
+	locs := make([]*time.Location, len(zones))
+	limits := make([]ratelimit.Limit, len(zones))
+	for i, z := range zones {
+		var err error
+		locs[i], err = time.LoadLocation(z)
+		require.NoError(t, err)
+		limits[i] = quota(t, "5/day@"+z)
+	}
+	const step = 30 * time.Minute
+	date := func(at time.Time, loc *time.Location) string { return at.In(loc).Format(time.DateOnly) }
+	now := NewClock().Now()
+	for _, span := range [][2]time.Time{
+		{time.Date(2026, 3, 5, 0, 0, 0, 0, time.UTC), time.Date(2026, 4, 10, 0, 0, 0, 0, time.UTC)},
+		{time.Date(2026, 9, 3, 0, 0, 0, 0, time.UTC), time.Date(2026, 9, 9, 0, 0, 0, 0, time.UTC)},
+		{time.Date(2026, 10, 22, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 4, 0, 0, 0, 0, time.UTC)},
+	} {
+		h.Advance(span[0].Sub(now))
+		now = span[0]
+		admitted := make([]map[string]int, len(zones))
+		for i := range admitted {
+			admitted[i] = map[string]int{}
+		}
+		for ; now.Before(span[1]); now = now.Add(step) {
+			for i, limit := range limits {
+				res, err := h.Limiter.Allow(context.Background(), "days", limit)
+				require.NoError(t, err)
+				if !res.Allowed {
+					continue
+				}
+				admitted[i][date(now, locs[i])]++
+				next := now.Add(step)
+				for date(next, locs[i]) == date(now, locs[i]) {
+					next = next.Add(step)
+				}
+				require.Equal(t, next.Sub(now), res.ResetAfter, "%s at %v", zones[i], now.In(locs[i]))
+			}
+			h.Advance(step)
+		}
+		for i := range zones {
+			first, last := date(span[0], locs[i]), date(span[1].Add(-step), locs[i])
+			for d, n := range admitted[i] {
+				if d != first && d != last { // whole days only
+					require.Equal(t, 5, n, "%s on %s", zones[i], d)
+				}
+			}
+		}
+	}
 }
