@@ -44,6 +44,11 @@ const (
 	// LeakyBucket shapes traffic: a queue of Burst requests drained at Rate. An allowed
 	// request carries a Result.Delay to wait before proceeding.
 	LeakyBucket
+	// CalendarQuota admits at most Burst per calendar period (Limit.Period): a day, an ISO
+	// week or a month, or several, in a time zone, from local midnight to local midnight.
+	// Its Rate is zero. It is named by its limits only: a limiter's default must have no
+	// period of its own.
+	CalendarQuota
 )
 
 // MaxLogBurst is the largest Limit.Burst that SlidingWindowLog accepts, on every backend:
@@ -69,9 +74,11 @@ func (a Algorithm) String() string {
 		return "SlidingWindowCounter"
 	case LeakyBucket:
 		return "LeakyBucket"
+	case CalendarQuota:
+		return "CalendarQuota"
 	}
 	return "Algorithm(" + strconv.Itoa(int(a)) + ")"
 }
 
 // known reports whether a is DefaultAlgorithm or one of the algorithms above.
-func (a Algorithm) known() bool { return a >= DefaultAlgorithm && a <= LeakyBucket }
+func (a Algorithm) known() bool { return a >= DefaultAlgorithm && a <= CalendarQuota }

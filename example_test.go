@@ -142,3 +142,18 @@ func ExampleParseLimit() {
 	// 0.5/s          rate 0.5/s burst 1, written "30/min burst 1", err <nil>
 	// 10/week        rate 0/s burst 0, written "0/s burst 0", err ratelimit: invalid limit: "10/week": unknown unit "week" (s, min, h or day)
 }
+
+// A calendar quota: 10,000 a day from midnight in Paris, whatever that is in UTC, and a
+// billing month from the 15th; as values, and as text.
+func ExampleQuota() {
+	day := ratelimit.Quota(10000, ratelimit.Period{Unit: ratelimit.Day, Zone: "Europe/Paris"})
+	fmt.Println(day)
+	month, err := ratelimit.ParseLimit("1000000/month@UTC anchor 15")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(month == ratelimit.Quota(1_000_000, ratelimit.Period{Unit: ratelimit.Month, Anchor: 15, Zone: "UTC"}))
+	// Output:
+	// 10000/day@Europe/Paris
+	// true
+}

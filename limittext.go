@@ -40,6 +40,8 @@ var algorithmNames = [...]string{
 //	10/s warm-up 30s             with a warm-up (a time.ParseDuration duration)
 //	100/min sliding-log          enforced by a sliding window log
 //	10/s burst 20 leaky-bucket   enforced by a leaky bucket
+//	10000/day@Europe/Paris       a calendar quota: 10000 per day, midnight to midnight in Paris
+//	100/2week@UTC, 1000000/month@America/New_York anchor 15
 //
 // The units are s (sec, second), min (minute), h (hour) and day (d). The burst defaults to
 // the count, rounded up, at least 1. The rate is the count divided by the unit's seconds,
@@ -47,6 +49,10 @@ var algorithmNames = [...]string{
 // fixed-window, sliding-log, sliding-counter and leaky-bucket; without one, the limit's
 // Algorithm is DefaultAlgorithm, the limiter's. The limit must be valid (Limit.Validate):
 // an error wraps ErrInvalidLimit and names the part it could not read.
+//
+// A unit followed by @ and a time zone makes a CalendarQuota (see Period): the count, a
+// whole number, per day (d), week (w) or month (mo), or per several ("2week"), in that
+// zone, which ParseLimit loads (time.LoadLocation); "anchor" sets a month's first day.
 func ParseLimit(s string) (Limit, error) {
 	fields := strings.Fields(s)
 	if len(fields) == 0 {
@@ -59,6 +65,9 @@ func ParseLimit(s string) (Limit, error) {
 	n, err := strconv.ParseFloat(count, 64)
 	if err != nil || math.IsNaN(n) || math.IsInf(n, 0) || n <= 0 {
 		return Limit{}, fmt.Errorf("%w: %q: count %q is not a number greater than zero", ErrInvalidLimit, s, count)
+	}
+	if strings.Contains(unit, "@") {
+		return parseQuota(s, n, unit, fields[1:])
 	}
 	seconds, ok := unitSeconds(unit)
 	if !ok {
@@ -132,10 +141,14 @@ func unitSeconds(unit string) (float64, bool) {
 // which the count is a whole number, else the first in which it is at least 1, else per
 // second; the count is written in the fewest digits that read back to exactly l.Rate, and
 // the burst, the warm-up and the algorithm only when they are not the default: "10/s",
-// "100/min", "10/s burst 20", "1/day", "10/s warm-up 30s", "100/min sliding-log".
-// ParseLimit(l.String()) == l for every valid l. An invalid l is written all the same
+// "100/min", "10/s burst 20", "1/day", "10/s warm-up 30s", "100/min sliding-log"; a quota
+// as "10000/day@Europe/Paris". ParseLimit(l.String()) == l for every valid l (but that a
+// quota's Count or Anchor of 1 reads back as 0, the same period). An invalid l is written all the same
 // ("0/s burst 0", "1/s Algorithm(9)"), for error messages.
 func (l Limit) String() string {
+	if l.Algorithm == CalendarQuota || l.Period != (Period{}) {
+		return l.quotaString()
+	}
 	count, unit := l.Rate, "s"
 	if l.Rate > 0 && !math.IsInf(l.Rate, 1) {
 		chosen := -1

@@ -38,6 +38,9 @@ type Limit struct {
 	// single limiter (one Redis, one fallback stack) serve policies of different algorithms.
 	// A value that is not one of the Algorithm constants is refused by Validate.
 	Algorithm Algorithm
+	// Period is the calendar period of a CalendarQuota, whose Burst is the quota: at most
+	// Burst per period (see Quota). It must be the zero Period for every other algorithm.
+	Period Period
 }
 
 // PerSecond returns a limit of n requests per second with a burst of n.
@@ -51,10 +54,14 @@ func PerHour(n int) Limit { return Limit{Rate: float64(n) / 3600, Burst: n} }
 
 // Validate returns nil if l can be enforced, or an error wrapping ErrInvalidLimit that says
 // which field is wrong: a Rate that is not finite and greater than zero, a Burst out of
-// [1, MaxBurst], a Warmup out of bounds, or an Algorithm that is none of the constants.
+// [1, MaxBurst], a Warmup out of bounds, or an Algorithm that is none of the constants; for
+// a CalendarQuota, a Rate or Warmup that is not zero, or a Period out of bounds.
 // Whether a backend implements the algorithm, and its bounds for it, is the backend's to say
 // (LimitValidator).
 func (l Limit) Validate() error {
+	if l.Algorithm == CalendarQuota || l.Period != (Period{}) {
+		return l.validateQuota()
+	}
 	if math.IsNaN(l.Rate) || math.IsInf(l.Rate, 0) || l.Rate <= 0 {
 		return fmt.Errorf("%w: rate %v is not a finite number greater than zero", ErrInvalidLimit, l.Rate)
 	}

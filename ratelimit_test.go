@@ -158,24 +158,40 @@ func TestLimitText(t *testing.T) {
 
 // FuzzLimitText: every valid Limit reads back from its text exactly.
 func FuzzLimitText(f *testing.F) {
-	f.Add(10.0, 10, int64(0), uint8(0))
-	f.Add(100.0/60, 100, int64(0), uint8(0))
-	f.Add(1.0/86400, 1, int64(30e6), uint8(0))
-	f.Add(math.Pi, 3, int64(1), uint8(0))
-	f.Add(100.0/60, 100, int64(0), uint8(ratelimit.SlidingWindowLog))
-	f.Add(10.0, 20, int64(0), uint8(ratelimit.LeakyBucket))
-	f.Add(10.0, 10, int64(5e6), uint8(ratelimit.TokenBucket))
-	f.Fuzz(func(t *testing.T, rate float64, burst int, warmupUS int64, alg uint8) {
+	f.Add(10.0, 10, int64(0), uint8(0), uint8(0), 0, 0)
+	f.Add(100.0/60, 100, int64(0), uint8(0), uint8(0), 0, 0)
+	f.Add(1.0/86400, 1, int64(30e6), uint8(0), uint8(0), 0, 0)
+	f.Add(math.Pi, 3, int64(1), uint8(0), uint8(0), 0, 0)
+	f.Add(100.0/60, 100, int64(0), uint8(ratelimit.SlidingWindowLog), uint8(0), 0, 0)
+	f.Add(10.0, 20, int64(0), uint8(ratelimit.LeakyBucket), uint8(0), 0, 0)
+	f.Add(10.0, 10, int64(5e6), uint8(ratelimit.TokenBucket), uint8(0), 0, 0)
+	// Calendar quotas: unit, count and anchor, in one of fuzzZones.
+	f.Add(0.0, 10000, int64(0), uint8(ratelimit.CalendarQuota), uint8(ratelimit.Day), 0, 0)
+	f.Add(0.0, 7, int64(0), uint8(ratelimit.CalendarQuota), uint8(ratelimit.Week), 2, 0)
+	f.Add(0.0, 1_000_000, int64(0), uint8(ratelimit.CalendarQuota), uint8(ratelimit.Month), 3, 15)
+	f.Fuzz(func(t *testing.T, rate float64, burst int, warmupUS int64, alg, unit uint8, count, anchor int) {
 		l := ratelimit.Limit{Rate: rate, Burst: burst, Warmup: time.Duration(warmupUS) * time.Microsecond,
 			Algorithm: ratelimit.Algorithm(alg)}
+		if unit != 0 {
+			l.Period = ratelimit.Period{Unit: ratelimit.PeriodUnit(unit % 4), Count: count, Anchor: anchor,
+				Zone: fuzzZones[int(unit)%len(fuzzZones)]}
+		}
 		if l.Validate() != nil {
 			return
 		}
 		got, err := ratelimit.ParseLimit(l.String())
 		require.NoError(t, err, l.String())
+		if l.Period.Count == 1 {
+			l.Period.Count = 0 // one bucket, written alike (see Period)
+		}
+		if l.Period.Anchor == 1 {
+			l.Period.Anchor = 0
+		}
 		require.Equal(t, l, got, l.String())
 	})
 }
+
+var fuzzZones = []string{"Europe/Paris", "UTC", "America/New_York", "Asia/Kolkata", "America/Santiago"}
 
 func TestIsZero(t *testing.T) {
 	assert.True(t, ratelimit.Limit{}.IsZero())

@@ -23,6 +23,7 @@ func TestAgreesWithLocal(t *testing.T) {
 			return l
 		},
 		Warmup: true,
+		Quotas: true,
 	}
 	ratelimittest.Agree(t, loc, redisHarness(client, noOptions))
 }

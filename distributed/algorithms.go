@@ -68,11 +68,15 @@ var warmup = algorithm{tag: "tbw", script: redis.NewScript(warmupSource), args: 
 
 // algorithmFor returns how the limiter runs limit: its algorithm, or the limiter's default
 // for a limit that names none, or warmup for a token bucket with a warm-up (check has
-// refused a warm-up with any other algorithm, and an algorithm this backend lacks). A limit
+// refused a warm-up with any other algorithm, and an algorithm this backend lacks), or the
+// limiter's quota for a calendar quota. A limit
 // that names the default and one that names none have one key: they are one bucket.
 func (l *Limiter) algorithmFor(limit ratelimit.Limit) algorithm {
 	if limit.Warmup != 0 {
 		return warmup
+	}
+	if limit.Algorithm == ratelimit.CalendarQuota {
+		return l.quota
 	}
 	return algorithms[args.Resolve(limit, l.algorithm).Algorithm]
 }

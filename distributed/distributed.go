@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/args"
+	"github.com/sluice-go/ratelimit/internal/calendar"
 )
 
 // MaxRate is the highest Limit.Rate the Redis backend accepts, in tokens per second: one
@@ -50,6 +51,11 @@ type Limiter struct {
 	warm atomic.Bool
 	// netErr holds the client's last dial error, or nil: see network.
 	netErr atomic.Pointer[error]
+	// quota runs ratelimit.CalendarQuota, in the time zones of zones (see quota.go).
+	quota algorithm
+	zones calendar.Zones
+	// appClock, in tests only, is the clock periodsArg reads instead of time.Now (or clock).
+	appClock func() time.Time
 }
 
 var _ ratelimit.Limiter = (*Limiter)(nil)
@@ -102,6 +108,7 @@ func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 	if c, ok := client.(*redis.ClusterClient); ok {
 		l.reload = c.ReloadState
 	}
+	l.quota = l.newQuota()
 	watchDials(client, &l.netErr)
 	return l, nil
 }
@@ -273,9 +280,10 @@ func (l *Limiter) check(key string, limit ratelimit.Limit, n int) error {
 // that decides it (the limit's, or the limiter's default: see algorithmFor), then
 // the limit, as in "ratelimit:user:42:tb:10:20" for a token bucket of 10 tokens a second with
 // a burst of 20, and its warm-up in whole microseconds if it has one (tag "tbw"), as in
-// "ratelimit:user:42:tbw:10:20:30000000". The tag, rate, burst and warm-up hold no colon, so
-// the caller's key is everything between the prefix and the last three fields (four after
-// "tbw"), whatever it contains.
+// "ratelimit:user:42:tbw:10:20:30000000", and a quota's period (tag "cq"), as in
+// "ratelimit:user:42:cq:0:10000:day@Europe/Paris". The tag, rate, burst, warm-up and period
+// hold no colon, so the caller's key is everything between the prefix and the last three
+// fields (four after "tbw" and "cq"), whatever it contains.
 func (l *Limiter) key(key, tag string, limit ratelimit.Limit) string {
 	b := make([]byte, 0, len(l.prefix)+len(key)+len(tag)+60)
 	b = append(b, l.prefix...)
@@ -289,6 +297,10 @@ func (l *Limiter) key(key, tag string, limit ratelimit.Limit) string {
 	if limit.Warmup != 0 {
 		b = append(b, ':')
 		b = strconv.AppendInt(b, limit.Warmup.Microseconds(), 10)
+	}
+	if limit.Algorithm == ratelimit.CalendarQuota {
+		b = append(b, ':')
+		b = appendPeriod(b, limit.Period)
 	}
 	return unsafe.String(unsafe.SliceData(b), len(b)) // b is never written again
 }

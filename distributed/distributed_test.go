@@ -57,6 +57,7 @@ func redisHarness(client redis.Scripter, opts func() []distributed.Option) ratel
 		},
 		Reserves: true,
 		Warmup:   true,
+		Quotas:   true,
 	}
 }
 

@@ -14,11 +14,17 @@
 //
 // A bucket is named by (key, limit). Its Redis key is the prefix (WithPrefix), the caller's
 // key, the algorithm's tag ("tb" token bucket, "fw" fixed window, "swc" sliding window
-// counter, "swl" sliding window log, "lb" leaky bucket, "tbw" token bucket with a warm-up),
-// the rate and the burst, and for "tbw" the warm-up in microseconds:
+// counter, "swl" sliding window log, "lb" leaky bucket, "tbw" token bucket with a warm-up,
+// "cq" calendar quota), the rate and the burst, for "tbw" the warm-up in microseconds, and
+// for "cq" the period:
 //
 //	ratelimit:user:42:tb:10:20
 //	ratelimit:user:42:tbw:10:20:30000000
+//	ratelimit:user:42:cq:0:10000:day@Europe/Paris
+//
+// A calendar quota's periods come from this process's time zone database (import
+// time/tzdata where the system has none): the limiter sends the period holding its clock
+// and the two beside it, and the script decides in the one that holds the Redis clock.
 //
 // Each call touches one key, so Redis Cluster never answers CROSSSLOT; a key containing a
 // hash tag ({…}) is placed by that tag. A key expires once its bucket would be full again.

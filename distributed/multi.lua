@@ -1,7 +1,7 @@
 -- Several buckets, atomically, each of its own algorithm: AllowAll, Peek, Refund and Reset.
 -- The Go side (multiscript.go) builds this script once by putting in the marked fragment:
 -- for every algorithm, named by the tag of its keys ("tb", "tbw", "fw", "swl", "swc",
--- "lb"), its single-key script turned into a function, decide, and its refund function.
+-- "lb", "cq"), its single-key script turned into a function, decide, and its refund function.
 -- decide is that script's own text, so every bucket is decided with the very arithmetic
 -- AllowN uses; only three things differ, each a plain substitution:
 --   * it runs as decide(KEYS, ARGV) on one bucket's key and arguments, and its return

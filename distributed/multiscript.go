@@ -38,6 +38,7 @@ var multi = redis.NewScript(multiScript([]multiAlgorithm{
 	{algorithms[ratelimit.SlidingWindowLog].tag, slidingLogSource, refundSlidingLogSource, true},
 	{algorithms[ratelimit.SlidingWindowCounter].tag, slidingCounterSource, refundSlidingCounterSource, false},
 	{algorithms[ratelimit.LeakyBucket].tag, leakyBucketSource, refundGCRASource, false},
+	{quotaTag, quotaSource, refundQuotaSource, false},
 }))
 
 // multiAlgorithm is what multi.lua holds of one algorithm: the tag of its keys, its

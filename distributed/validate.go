@@ -12,7 +12,8 @@ var _ ratelimit.LimitValidator = (*Limiter)(nil)
 // ValidateLimit returns nil if the limiter accepts limit under the algorithm that would
 // decide it (its own, or the limiter's default), or an error that says why not:
 // limit.Validate's reasons, a rate above MaxRate and the algorithm's own bounds (a sliding
-// log's ratelimit.MaxLogBurst, a window between 1 µs and 2⁵³ µs), wrapping
+// log's ratelimit.MaxLogBurst, a window between 1 µs and 2⁵³ µs, a quota's time zone
+// missing from the time zone database), wrapping
 // ratelimit.ErrInvalidLimit, or ratelimit.ErrNotSupported for an algorithm this backend
 // lacks or a warm-up on any algorithm but the token bucket.
 func (l *Limiter) ValidateLimit(limit ratelimit.Limit) error {
@@ -40,6 +41,10 @@ func (l *Limiter) checkLimit(limit ratelimit.Limit) error {
 	if limit.Rate > MaxRate {
 		return fmt.Errorf("%w: rate %v is above the Redis backend's maximum of %v per second",
 			ratelimit.ErrInvalidLimit, limit.Rate, MaxRate)
+	}
+	if limit.Algorithm == ratelimit.CalendarQuota {
+		_, _, err := l.zones.Load(limit.Period.Zone)
+		return err
 	}
 	return args.CheckAlgorithm(args.Resolve(limit, l.algorithm).Algorithm, limit)
 }

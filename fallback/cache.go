@@ -26,11 +26,12 @@ type bucket struct {
 	burst  int
 	warmup time.Duration
 	alg    ratelimit.Algorithm
+	period ratelimit.Period
 }
 
 // bucketOf is the entry of (key, limit).
 func bucketOf(key string, limit ratelimit.Limit) bucket {
-	return bucket{key, limit.Rate, limit.Burst, limit.Warmup, limit.Algorithm}
+	return bucket{key, limit.Rate, limit.Burst, limit.Warmup, limit.Algorithm, limit.Period}
 }
 
 // denial is what the primary last said when it denied a request on a bucket.
@@ -162,7 +163,7 @@ func (c *denialCache) invalidate(key string, limit ratelimit.Limit) {
 	s := c.shard(key)
 	s.mu.Lock()
 	s.gen++
-	for a := ratelimit.DefaultAlgorithm; a <= ratelimit.LeakyBucket; a++ {
+	for a := ratelimit.DefaultAlgorithm; a <= ratelimit.CalendarQuota; a++ {
 		limit.Algorithm = a
 		delete(s.m, bucketOf(key, limit))
 	}

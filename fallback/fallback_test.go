@@ -29,6 +29,7 @@ func TestConformanceHealthy(t *testing.T) {
 		},
 		Reserves: true,
 		Warmup:   true,
+		Quotas:   true,
 	})
 }
 
@@ -55,6 +56,7 @@ func TestConformanceDegraded(t *testing.T) {
 		},
 		Reserves: true,
 		Warmup:   true,
+		Quotas:   true,
 	})
 }
 

@@ -125,6 +125,10 @@ func TestPolicy(t *testing.T) {
 		// Quotes and backslashes escaped; bytes outside printable ASCII replaced.
 		{`a"b\c`, ratelimit.PerSecond(1), `"a\"b\\c";q=1;w=1`},
 		{"é\n", ratelimit.PerSecond(1), `"???";q=1;w=1`},
+		// A calendar quota: its period's nominal length.
+		{"plan", ratelimit.Quota(10000, ratelimit.Period{Unit: ratelimit.Day, Zone: "Europe/Paris"}), `"plan";q=10000;w=86400`},
+		{"plan", ratelimit.Quota(7, ratelimit.Period{Unit: ratelimit.Week, Count: 2, Zone: "UTC"}), `"plan";q=7;w=1209600`},
+		{"plan", ratelimit.Quota(1e6, ratelimit.Period{Unit: ratelimit.Month, Anchor: 15, Zone: "UTC"}), `"plan";q=1000000;w=2629746`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {

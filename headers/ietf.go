@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/calendar"
 )
 
 // maxSFInteger is the largest Integer a structured field may carry (RFC 9651, section
@@ -21,7 +22,10 @@ const maxSFInteger = 999_999_999_999_999
 // q requests over the longer window stays within the limit); when Burst/Rate is under one
 // second, the policy is instead the requests per second, q = floor(Rate), w = 1. A limit
 // whose Rate is not a finite positive number gets no w parameter (the draft makes it
-// optional). Characters a String item cannot hold (outside printable ASCII) are replaced
+// optional). A calendar quota states its period's nominal length: w=86400 for a day (the
+// day it is, 23 or 25 hours long, included), 604800 a week, 2629746 (a year's twelfth) a
+// month, times the period's count; RateLimit's t and X-RateLimit-Reset count to the
+// period's real end. Characters a String item cannot hold (outside printable ASCII) are replaced
 // by '?' in the name.
 func Policy(name string, l ratelimit.Limit) string {
 	return string(appendPolicy(nil, name, l))
@@ -67,6 +71,9 @@ func appendRateLimit(b []byte, name string, res ratelimit.Result) []byte {
 // policyWindow returns the q and w parameters of Policy; w == 0 means none.
 func policyWindow(l ratelimit.Limit) (q, w int64) {
 	q = min(int64(max(l.Burst, 0)), maxSFInteger)
+	if l.Algorithm == ratelimit.CalendarQuota {
+		return q, calendar.Nominal(l.Period)
+	}
 	if math.IsNaN(l.Rate) || math.IsInf(l.Rate, 0) || l.Rate <= 0 {
 		return q, 0
 	}

@@ -11,7 +11,9 @@
 // on windows aligned to the Unix epoch; ratelimit.SlidingWindowLog keeps a ring of microsecond
 // times per bucket (8 bytes per token of the window, up to ratelimit.MaxLogBurst), and
 // ratelimit.LeakyBucket a GCRA schedule that also gives each request its Delay, for which Wait
-// joins the queue (see https://github.com/sluice-go/ratelimit/blob/main/docs/algorithms.md).
+// joins the queue, and ratelimit.CalendarQuota a count and its period, computed in the
+// period's zone once per period (see
+// https://github.com/sluice-go/ratelimit/blob/main/docs/algorithms.md).
 //
 // Options follow one rule: zero means the default, a negative value turns off what can be
 // turned off (the sweep, the idle wait), and a nil Option is skipped.

@@ -35,6 +35,8 @@ func (l *Limiter) Peek(ctx context.Context, key string, limit ratelimit.Limit, n
 //
 //   - The fixed window takes n from the count of the window that held c.At, if that is
 //     still the current window; otherwise it gives nothing back.
+//   - The calendar quota likewise takes n from the count of the period that held c.At, if
+//     that is still the current period.
 //   - The sliding window counter takes n from the count of the window that held c.At, if
 //     that is the current window or the one before (whose count still weighs in the
 //     estimate); otherwise it gives nothing back.

@@ -179,7 +179,10 @@ func (l *Limiter) Close() error {
 func (l *Limiter) validate(key string, limit ratelimit.Limit, n int) (ratelimit.Limit, int64, error) {
 	named := args.Resolve(limit, l.algorithm)
 	if !args.Valid(key, limit, n) || (limit.Algorithm == ratelimit.DefaultAlgorithm && !l.supported) || l.closed.Load() {
-		return named, 0, l.invalid(key, limit, n)
+		// Valid is false for every quota, which only invalid can clear.
+		if err := l.invalid(key, limit, n); err != nil || limit.Algorithm != ratelimit.CalendarQuota {
+			return named, 0, err
+		}
 	}
 	// args.CheckAlgorithm, keeping the window it computes.
 	if named.Warmup != 0 {
@@ -194,6 +197,8 @@ func (l *Limiter) validate(key string, limit ratelimit.Limit, n int) (ratelimit.
 		w, err = args.Window(named)
 	case ratelimit.SlidingWindowLog:
 		w, err = args.LogWindow(named)
+	case ratelimit.CalendarQuota:
+		_, _, err = l.store.zones.Load(named.Period.Zone)
 	default:
 		err = checkAlgorithm(named)
 	}

@@ -25,6 +25,7 @@ func TestConformance(t *testing.T) {
 		},
 		Reserves: true,
 		Warmup:   true,
+		Quotas:   true,
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/calendar"
 )
 
 // The bucket index is split into shards, so that goroutines creating buckets for different
@@ -40,6 +41,8 @@ type store struct {
 
 	overflowMu sync.Mutex
 	overflow   map[limitKey]*bucket
+
+	zones calendar.Zones // the time zones of the quotas
 }
 
 func newStore(maxBuckets int) *store {
@@ -206,6 +209,9 @@ func (s *store) newState(limit ratelimit.Limit, u, w int64) lockedState {
 		return &slidingLog{window: w}
 	case ratelimit.LeakyBucket:
 		return timeState{newLeakyBucket(limit)}
+	case ratelimit.CalendarQuota:
+		loc, _, _ := s.zones.Load(limit.Period.Zone) // validate has loaded it
+		return &quota{period: limit.Period, loc: loc}
 	}
 	return nil
 }

@@ -16,12 +16,16 @@ var _ ratelimit.LimitValidator = (*Limiter)(nil)
 // log's ratelimit.MaxLogBurst, a window between 1 µs and 2⁵³ µs, a shaper's rate of at most
 // 10⁶ a second, as a warm-up's); or one wrapping ratelimit.ErrNotSupported for a warm-up on
 // any algorithm but the token bucket, or for a limit that names no algorithm on a limiter
-// whose default this backend lacks.
+// whose default this backend lacks. A quota's time zone must be in the time zone database.
 func (l *Limiter) ValidateLimit(limit ratelimit.Limit) error {
 	if limit.Algorithm == ratelimit.DefaultAlgorithm && !l.supported {
 		return fmt.Errorf("%w: algorithm %v on the local backend", ratelimit.ErrNotSupported, l.algorithm)
 	}
 	if err := limit.Validate(); err != nil {
+		return err
+	}
+	if limit.Algorithm == ratelimit.CalendarQuota {
+		_, _, err := l.store.zones.Load(limit.Period.Zone)
 		return err
 	}
 	return checkAlgorithm(args.Resolve(limit, l.algorithm))

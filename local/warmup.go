@@ -41,7 +41,7 @@ import (
 // their compare-and-swap.
 
 // hash returns the hash of the bucket of (key, limit): key's, and for a limit with a warm-up,
-// key's mixed with the warm-up by a bijection that leaves 0 alone. A table's lookup compares
+// key's mixed with the warm-up by a bijection that leaves 0 alone (a quota's with its period). A table's lookup compares
 // the hash, then the key, rate and burst (table.find): two buckets of one key, rate and
 // burst differ in warm-up, so in hash, so the lookup tells them apart without comparing the
 // warm-up itself, which would make it too costly to inline into the hot path.
@@ -49,6 +49,9 @@ func (s *store) hash(key string, limit ratelimit.Limit) uint64 {
 	h := maphash.String(s.seed, key)
 	if limit.Warmup != 0 {
 		h ^= uint64(limit.Warmup) * 0x9E3779B97F4A7C15 // an odd multiplier: a bijection mod 2⁶⁴
+	}
+	if limit.Algorithm == ratelimit.CalendarQuota { // no warm-up: its period, likewise
+		h ^= s.periodCode(limit.Period) * 0x9E3779B97F4A7C15
 	}
 	return h
 }

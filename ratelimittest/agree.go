@@ -23,17 +23,19 @@ const maxRate = 1e6
 // Run allow rounding: far from round numbers, with rates from a token a day to 10⁶ a second,
 // bursts up to 10⁹ and windows up to centuries. It plays, for the algorithms every harness
 // implements: the token bucket (and its warm-up, with random priorities, when every harness
-// declares Warmup), the fixed window and the sliding window counter. Run checks the sliding
+// declares Warmup), the fixed window, the sliding window counter, and calendar quotas in
+// zones with changes of offset (when every harness declares Quotas). Run checks the sliding
 // log and the leaky bucket against reference models instead. Every harness must have
 // ClockInjected.
 func Agree(t *testing.T, a, b Harness, more ...Harness) {
 	t.Helper()
 	all := append([]Harness{a, b}, more...)
-	warm := true
+	warm, quotas := true, true
 	common := Algorithms()
 	for _, h := range all {
 		require.Equal(t, ClockInjected, h.Clock, "Agree moves the clocks it gives")
 		warm = warm && h.Warmup
+		quotas = quotas && h.Quotas
 		common = slices.DeleteFunc(common, func(alg ratelimit.Algorithm) bool {
 			return !slices.Contains(h.algorithms(), alg)
 		})
@@ -48,6 +50,9 @@ func Agree(t *testing.T, a, b Harness, more ...Harness) {
 		if slices.Contains(common, alg) {
 			t.Run(alg.String(), func(t *testing.T) { agreeTimelines(t, all, alg, windowLimits, windowGap, 7) })
 		}
+	}
+	if quotas && len(common) > 0 {
+		t.Run("CalendarQuota", func(t *testing.T) { agreeTimelines(t, all, common[0], quotaLimits(t), quotaGap, 25) })
 	}
 }
 

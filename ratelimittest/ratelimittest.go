@@ -28,6 +28,10 @@ type Harness struct {
 	// bucket. Without it, the limiter must refuse every limit with a warm-up with
 	// ratelimit.ErrNotSupported, as every other algorithm must.
 	Warmup bool
+	// Quotas declares that the limiter implements ratelimit.CalendarQuota, named by a
+	// limit: the rules of calendar quotas then run, once, on limiters of the first of
+	// Algorithms.
+	Quotas bool
 }
 
 // Config is what one limiter made by Harness.New must be built with.

@@ -75,6 +75,9 @@ func suites(h Harness, alg ratelimit.Algorithm, c capabilities) []suite {
 		warm = warmupRules
 	}
 	all = append(all, suite{"Warmup", warm, false})
+	if h.Quotas && alg == h.algorithms()[0] {
+		all = append(all, suite{"CalendarQuota", quotaRules, false})
+	}
 	if c.multi && c.inspector {
 		var rules []rule
 		for seed := range uint64(interleavingSeeds) {
@@ -185,7 +188,7 @@ func walk(r runner, h Harness) {
 // and random interleavings of every call when it implements both; the rules of limits naming
 // their algorithm (ratelimit.Limit.Algorithm: each of h.Algorithms its own bucket, whatever
 // the limiter's default, and AllowAll over several); the rules of priority reserves and
-// warm-up as h declares them; the rules of a waiting Wait in a leaky bucket's queue when
+// warm-up and of calendar quotas as h declares them; the rules of a waiting Wait in a leaky bucket's queue when
 // Wait is supported for a limit naming ratelimit.LeakyBucket, whatever the limiter's
 // default. Each rule runs on a limiter of its own, made by h.New.
 func Run(t *testing.T, h Harness) {

@@ -40,8 +40,9 @@ import (
 // refunds, on a local clock, every third charged request from the second on is slow. Its
 // handler outlives two windows (the clock jumps by 2W), and before its refund another
 // request (a direct call) takes one token from each of its buckets in the new window. The windows (fixed, sliding log, sliding counter) must give that refund
-// to the window it charged, which has ended: nothing; the token and leaky buckets, which
-// have no windows, give it back to the bucket, never past full.
+// to the window it charged, which has ended: nothing (and so must a calendar quota, whose
+// period has ended); the token and leaky buckets, which have no windows, give it back to the
+// bucket, never past full.
 
 // feature is one option of the middlewares under test.
 type feature uint8
@@ -137,12 +138,27 @@ func crossLimits(alg ratelimit.Algorithm) (tight, loose ratelimit.Limit) {
 	if alg == ratelimit.LeakyBucket {
 		return per(1), ratelimit.Limit{Rate: 0.5 / year.Seconds(), Burst: 1}
 	}
+	if alg == ratelimit.CalendarQuota {
+		// Periods of 12 months from January: 2026 holds the local clock and real time (which
+		// Redis reads), and the local clock's jump of 2W lands in another period.
+		years := ratelimit.Period{Unit: ratelimit.Month, Count: 12, Zone: "Europe/Paris"}
+		return ratelimit.Quota(4, years), ratelimit.Quota(6, years)
+	}
 	return per(4), per(6)
+}
+
+// defaultAlgorithm is the limiters' default for the limits of alg: a quota names its own.
+func defaultAlgorithm(alg ratelimit.Algorithm) ratelimit.Algorithm {
+	if alg == ratelimit.CalendarQuota {
+		return ratelimit.TokenBucket
+	}
+	return alg
 }
 
 // windowed reports whether alg keeps windows, to which a refund goes back.
 func windowed(alg ratelimit.Algorithm) bool {
-	return alg == ratelimit.FixedWindow || alg == ratelimit.SlidingWindowLog || alg == ratelimit.SlidingWindowCounter
+	return alg == ratelimit.FixedWindow || alg == ratelimit.SlidingWindowLog || alg == ratelimit.SlidingWindowCounter ||
+		alg == ratelimit.CalendarQuota
 }
 
 // crossEnv holds what the cases of one backend and algorithm share.
@@ -157,7 +173,7 @@ type crossEnv struct {
 func (e *crossEnv) limiter(t *testing.T) (ratelimit.Limiter, *fakeClock) {
 	clock := &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	newLocal := func() *local.Limiter {
-		l := local.New(local.WithAlgorithm(e.alg), local.WithClock(clock.Now), local.WithReserves(ratelimit.Reserves{}))
+		l := local.New(local.WithAlgorithm(defaultAlgorithm(e.alg)), local.WithClock(clock.Now), local.WithReserves(ratelimit.Reserves{}))
 		t.Cleanup(func() { _ = l.Close() })
 		return l
 	}
@@ -194,13 +210,13 @@ func TestCrossFeatures(t *testing.T) {
 	t.Cleanup(func() { _ = live.Close(); _ = dead.Close() })
 	// The key of every case is new, as is every bucket of it: the Redis limiters are shared.
 	redisFor := func(client *redis.Client, alg ratelimit.Algorithm) ratelimit.Limiter {
-		l, err := distributed.New(client, distributed.WithAlgorithm(alg), distributed.WithReserves(ratelimit.Reserves{}),
+		l, err := distributed.New(client, distributed.WithAlgorithm(defaultAlgorithm(alg)), distributed.WithReserves(ratelimit.Reserves{}),
 			distributed.WithPrefix(fmt.Sprintf("cross:%d:", time.Now().UnixNano())), distributed.WithTimeout(time.Minute))
 		require.NoError(t, err)
 		return l
 	}
 	algorithms := []ratelimit.Algorithm{ratelimit.TokenBucket, ratelimit.FixedWindow, ratelimit.SlidingWindowLog,
-		ratelimit.SlidingWindowCounter, ratelimit.LeakyBucket}
+		ratelimit.SlidingWindowCounter, ratelimit.LeakyBucket, ratelimit.CalendarQuota}
 	for _, kind := range []backendKind{onLocal, onRedis, onFallback, onFallbackDegraded} {
 		for _, alg := range algorithms {
 			env := &crossEnv{kind: kind, alg: alg}
@@ -280,7 +296,7 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 	for _, lim := range m.limits {
 		applied := lim
 		if e.kind == onFallbackDegraded {
-			applied = ratelimit.Limit{Rate: lim.Rate / instances, Burst: max(lim.Burst/instances, 1)}
+			applied.Rate, applied.Burst = lim.Rate/instances, max(lim.Burst/instances, 1)
 		}
 		m.applied = append(m.applied, applied)
 	}
