@@ -15,9 +15,10 @@ import (
 // request".
 //
 // Limit is comparable, and every field is part of a bucket's identity: the same key under a
-// Limit that differs in any field is another bucket, with one exception: a Limit whose
+// Limit that differs in any field is another bucket, with two exceptions: a Limit whose
 // Algorithm is DefaultAlgorithm and the same Limit naming the limiter's default algorithm
-// are one bucket, since they are one policy.
+// are one bucket, since they are one policy; and a Limit with KeepUsage is one bucket with
+// every other KeepUsage Limit of the key and algorithm (see KeepUsage).
 type Limit struct {
 	// Rate is the refill rate in tokens per second. It must be finite and greater than zero.
 	Rate float64
@@ -38,6 +39,20 @@ type Limit struct {
 	// single limiter (one Redis, one fallback stack) serve policies of different algorithms.
 	// A value that is not one of the Algorithm constants is refused by Validate.
 	Algorithm Algorithm
+	// KeepUsage makes the bucket's identity its key and its algorithm, not its numbers:
+	// when the Rate or Burst a key is decided under changes, the usage already spent
+	// carries over to the new numbers instead of a fresh bucket starting full. A token or
+	// leaky bucket keeps the tokens it is missing (a higher Burst gives the difference at
+	// once, a lower one admits nothing until the bucket has refilled to within it, the time
+	// since its last write refilled at the Rate of that write); a fixed window or sliding
+	// counter keeps its counts while its window, Burst/Rate, stays the same length (a new
+	// length is a new bucket); a sliding log keeps its log. A change of algorithm is a new
+	// bucket. Both backends carry usage with the same arithmetic. A Warmup is not supported
+	// with KeepUsage (ErrNotSupported). False, the default, keeps (key, limit) the identity,
+	// so that two limits on one key (AllowAll) are two buckets. Package rules sets it on the
+	// limits of its named policies, so that a reload resets nobody.
+	// https://github.com/sluice-go/ratelimit/blob/main/docs/rules.md has the details.
+	KeepUsage bool
 }
 
 // PerSecond returns a limit of n requests per second with a burst of n.
