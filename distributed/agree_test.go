@@ -22,7 +22,8 @@ func TestAgreesWithLocal(t *testing.T) {
 			t.Cleanup(func() { l.Close() })
 			return l
 		},
-		Warmup: true,
+		Warmup:    true,
+		KeepUsage: true,
 	}
 	ratelimittest.Agree(t, loc, redisHarness(client, noOptions))
 }

@@ -74,6 +74,9 @@ func (l *Limiter) algorithmFor(limit ratelimit.Limit) algorithm {
 	if limit.Warmup != 0 {
 		return warmup
 	}
+	if limit.KeepUsage {
+		return keepAlgorithms[args.Resolve(limit, l.algorithm).Algorithm]
+	}
 	return algorithms[args.Resolve(limit, l.algorithm).Algorithm]
 }
 

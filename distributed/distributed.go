@@ -277,6 +277,9 @@ func (l *Limiter) check(key string, limit ratelimit.Limit, n int) error {
 // the caller's key is everything between the prefix and the last three fields (four after
 // "tbw"), whatever it contains.
 func (l *Limiter) key(key, tag string, limit ratelimit.Limit) string {
+	if limit.KeepUsage {
+		return l.keepKey(key, tag, limit)
+	}
 	b := make([]byte, 0, len(l.prefix)+len(key)+len(tag)+60)
 	b = append(b, l.prefix...)
 	b = append(b, key...)

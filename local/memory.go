@@ -23,6 +23,7 @@ type limitKey struct {
 	burst  int
 	warmup time.Duration
 	alg    ratelimit.Algorithm
+	keep   bool
 }
 
 // evictFull drops the first full bucket among a few sampled from a random place in sh's
@@ -65,7 +66,7 @@ func (s *store) decideOverflow(limit ratelimit.Limit, u, w int64, n, reserve int
 // overflowBucket returns the overflow bucket of limit, made if needed, or nil when there are
 // too many already. The caller holds overflowMu.
 func (s *store) overflowBucket(limit ratelimit.Limit, u, w int64) *bucket {
-	lk := limitKey{rate: limit.Rate, burst: limit.Burst, warmup: limit.Warmup, alg: limit.Algorithm}
+	lk := limitKey{rate: limit.Rate, burst: limit.Burst, warmup: limit.Warmup, alg: limit.Algorithm, keep: limit.KeepUsage}
 	b := s.overflow[lk]
 	if b == nil {
 		if len(s.overflow) >= maxOverflowLimits {

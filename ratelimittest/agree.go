@@ -24,16 +24,18 @@ const maxRate = 1e6
 // bursts up to 10⁹ and windows up to centuries. It plays, for the algorithms every harness
 // implements: the token bucket (and its warm-up, with random priorities, when every harness
 // declares Warmup), the fixed window and the sliding window counter. Run checks the sliding
-// log and the leaky bucket against reference models instead. Every harness must have
-// ClockInjected.
+// log and the leaky bucket against reference models instead. When every harness declares
+// KeepUsage, it also plays, for every algorithm, timelines whose limit changes between
+// calls, with peeks and refunds (see agreeKeep). Every harness must have ClockInjected.
 func Agree(t *testing.T, a, b Harness, more ...Harness) {
 	t.Helper()
 	all := append([]Harness{a, b}, more...)
-	warm := true
+	warm, keep := true, true
 	common := Algorithms()
 	for _, h := range all {
 		require.Equal(t, ClockInjected, h.Clock, "Agree moves the clocks it gives")
 		warm = warm && h.Warmup
+		keep = keep && h.KeepUsage
 		common = slices.DeleteFunc(common, func(alg ratelimit.Algorithm) bool {
 			return !slices.Contains(h.algorithms(), alg)
 		})
@@ -47,6 +49,11 @@ func Agree(t *testing.T, a, b Harness, more ...Harness) {
 	for _, alg := range []ratelimit.Algorithm{ratelimit.FixedWindow, ratelimit.SlidingWindowCounter} {
 		if slices.Contains(common, alg) {
 			t.Run(alg.String(), func(t *testing.T) { agreeTimelines(t, all, alg, windowLimits, windowGap, 7) })
+		}
+	}
+	if keep {
+		for _, alg := range common {
+			t.Run("KeepUsage/"+alg.String(), func(t *testing.T) { agreeKeep(t, all, alg) })
 		}
 	}
 }

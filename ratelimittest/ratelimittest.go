@@ -28,6 +28,9 @@ type Harness struct {
 	// bucket. Without it, the limiter must refuse every limit with a warm-up with
 	// ratelimit.ErrNotSupported, as every other algorithm must.
 	Warmup bool
+	// KeepUsage declares that the limiter implements ratelimit.Limit.KeepUsage: the rules
+	// of usage carried across a change of a key's limit then run (and Agree plays them).
+	KeepUsage bool
 }
 
 // Config is what one limiter made by Harness.New must be built with.
