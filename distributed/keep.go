@@ -17,11 +17,11 @@ import (
 // does not find exactly once), so that the scripts of the other limits, their keys and
 // their arguments stay as they are. local/keep.go does the same arithmetic:
 //
-//   - token and leaky buckets ("tbk", "lbk") store "tat rate wrote": the TAT in tokens at
-//     the rate of the last write and that write's instant (µs since 2020). A bucket whose
-//     own rate has refilled it by now is full (its key may have expired); otherwise, under
-//     another rate, the deficit at the last write, tat − wrote·r0/10⁶, becomes a TAT at
-//     the new rate from that write on: wrote·rate/10⁶ + deficit.
+//   - token and leaky buckets ("tbk", "lbk") store "tat rate": the TAT in tokens at the
+//     rate of the last write, which refills the bucket until the next. Under another rate
+//     a call reads the deficit at its own, a0 = tat − now·r0/10⁶: none is a full bucket;
+//     more than the request leaves room for is a denial, decided at r0; otherwise the
+//     bucket is decided as one whose TAT is now·rate/10⁶ + a0.
 //   - fixed windows and sliding counters ("fwk", "swck") keep their counts, which may now
 //     exceed a lowered burst: the value's check bounds them by MaxBurst instead.
 //   - the sliding log ("swlk") keeps its entries, and a member scored −inf, "t:w", that
@@ -38,46 +38,73 @@ var keepAlgorithms = map[ratelimit.Algorithm]algorithm{
 	ratelimit.LeakyBucket:          {tag: "lbk", script: redis.NewScript(keepLeakyBucketSource)},
 }
 
-// keepRead reads "tat rate wrote" from the string v into the variable name, or leaves it
-// nil for a full bucket or a value a keep script cannot have written; rate and now_us are
-// the script's.
-const keepRead = `local %[1]s
+// keepRead replaces the read of a TAT (the variable name, read by get) in gcra.lua and
+// leakybucket.lua, whose rate, now_us, now, usable and cost it uses, and changes rate and
+// now for a denial decided at the bucket's own rate.
+const keepRead = `local NAME
 do
-  local t, r0, w
-  if type(%[2]s) == 'string' then
-    t, r0, w = string.match(%[2]s, '^(%%S+) (%%S+) (%%S+)$')
+  local t, r0
+  local v = GET
+  if type(v) == 'string' then
+    t, r0 = string.match(v, '^(%S+) (%S+)$')
   end
-  t, r0, w = tonumber(t), tonumber(r0), tonumber(w)
-  if t and r0 and w and r0 > 0 and t > now_us * r0 / 1000000 then
-    if r0 ~= %[3]s then
-      t = w * %[3]s / 1000000 + (t - w * r0 / 1000000)
+  t, r0 = tonumber(t), tonumber(r0)
+  if t and r0 and r0 > 0 and r0 <= 1000000 then
+    NAME = t
+    if r0 ~= rate then
+      local a0 = t - now_us * r0 / 1000000
+      if not (a0 > 0) then
+        NAME = nil -- refilled at its own rate: a full bucket
+      elseif a0 > usable - cost then
+        rate, now = r0, now_us * r0 / 1000000 -- a denial, at the rate that refills it
+      else
+        NAME = now + a0
+      end
     end
-    %[1]s = t
   end
 end`
 
-// keepWrite is the value a keep script writes for the TAT expr.
-func keepWrite(expr, rate string) string {
-	return "string.format('%.17g %.17g %.0f', " + expr + ", " + rate + ", now_us)"
+// keepRefundRead replaces refund_gcra.lua's read of the TAT: under another rate, the
+// deficit moves to the call's, and a bucket its own rate has refilled gives nothing back.
+const keepRefundRead = `local tat
+  do
+    local t, r0
+    if type(stored) == 'string' then
+      t, r0 = string.match(stored, '^(%S+) (%S+)$')
+    end
+    t, r0 = tonumber(t), tonumber(r0)
+    if t and r0 and r0 > 0 and r0 <= 1000000 then
+      tat = t
+      local r1 = tonumber(a[1])
+      if r0 ~= r1 then
+        local a0 = t - now_us * r0 / 1000000
+        if not (a0 > 0) then
+          return nil -- full: nothing to give back
+        end
+        tat = now_us * r1 / 1000000 + a0
+      end
+    end
+  end`
+
+func keepReadOf(name, get string) string {
+	return strings.NewReplacer("NAME", name, "GET", get).Replace(keepRead)
 }
 
-func keepReadOf(name, value, rate string) string {
-	return strings.NewReplacer("%[1]s", name, "%[2]s", value, "%[3]s", rate, "%%", "%").Replace(keepRead)
+// keepWrite is the value a keep script writes for the TAT expr.
+func keepWrite(expr string) string {
+	return "string.format('%.17g %.17g', " + expr + ", rate)"
 }
 
 var (
 	keepGCRASource = keepVariant(gcraSource,
-		"local tat = tonumber(redis.pcall('GET', KEYS[1]))", keepReadOf("tat", "redis.pcall('GET', KEYS[1])", "rate"),
-		"redis.call('SET', KEYS[1], tat, 'PX', ttl)", "redis.call('SET', KEYS[1], "+keepWrite("tat", "rate")+", 'PX', ttl)")
+		"local tat = tonumber(redis.pcall('GET', KEYS[1]))", keepReadOf("tat", "redis.pcall('GET', KEYS[1])"),
+		"redis.call('SET', KEYS[1], tat, 'PX', ttl)", "redis.call('SET', KEYS[1], "+keepWrite("tat")+", 'PX', ttl)")
 	keepLeakyBucketSource = keepVariant(leakyBucketSource,
-		"local start = tonumber(redis.pcall('GET', KEYS[1]))", keepReadOf("start", "redis.pcall('GET', KEYS[1])", "rate"),
-		"redis.call('SET', KEYS[1], new, 'PX', ttl)", "redis.call('SET', KEYS[1], "+keepWrite("new", "rate")+", 'PX', ttl)")
-	// refund_gcra.lua's value may be full already: nothing to give back.
+		"local start = tonumber(redis.pcall('GET', KEYS[1]))", keepReadOf("start", "redis.pcall('GET', KEYS[1])"),
+		"redis.call('SET', KEYS[1], new, 'PX', ttl)", "redis.call('SET', KEYS[1], "+keepWrite("new")+", 'PX', ttl)")
 	keepRefundGCRASource = keepVariant(refundGCRASource,
-		"local tat = tonumber(stored)", "local rate = tonumber(a[1])\n"+keepReadOf("tat", "stored", "rate")+
-			"\n  if tat == nil and stored and type(stored) == 'string' and string.match(stored, '^%S+ %S+ %S+$') then\n    return nil\n  end",
-		"local rate = tonumber(a[1])\n  local now", "local now",
-		"redis.call('SET', key, tat, 'PX', ttl)", "redis.call('SET', key, "+keepWrite("tat", "rate")+", 'PX', ttl)")
+		"local tat = tonumber(stored)", keepRefundRead,
+		"redis.call('SET', key, tat, 'PX', ttl)", "redis.call('SET', key, "+keepWrite("tat")+", 'PX', ttl)")
 	keepFixedWindowSource = keepVariant(fixedWindowSource,
 		"if c and c <= burst and tonumber(i) == index then", "if c and c <= 4503599627370496 and tonumber(i) == index then")
 	keepRefundFixedWindowSource = keepVariant(refundFixedWindowSource,

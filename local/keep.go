@@ -44,19 +44,16 @@ func keepIdentity(limit ratelimit.Limit) (float64, uint64) {
 }
 
 // keepState is the state of a bucket with KeepUsage. A token or leaky bucket keeps its TAT
-// in tokens at the Rate of its last write (an admission or a refund) and the instant of
-// that write; a call under another Rate carries the tokens the bucket was missing then, its
-// deficit, to its own Rate from that instant on (carry), so that the numbers of a call
-// apply to all the time since the last write, and a denial, which writes nothing, leaves
-// the next call the same state to read, as the scripts do. The
-// window algorithms keep their state in inner and get the limit of each call: the counts
-// of a fixed window or a sliding counter carry as they are, and a sliding log is given the
+// in tokens at the Rate of its last write (an admission or a refund): the time since that
+// write refills at that rate, and a call under another Rate carries the deficit it reads
+// then to its own (see carry), which the bucket keeps if the call admits. The window
+// algorithms keep their state in inner and get the limit of each call: the counts of a
+// fixed window or a sliding counter carry as they are, and a sliding log is given the
 // window of each call (w) before it decides.
 type keepState struct {
 	alg   ratelimit.Algorithm
 	rate  float64 // token and leaky buckets: the Rate at the last write
 	tat   float64 // token and leaky buckets: in tokens since tokenEpochUS at rate; −∞ when new
-	wrote int64   // token and leaky buckets: the last write, µs since tokenEpochUS
 	w     int64   // a sliding log's window, µs: that of the call being decided
 	inner lockedState
 	// A sliding log's last admission, Unix µs, and its window: the log is forgotten once
@@ -95,41 +92,47 @@ func keepWindow(st lockedState, w int64) {
 	}
 }
 
-// carry returns the TAT of ks read at us µs since tokenEpochUS under rate r1: −∞, a full
-// bucket, when its own rate has refilled it by us (its Redis key has expired, or could
-// have); tat itself under the same rate; otherwise the deficit at the last write,
-// d = tat − wrote·r0/10⁶, as a TAT at r1 from that write on. The keep scripts compute the
-// same float64 operations.
-func (ks *keepState) carry(r1 float64, us int64) float64 {
-	if ks.tat <= float64(us)*ks.rate/1e6 {
-		return math.Inf(-1)
+// carry returns the TAT to decide n tokens under limit on at us µs since tokenEpochUS, and
+// the rate to decide them at. Under the bucket's own rate, its TAT. Under another, the
+// deficit it reads at its own rate, a0 = tat − us·r0/10⁶: none, a full bucket (−∞); more
+// than the request leaves room for, a denial, decided at the bucket's own rate, which is
+// what refills it until an admission; otherwise a0 as a TAT at the call's rate. The keep
+// scripts compute the same float64 operations.
+func (ks *keepState) carry(limit ratelimit.Limit, us int64, n int) (float64, float64) {
+	if ks.rate == limit.Rate {
+		return ks.tat, limit.Rate
 	}
-	if ks.rate == r1 {
-		return ks.tat
+	a0 := ks.tat - float64(us)*ks.rate/1e6
+	switch {
+	case !(a0 > 0):
+		return math.Inf(-1), limit.Rate
+	case a0 > float64(limit.Burst)-float64(n):
+		return ks.tat, ks.rate
 	}
-	return float64(ks.wrote)*r1/1e6 + (ks.tat - float64(ks.wrote)*ks.rate/1e6)
-}
-
-// wrote records a write at u (Unix µs) of tat under rate.
-func (ks *keepState) write(tat, rate float64, u int64) {
-	ks.tat, ks.rate, ks.wrote = tat, rate, u-tokenEpochUS
+	return float64(us)*limit.Rate/1e6 + a0, limit.Rate
 }
 
 func (ks *keepState) take(limit ratelimit.Limit, u int64, n int, maxDelay time.Duration) (verdict, time.Duration) {
 	switch ks.alg {
 	case ratelimit.TokenBucket:
 		var word atomic.Uint64
-		word.Store(math.Float64bits(ks.carry(limit.Rate, u-tokenEpochUS)))
-		v, _ := takeGCRA(&word, limit, u, n)
-		if v.allowed {
-			ks.write(math.Float64frombits(word.Load()), limit.Rate, u)
+		tat, rate := ks.carry(limit, u-tokenEpochUS, n)
+		word.Store(math.Float64bits(tat))
+		at := limit
+		at.Rate = rate
+		v, _ := takeGCRA(&word, at, u, n)
+		if v.allowed { // at the call's rate: carry's denials are denials
+			ks.tat, ks.rate = math.Float64frombits(word.Load()), rate
 		}
 		return v, 0
 	case ratelimit.LeakyBucket:
-		lb := leakyBucket{tat: ks.carry(limit.Rate, u-tokenEpochUS)}
-		res := lb.reserve(limit, time.UnixMicro(u), n, maxDelay)
+		tat, rate := ks.carry(limit, u-tokenEpochUS, n)
+		lb := leakyBucket{tat: tat}
+		at := limit
+		at.Rate = rate
+		res := lb.reserve(at, time.UnixMicro(u), n, maxDelay)
 		if res.Allowed {
-			ks.write(lb.tat, limit.Rate, u)
+			ks.tat, ks.rate = lb.tat, rate
 		}
 		return verdictOf(res)
 	case ratelimit.SlidingWindowLog:
@@ -151,14 +154,9 @@ func (ks *keepState) take(limit ratelimit.Limit, u int64, n int, maxDelay time.D
 
 func (ks *keepState) peek(limit ratelimit.Limit, u int64, n int) (verdict, time.Duration) {
 	switch ks.alg {
-	case ratelimit.TokenBucket:
-		var word atomic.Uint64 // take on a copy
-		word.Store(math.Float64bits(ks.carry(limit.Rate, u-tokenEpochUS)))
-		v, _ := takeGCRA(&word, limit, u, n)
-		return v, 0
-	case ratelimit.LeakyBucket:
-		lb := leakyBucket{tat: ks.carry(limit.Rate, u-tokenEpochUS)}
-		return verdictOf(lb.peek(limit, time.UnixMicro(u), n))
+	case ratelimit.TokenBucket, ratelimit.LeakyBucket:
+		c := *ks // take on a copy
+		return c.take(limit, u, n, unbounded)
 	case ratelimit.SlidingWindowLog:
 		ks.forget(u) // changes nothing a decision sees
 	}
@@ -167,15 +165,18 @@ func (ks *keepState) peek(limit ratelimit.Limit, u int64, n int) (verdict, time.
 
 func (ks *keepState) refund(limit ratelimit.Limit, u, at int64, n int) {
 	switch ks.alg {
-	case ratelimit.TokenBucket:
-		tat := ks.carry(limit.Rate, u-tokenEpochUS)
-		ks.write(math.Float64frombits(gcraRefund(math.Float64bits(tat), limit, u, n)), limit.Rate, u)
-	case ratelimit.LeakyBucket:
-		tat := ks.carry(limit.Rate, u-tokenEpochUS) - float64(n)
-		if tat <= float64(u-tokenEpochUS)*limit.Rate/1e6 {
-			tat = math.Inf(-1) // refund_gcra.lua deletes the key
+	case ratelimit.TokenBucket, ratelimit.LeakyBucket:
+		// As refund_gcra.lua: under another rate the deficit moves to the call's, and a
+		// bucket its own rate has refilled has nothing to give back.
+		us, tat := u-tokenEpochUS, ks.tat
+		if ks.rate != limit.Rate {
+			a0 := tat - float64(us)*ks.rate/1e6
+			if !(a0 > 0) {
+				return
+			}
+			tat = float64(us)*limit.Rate/1e6 + a0
 		}
-		ks.write(tat, limit.Rate, u)
+		ks.tat, ks.rate = math.Float64frombits(gcraRefund(math.Float64bits(tat), limit, u, n)), limit.Rate
 	case ratelimit.SlidingWindowLog:
 		ks.forget(u)
 		ks.inner.refund(limit, u, at, n)

@@ -23,8 +23,9 @@ func TestConformance(t *testing.T) {
 			t.Cleanup(func() { l.Close() })
 			return l
 		},
-		Reserves: true,
-		Warmup:   true,
+		Reserves:  true,
+		Warmup:    true,
+		KeepUsage: true,
 	})
 }
 

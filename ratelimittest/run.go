@@ -75,6 +75,7 @@ func suites(h Harness, alg ratelimit.Algorithm, c capabilities) []suite {
 		warm = warmupRules
 	}
 	all = append(all, suite{"Warmup", warm, false})
+	all = append(all, keepSuite(h, alg)...)
 	if c.multi && c.inspector {
 		var rules []rule
 		for seed := range uint64(interleavingSeeds) {
