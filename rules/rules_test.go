@@ -71,18 +71,25 @@ func TestLimits(t *testing.T) {
 	req := httptest.NewRequest(http.MethodPost, "/login", nil)
 	req.Pattern = "POST /login"
 	got := live.HTTP(nil)(req)
+	// Every limit of a policy keeps its usage across a reload.
 	assert.Equal(t, []ratelimit.Request{
-		{Key: "ip:192.0.2.1:1234", Limit: ratelimit.PerMinute(2), Name: "login"},
-		{Key: "ip:192.0.2.1:1234", Limit: ratelimit.PerHour(10), Name: "login"},
+		{Key: "ip:192.0.2.1:1234", Limit: kept(ratelimit.PerMinute(2)), Name: "login"},
+		{Key: "ip:192.0.2.1:1234", Limit: kept(ratelimit.PerHour(10)), Name: "login"},
 	}, got)
 	req = httptest.NewRequestWithContext(pro, http.MethodGet, "/items", nil)
 	req.Header.Set("X-User", "42")
-	assert.Equal(t, []ratelimit.Request{{Key: "user:42", Limit: ratelimit.PerMinute(100), N: 2, Name: "pro"}},
+	assert.Equal(t, []ratelimit.Request{{Key: "user:42", Limit: kept(ratelimit.PerMinute(100)), N: 2, Name: "pro"}},
 		live.HTTP(nil)(req))
 	// No rule matches: the default policy. Its key function reads an HTTP request, which
 	// this one is not: no key, which the middleware limits under its UnkeyedKey.
-	assert.Equal(t, []ratelimit.Request{{Key: "", Limit: ratelimit.PerMinute(3), Name: "free"}},
+	assert.Equal(t, []ratelimit.Request{{Key: "", Limit: kept(ratelimit.PerMinute(3)), Name: "free"}},
 		s.Limits(view{ctx: context.Background(), route: "GET /items"}))
+}
+
+// kept is l with KeepUsage, as the rules set it.
+func kept(l ratelimit.Limit) ratelimit.Limit {
+	l.KeepUsage = true
+	return l
 }
 
 // Every mistake of a file is found at load, named by file, line and rule or policy, all of
