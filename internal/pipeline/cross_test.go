@@ -52,12 +52,13 @@ const (
 	withObserver                     // the OpenTelemetry observer
 	withCost                         // costs 1, 2, 1, -1 in turn: -1 is a mistake of the program
 	withConc                         // at most one request of the key in flight, no queue
-	numFeatures  = 7
+	withKeep                         // KeepUsage, the tight limit's numbers changing every request
+	numFeatures  = 8
 )
 
 func (f feature) String() string {
 	var names []string
-	for i, n := range [...]string{"limits", "refund", "shadow", "priority", "observer", "cost", "concurrency"} {
+	for i, n := range [...]string{"limits", "refund", "shadow", "priority", "observer", "cost", "concurrency", "keep"} {
 		if f&(1<<i) != 0 {
 			names = append(names, n)
 		}
@@ -125,16 +126,18 @@ const (
 	instances = 2
 )
 
-// crossLimits returns the limits of a case: a tight one, and with withLimits a loose one.
-// Each refills its burst over a year, W, so that real time (which Redis reads) moves no
-// token during a test. The leaky bucket, a shaper, would hold a request admitted behind
-// another for 1/Rate: its bursts are 1, so that no request waits.
-func crossLimits(alg ratelimit.Algorithm) (tight, loose ratelimit.Limit) {
+// crossLimits returns the limits of a case: a tight one, and with withLimits a loose one;
+// and the tight one's other numbers, which withKeep changes it to every second request (a
+// window of the same length, a year, also once shared by fallback's two instances). Each
+// refills its burst over a year, W, so that real time (which Redis reads) moves no token
+// during a test. The leaky bucket, a shaper, would hold a request admitted behind another
+// for 1/Rate: its bursts are 1, so that no request waits.
+func crossLimits(alg ratelimit.Algorithm) (tight, loose, changed ratelimit.Limit) {
 	per := func(n int) ratelimit.Limit { return ratelimit.Limit{Rate: float64(n) / year.Seconds(), Burst: n} }
 	if alg == ratelimit.LeakyBucket {
-		return per(1), ratelimit.Limit{Rate: 0.5 / year.Seconds(), Burst: 1}
+		return per(1), ratelimit.Limit{Rate: 0.5 / year.Seconds(), Burst: 1}, ratelimit.Limit{Rate: 2 / year.Seconds(), Burst: 1}
 	}
-	return per(4), per(6)
+	return per(4), per(6), per(2)
 }
 
 // windowed reports whether alg keeps windows, to which a refund goes back.
@@ -269,17 +272,22 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 	e.serial++
 	key := fmt.Sprintf("cross-%d", e.serial)
 	l, clock := e.limiter(t)
-	tight, loose := crossLimits(e.alg)
+	tight, loose, changed := crossLimits(e.alg)
+	if fs&withKeep != 0 {
+		tight.KeepUsage, loose.KeepUsage, changed.KeepUsage = true, true, true
+	}
 	m := &crossModel{limits: []ratelimit.Limit{tight}, windowed: windowed(e.alg)}
 	if fs&withLimits != 0 {
 		m.limits = append(m.limits, loose)
 	}
-	for _, lim := range m.limits {
-		applied := lim
+	share := func(lim ratelimit.Limit) ratelimit.Limit {
 		if e.kind == onFallbackDegraded {
-			applied = ratelimit.Limit{Rate: lim.Rate / instances, Burst: max(lim.Burst/instances, 1)}
+			return ratelimit.Limit{Rate: lim.Rate / instances, Burst: max(lim.Burst/instances, 1)}
 		}
-		m.applied = append(m.applied, applied)
+		return lim
+	}
+	for _, lim := range m.limits {
+		m.applied = append(m.applied, share(lim))
 	}
 	m.charged = make([]int, len(m.limits))
 	names := []string{"tight", "loose"}
@@ -313,6 +321,9 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 		}
 	} else {
 		s.limit, s.key = tight, key
+		if fs&withKeep != 0 {
+			s.limitNow = func() ratelimit.Limit { return m.limits[0] }
+		}
 		if fs&withCost != 0 {
 			s.cost = cost
 		}
@@ -372,6 +383,14 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 
 	wantCounts := map[string]int64{}
 	for j = range requests {
+		if fs&withKeep != 0 {
+			// The tight limit's numbers change; its bucket, and what it has charged, stay.
+			m.limits[0] = tight
+			if j%2 == 1 {
+				m.limits[0] = changed
+			}
+			m.applied[0] = share(m.limits[0])
+		}
 		p, c := prio(), cost()
 		before := append([]int(nil), m.charged...)
 		invalid := c < 1 // refused whatever the error policy, nothing charged
