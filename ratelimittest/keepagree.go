@@ -34,9 +34,9 @@ func keepFamilies(alg ratelimit.Algorithm) []ratelimit.Limit {
 	return ls
 }
 
-// agreeKeep plays random timelines of decisions, peeks and refunds on one key whose limit
-// changes at random among keepFamilies(alg), and requires identical answers from every
-// harness, to the bit. Peeks and refunds are played on limiters that are Inspectors.
+// agreeKeep plays random timelines of decisions, peeks and refunds at random priorities on
+// one key whose limit changes at random among keepFamilies(alg), and requires identical
+// answers from every harness, to the bit. Peeks and refunds are played on limiters that are Inspectors.
 func agreeKeep(t *testing.T, all []Harness, alg ratelimit.Algorithm) {
 	family := keepFamilies(alg)
 	for seed := range uint64(6) {
@@ -69,6 +69,8 @@ func agreeKeep(t *testing.T, all []Harness, alg ratelimit.Algorithm) {
 				if !inspect {
 					op = 0
 				}
+				// A priority below Critical leaves its reserve (the limiters' default ones).
+				pctx := ratelimit.WithPriority(ctx, []ratelimit.Priority{ratelimit.Critical, ratelimit.Normal, ratelimit.Sheddable}[rng.IntN(3)])
 				var want ratelimit.Result
 				var wantErr error
 				for k, l := range ls {
@@ -76,9 +78,9 @@ func agreeKeep(t *testing.T, all []Harness, alg ratelimit.Algorithm) {
 					var err error
 					switch {
 					case op < 7:
-						got, err = l.AllowN(ctx, "k", limit, n)
+						got, err = l.AllowN(pctx, "k", limit, n)
 					case op < 9:
-						got, err = l.(ratelimit.Inspector).Peek(ctx, "k", limit, n)
+						got, err = l.(ratelimit.Inspector).Peek(pctx, "k", limit, n)
 					default:
 						var c ratelimit.Charge
 						if len(charges) > 0 && rng.IntN(3) > 0 {
@@ -89,16 +91,24 @@ func agreeKeep(t *testing.T, all []Harness, alg ratelimit.Algorithm) {
 						} else {
 							charges = append(charges, c)
 						}
-						got, err = l.(ratelimit.Inspector).Refund(ctx, "k", limit, n, c)
+						got, err = l.(ratelimit.Inspector).Refund(pctx, "k", limit, n, c)
 					}
 					if k == 0 {
 						want, wantErr = got, err
 						continue
 					}
-					require.Equal(t, wantErr, err, "limiter %d, call %d (op %d) at %v under %v", k, j, op, clock.Now(), limit)
+					if wantErr != nil {
+						// A cost above what the priority may take is refused alike.
+						require.ErrorIs(t, wantErr, ratelimit.ErrExceedsBurst, "call %d", j)
+						require.ErrorIs(t, err, ratelimit.ErrExceedsBurst, "limiter %d, call %d", k, j)
+						continue
+					}
+					require.NoError(t, err, "limiter %d, call %d", k, j)
 					require.Equal(t, want, got, "limiter %d, call %d (op %d, n=%d) at %v under %v", k, j, op, n, clock.Now(), limit)
 				}
-				require.NoError(t, wantErr, "call %d", j)
+				if wantErr != nil {
+					continue
+				}
 				if op < 7 && want.Allowed {
 					allowed++
 					charges = append(charges, want.Charge)
