@@ -48,7 +48,8 @@ type Limit struct {
 	// counter keeps its counts while its window, Burst/Rate, stays the same length (a new
 	// length is a new bucket); a sliding log keeps its log. A change of algorithm is a new
 	// bucket. Both backends carry usage with the same arithmetic. A Warmup is not supported
-	// with KeepUsage (ErrNotSupported). False, the default, keeps (key, limit) the identity,
+	// with KeepUsage (ErrNotSupported), nor a token bucket above 10⁶ tokens a second
+	// (ErrInvalidLimit). False, the default, keeps (key, limit) the identity,
 	// so that two limits on one key (AllowAll) are two buckets. Package rules sets it on the
 	// limits of its named policies, so that a reload resets nobody.
 	// https://github.com/sluice-go/ratelimit/blob/main/docs/rules.md has the details.
@@ -144,7 +145,7 @@ type Charge struct {
 
 // Limiter decides whether requests identified by a key may proceed under a limit. Each
 // (key, limit) pair names one bucket: calling with a new limit for the same key starts a
-// fresh, full bucket.
+// fresh, full bucket, unless both limits have KeepUsage (see Limit.KeepUsage).
 //
 // Being limited is not an error: a denial is a Result with Allowed false and a nil error. A
 // non-nil error means the limiter could not decide (bad input, backend down, closed); the

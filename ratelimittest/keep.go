@@ -15,7 +15,7 @@ import (
 // limit changes between calls keeps the usage it has spent. Every limit names alg, so the
 // rules hold whatever the limiter's default.
 func keepRulesOf(alg ratelimit.Algorithm) []rule {
-	rules := []rule{{"Identity", keepIdentity}}
+	rules := []rule{{"Identity", keepIdentity}, {"Refused", keepRefused}}
 	switch alg {
 	case ratelimit.TokenBucket:
 		rules = append(rules, rule{"DeficitCarries", keepDeficit}, rule{"Inspector", keepInspector})
@@ -177,6 +177,28 @@ func keepIdentity(t testing.TB, h harness) {
 		got, err := h.Limiter.AllowN(context.Background(), "id", keep(other, 1, 4), 4)
 		require.NoError(t, err)
 		require.True(t, got.Allowed, "%v is another bucket", other)
+	}
+}
+
+// keepRefused: KeepUsage with a warm-up is not supported (ratelimit.ErrNotSupported), at
+// decision time and, for a LimitValidator, before; nor is a token bucket above 10⁶ tokens a
+// second (ratelimit.ErrInvalidLimit), which no Redis backend accepts anyway.
+func keepRefused(t testing.TB, h harness) {
+	warm := ratelimit.Limit{Rate: 10, Burst: 10, Warmup: time.Second, Algorithm: ratelimit.TokenBucket, KeepUsage: true}
+	fast := ratelimit.Limit{Rate: 2e6, Burst: 2e6, Algorithm: ratelimit.TokenBucket, KeepUsage: true}
+	if !slices.Contains(h.Algorithms, ratelimit.TokenBucket) {
+		return
+	}
+	for _, c := range []struct {
+		limit ratelimit.Limit
+		want  error
+	}{{warm, ratelimit.ErrNotSupported}, {fast, ratelimit.ErrInvalidLimit}} {
+		res, err := h.Limiter.Allow(context.Background(), "refused", c.limit)
+		require.ErrorIs(t, err, c.want, "%v", c.limit)
+		require.False(t, res.Allowed)
+		if v, ok := h.Limiter.(ratelimit.LimitValidator); ok {
+			require.ErrorIs(t, v.ValidateLimit(c.limit), c.want, "%v", c.limit)
+		}
 	}
 }
 

@@ -86,6 +86,15 @@ func TestLimits(t *testing.T) {
 		s.Limits(view{ctx: context.Background(), route: "GET /items"}))
 }
 
+// A policy's name has no '#', which separates it from the index of its limit in its bucket
+// keys: "a#1" could otherwise share a bucket with the second limit of "a".
+func TestNameWithHash(t *testing.T) {
+	live := rules.New(registry)
+	err := live.Load("rules.json", []byte(`{"default": "a#1", "policies": {"a#1": {"limits": ["1/s"], "key": "user"}}}`))
+	require.ErrorIs(t, err, rules.ErrInvalid)
+	assert.ErrorContains(t, err, `policy "a#1": a name with '|' or '#'`)
+}
+
 // kept is l with KeepUsage, as the rules set it.
 func kept(l ratelimit.Limit) ratelimit.Limit {
 	l.KeepUsage = true
