@@ -127,6 +127,9 @@ func (l Limit) quotaString() string {
 	if l.Warmup != 0 {
 		s += " warm-up " + l.Warmup.String()
 	}
+	if l.KeepUsage {
+		s += " " + keepUsageName
+	}
 	return s
 }
 
@@ -139,6 +142,10 @@ func parseQuota(s string, n float64, unit string, rest []string) (Limit, error) 
 	name, zone, _ := strings.Cut(unit, "@")
 	digits := strings.IndexFunc(name, func(r rune) bool { return r < '0' || r > '9' })
 	p := Period{Zone: zone}
+	keep := false
+	if n := len(rest); n > 0 && rest[n-1] == keepUsageName {
+		keep, rest = true, rest[:n-1]
+	}
 	if digits > 0 {
 		c, err := strconv.Atoi(name[:digits])
 		if err != nil || c < 1 || c > maxPeriodCount {
@@ -179,6 +186,7 @@ func parseQuota(s string, n float64, unit string, rest []string) (Limit, error) 
 		}
 	}
 	l := Quota(int(n), p)
+	l.KeepUsage = keep
 	if err := l.Validate(); err != nil {
 		return Limit{}, fmt.Errorf("%w (in %q)", err, s)
 	}

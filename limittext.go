@@ -42,6 +42,7 @@ var algorithmNames = [...]string{
 //	10/s burst 20 leaky-bucket   enforced by a leaky bucket
 //	10000/day@Europe/Paris       a calendar quota: 10000 per day, midnight to midnight in Paris
 //	100/2week@UTC, 1000000/month@America/New_York anchor 15
+//	100/min keep-usage           with KeepUsage, written last
 //
 // The units are s (sec, second), min (minute), h (hour) and day (d). The burst defaults to
 // the count, rounded up, at least 1. The rate is the count divided by the unit's seconds,
@@ -77,7 +78,11 @@ func ParseLimit(s string) (Limit, error) {
 	if n > MaxBurst {
 		l.Burst = MaxBurst + 1 // refused by Validate below, with the burst named
 	}
-	for rest := fields[1:]; len(rest) > 0; {
+	rest := fields[1:]
+	if n := len(rest); n > 0 && rest[n-1] == keepUsageName {
+		l.KeepUsage, rest = true, rest[:n-1]
+	}
+	for len(rest) > 0 {
 		if a, ok := algorithmNamed(rest[0]); ok {
 			if l.Algorithm != DefaultAlgorithm {
 				return Limit{}, fmt.Errorf("%w: %q: a second algorithm %q", ErrInvalidLimit, s, rest[0])
@@ -102,8 +107,8 @@ func ParseLimit(s string) (Limit, error) {
 			}
 			l.Warmup = d
 		default:
-			return Limit{}, fmt.Errorf("%w: %q: unknown part %q (burst, warm-up, or an algorithm: %s)",
-				ErrInvalidLimit, s, key, strings.Join(algorithmNames[TokenBucket:], ", "))
+			return Limit{}, fmt.Errorf("%w: %q: unknown part %q (burst, warm-up, an algorithm: %s, or a last %s)",
+				ErrInvalidLimit, s, key, strings.Join(algorithmNames[TokenBucket:], ", "), keepUsageName)
 		}
 		rest = rest[2:]
 	}
@@ -112,6 +117,9 @@ func ParseLimit(s string) (Limit, error) {
 	}
 	return l, nil
 }
+
+// keepUsageName is the last word of the text of a Limit with KeepUsage.
+const keepUsageName = "keep-usage"
 
 // algorithmNamed returns the algorithm whose name in a limit's text is name.
 func algorithmNamed(name string) (Algorithm, bool) {
@@ -140,10 +148,11 @@ func unitSeconds(unit string) (float64, bool) {
 // String writes l as ParseLimit reads it, in the first unit (second, minute, hour, day) in
 // which the count is a whole number, else the first in which it is at least 1, else per
 // second; the count is written in the fewest digits that read back to exactly l.Rate, and
-// the burst, the warm-up and the algorithm only when they are not the default: "10/s",
-// "100/min", "10/s burst 20", "1/day", "10/s warm-up 30s", "100/min sliding-log"; a quota
-// as "10000/day@Europe/Paris". ParseLimit(l.String()) == l for every valid l (but that a
-// quota's Count or Anchor of 1 reads back as 0, the same period). An invalid l is written all the same
+// the burst, the warm-up, the algorithm and KeepUsage only when they are not the default:
+// "10/s", "100/min", "10/s burst 20", "1/day", "10/s warm-up 30s", "100/min sliding-log",
+// "100/min keep-usage"; a quota as "10000/day@Europe/Paris". ParseLimit(l.String()) == l for
+// every valid l (but that a quota's Count or Anchor of 1 reads back as 0, the same period).
+// An invalid l is written all the same
 // ("0/s burst 0", "1/s Algorithm(9)"), for error messages.
 func (l Limit) String() string {
 	if l.Algorithm == CalendarQuota || l.Period != (Period{}) {
@@ -182,6 +191,9 @@ func (l Limit) String() string {
 		s += " " + algorithmNames[l.Algorithm]
 	default:
 		s += " " + l.Algorithm.String()
+	}
+	if l.KeepUsage {
+		s += " " + keepUsageName
 	}
 	return s
 }

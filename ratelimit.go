@@ -15,9 +15,10 @@ import (
 // request".
 //
 // Limit is comparable, and every field is part of a bucket's identity: the same key under a
-// Limit that differs in any field is another bucket, with one exception: a Limit whose
+// Limit that differs in any field is another bucket, with two exceptions: a Limit whose
 // Algorithm is DefaultAlgorithm and the same Limit naming the limiter's default algorithm
-// are one bucket, since they are one policy.
+// are one bucket, since they are one policy; and a Limit with KeepUsage is one bucket with
+// every other KeepUsage Limit of the key and algorithm (see KeepUsage).
 type Limit struct {
 	// Rate is the refill rate in tokens per second. It must be finite and greater than zero.
 	Rate float64
@@ -41,6 +42,22 @@ type Limit struct {
 	// Period is the calendar period of a CalendarQuota, whose Burst is the quota: at most
 	// Burst per period (see Quota). It must be the zero Period for every other algorithm.
 	Period Period
+	// KeepUsage makes the bucket's identity its key and its algorithm, not its numbers:
+	// when the Rate or Burst a key is decided under changes, the usage already spent
+	// carries over to the new numbers instead of a fresh bucket starting full. A token or
+	// leaky bucket keeps the tokens it is missing (a higher Burst gives the difference at
+	// once, a lower one admits nothing until the bucket has refilled to within it, the time
+	// since its last write refilled at the Rate of that write); a fixed window or sliding
+	// counter keeps its counts while its window, Burst/Rate, stays the same length (a new
+	// length is a new bucket); a sliding log keeps its log; a calendar quota keeps its
+	// period's count (a new Period is a new bucket). A change of algorithm is a new
+	// bucket. Both backends carry usage with the same arithmetic. A Warmup is not supported
+	// with KeepUsage (ErrNotSupported), nor a token bucket above 10⁶ tokens a second
+	// (ErrInvalidLimit). False, the default, keeps (key, limit) the identity,
+	// so that two limits on one key (AllowAll) are two buckets. Package rules sets it on the
+	// limits of its named policies, so that a reload resets nobody.
+	// https://github.com/sluice-go/ratelimit/blob/main/docs/rules.md has the details.
+	KeepUsage bool
 }
 
 // PerSecond returns a limit of n requests per second with a burst of n.
@@ -136,7 +153,7 @@ type Charge struct {
 
 // Limiter decides whether requests identified by a key may proceed under a limit. Each
 // (key, limit) pair names one bucket: calling with a new limit for the same key starts a
-// fresh, full bucket.
+// fresh, full bucket, unless both limits have KeepUsage (see Limit.KeepUsage).
 //
 // Being limited is not an error: a denial is a Result with Allowed false and a nil error. A
 // non-nil error means the limiter could not decide (bad input, backend down, closed); the

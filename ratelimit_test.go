@@ -81,6 +81,7 @@ func TestLimitString(t *testing.T) {
 		{ratelimit.Limit{Rate: math.Inf(1), Burst: 1}, "+Inf/s burst 1"},
 		{ratelimit.Limit{Rate: math.NaN(), Burst: 1}, "NaN/s burst 1"},
 		{ratelimit.Limit{Rate: 10, Burst: 10, Warmup: 30 * time.Second}, "10/s warm-up 30s"},
+		{ratelimit.Limit{Rate: 10, Burst: 20, Algorithm: ratelimit.FixedWindow, KeepUsage: true}, "10/s burst 20 fixed-window keep-usage"},
 	}
 	for _, c := range cases {
 		assert.Equal(t, c.want, c.limit.String())
@@ -108,6 +109,8 @@ func TestParseLimit(t *testing.T) {
 		{"10/s fixed-window burst 20", ratelimit.Limit{Rate: 10, Burst: 20, Algorithm: ratelimit.FixedWindow}},
 		{"1/h sliding-counter", ratelimit.Limit{Rate: 1.0 / 3600, Burst: 1, Algorithm: ratelimit.SlidingWindowCounter}},
 		{"10/s warm-up 30s token-bucket", ratelimit.Limit{Rate: 10, Burst: 10, Warmup: 30 * time.Second, Algorithm: ratelimit.TokenBucket}},
+		{"100/min keep-usage", ratelimit.Limit{Rate: 100.0 / 60, Burst: 100, KeepUsage: true}},
+		{"10/s burst 20 leaky-bucket keep-usage", ratelimit.Limit{Rate: 10, Burst: 20, Algorithm: ratelimit.LeakyBucket, KeepUsage: true}},
 	}
 	for _, c := range cases {
 		got, err := ratelimit.ParseLimit(c.text)
@@ -124,7 +127,8 @@ func TestParseLimit(t *testing.T) {
 		"10/s burst two":                `ratelimit: invalid limit: "10/s burst two": burst "two" is not a whole number`,
 		"10/s burst 0":                  `ratelimit: invalid limit: burst 0 is less than 1 (in "10/s burst 0")`,
 		"10/s warm-up soon":             `ratelimit: invalid limit: "10/s warm-up soon": warm-up "soon" is not a duration such as 30s`,
-		"10/s cap 3":                    `ratelimit: invalid limit: "10/s cap 3": unknown part "cap" (burst, warm-up, or an algorithm: token-bucket, fixed-window, sliding-log, sliding-counter, leaky-bucket)`,
+		"10/s cap 3":                    `ratelimit: invalid limit: "10/s cap 3": unknown part "cap" (burst, warm-up, an algorithm: token-bucket, fixed-window, sliding-log, sliding-counter, leaky-bucket, or a last keep-usage)`,
+		"10/s keep-usage burst 3":       `ratelimit: invalid limit: "10/s keep-usage burst 3": unknown part "keep-usage" (burst, warm-up, an algorithm: token-bucket, fixed-window, sliding-log, sliding-counter, leaky-bucket, or a last keep-usage)`,
 		"10/s sliding-log leaky-bucket": `ratelimit: invalid limit: "10/s sliding-log leaky-bucket": a second algorithm "leaky-bucket"`,
 		"10/s burst sliding-log":        `ratelimit: invalid limit: "10/s burst sliding-log": burst "sliding-log" is not a whole number`,
 		"10/s warm-up 1ns":              `ratelimit: invalid limit: warm-up 1ns is not a whole number of microseconds between 0 and MaxWarmup (2^53 µs) (in "10/s warm-up 1ns")`,
@@ -165,13 +169,17 @@ func FuzzLimitText(f *testing.F) {
 	f.Add(100.0/60, 100, int64(0), uint8(ratelimit.SlidingWindowLog), uint8(0), 0, 0)
 	f.Add(10.0, 20, int64(0), uint8(ratelimit.LeakyBucket), uint8(0), 0, 0)
 	f.Add(10.0, 10, int64(5e6), uint8(ratelimit.TokenBucket), uint8(0), 0, 0)
+	f.Add(100.0/60, 100, int64(0), uint8(ratelimit.FixedWindow|0x80), uint8(0), 0, 0)
+	f.Add(2.0, 7, int64(0), uint8(0x80), uint8(0), 0, 0)
 	// Calendar quotas: unit, count and anchor, in one of fuzzZones.
 	f.Add(0.0, 10000, int64(0), uint8(ratelimit.CalendarQuota), uint8(ratelimit.Day), 0, 0)
 	f.Add(0.0, 7, int64(0), uint8(ratelimit.CalendarQuota), uint8(ratelimit.Week), 2, 0)
 	f.Add(0.0, 1_000_000, int64(0), uint8(ratelimit.CalendarQuota), uint8(ratelimit.Month), 3, 15)
+	f.Add(0.0, 500, int64(0), uint8(ratelimit.CalendarQuota|0x80), uint8(ratelimit.Day), 0, 0)
 	f.Fuzz(func(t *testing.T, rate float64, burst int, warmupUS int64, alg, unit uint8, count, anchor int) {
+		// alg's high bit is KeepUsage.
 		l := ratelimit.Limit{Rate: rate, Burst: burst, Warmup: time.Duration(warmupUS) * time.Microsecond,
-			Algorithm: ratelimit.Algorithm(alg)}
+			Algorithm: ratelimit.Algorithm(alg & 0x7f), KeepUsage: alg&0x80 != 0}
 		if unit != 0 {
 			l.Period = ratelimit.Period{Unit: ratelimit.PeriodUnit(unit % 4), Count: count, Anchor: anchor,
 				Zone: fuzzZones[int(unit)%len(fuzzZones)]}

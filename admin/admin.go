@@ -27,8 +27,10 @@ import (
 	"github.com/sluice-go/ratelimit/rules"
 )
 
-// bucketKey is the bucket key a middleware uses for key under policy.
-func bucketKey(policy, key string) string { return pipeline.BucketKey(policy, key, false) }
+// bucketKey is the bucket key a middleware uses for key under the i-th limit of policy.
+func bucketKey(policy, key string, i int, l ratelimit.Limit) string {
+	return pipeline.BucketKeyAt(policy, key, i, l.KeepUsage, false)
+}
 
 // Handler serves the admin endpoints; New builds one.
 type Handler struct {
@@ -101,6 +103,7 @@ func (h *Handler) list(w http.ResponseWriter, _ *http.Request) {
 				pb.Priority = p.Priority.String()
 			}
 			for _, l := range p.Limits {
+				l.KeepUsage = false // as the rules file writes it: its policies all keep their usage
 				pb.Limits = append(pb.Limits, l.String())
 			}
 			out.Policies = append(out.Policies, pb)
@@ -132,13 +135,15 @@ func (h *Handler) peek(w http.ResponseWriter, r *http.Request) {
 // states answers the state of each of p's limits for key.
 func (h *Handler) states(w http.ResponseWriter, ctx context.Context, p rules.Policy, key string) {
 	out := []stateBody{}
-	for _, l := range p.Limits {
-		res, err := h.limiter.Peek(ctx, bucketKey(p.Name, key), l, 1)
+	for i, l := range p.Limits {
+		res, err := h.limiter.Peek(ctx, bucketKey(p.Name, key, i, l), l, 1)
 		if err != nil {
 			writeError(w, err)
 			return
 		}
-		out = append(out, stateBody{Limit: l.String(), Allowed: res.Allowed, Remaining: res.Remaining,
+		shown := l
+		shown.KeepUsage = false // as in /policies
+		out = append(out, stateBody{Limit: shown.String(), Allowed: res.Allowed, Remaining: res.Remaining,
 			RetryAfter: res.RetryAfter.Round(time.Millisecond).Seconds()})
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -150,8 +155,8 @@ func (h *Handler) reset(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := r.PathValue("key")
-	for _, l := range p.Limits {
-		if err := h.limiter.Reset(r.Context(), bucketKey(p.Name, key), l); err != nil {
+	for i, l := range p.Limits {
+		if err := h.limiter.Reset(r.Context(), bucketKey(p.Name, key, i, l), l); err != nil {
 			writeError(w, err)
 			return
 		}
@@ -170,9 +175,9 @@ func (h *Handler) refund(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := r.PathValue("key")
-	for _, l := range p.Limits {
+	for i, l := range p.Limits {
 		// The zero Charge: an operator's refund, to the bucket's current state.
-		if _, err := h.limiter.Refund(r.Context(), bucketKey(p.Name, key), l, n, ratelimit.Charge{}); err != nil {
+		if _, err := h.limiter.Refund(r.Context(), bucketKey(p.Name, key, i, l), l, n, ratelimit.Charge{}); err != nil {
 			writeError(w, err)
 			return
 		}

@@ -74,3 +74,45 @@ func TestAdmin(t *testing.T) {
 	assert.Panics(t, func() { admin.New(limiter, live, nil) }, "no authorization: no handler")
 	var _ ratelimit.Inspector = limiter
 }
+
+// A policy of two limits: the endpoint reads each limit's own bucket (the second's key is
+// "login#1|ann"), and after a reload that changes both, the usage spent under the old
+// numbers.
+func TestAdminTwoLimitsAcrossReload(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	limiter := local.New(local.WithClock(func() time.Time { return now }))
+	t.Cleanup(func() { _ = limiter.Close() })
+	live := rules.New(rules.Registry{"user": rules.HTTPKey(func(r *http.Request) (string, error) { return r.Header.Get("X-User"), nil })})
+	policy := func(limits string) []byte {
+		return []byte(`{"version": "1", "default": "login", "policies": {"login": {"limits": [` + limits + `], "key": "user"}}}`)
+	}
+	require.NoError(t, live.Load("rules.json", policy(`"2/min", "5/h"`)))
+	app := httptest.NewServer(httpmw.New(limiter, httpmw.WithRules(live))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+	t.Cleanup(app.Close)
+	ops := httptest.NewServer(admin.New(limiter, live, func(*http.Request) bool { return true }))
+	t.Cleanup(ops.Close)
+	get := func(srv *httptest.Server, path string, hdr ...string) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		require.NoError(t, err)
+		if len(hdr) == 2 {
+			req.Header.Set(hdr[0], hdr[1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var body json.RawMessage
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, string(body)
+	}
+	login := func() int { code, _ := get(app, "/", "X-User", "ann"); return code }
+	assert.Equal(t, []int{200, 200, 429}, []int{login(), login(), login()})
+	_, body := get(ops, "/policies/login/keys/ann")
+	assert.JSONEq(t, `[{"limit":"2/min","allowed":false,"remaining":0,"retry_after_seconds":30},
+		{"limit":"5/h","allowed":true,"remaining":2,"retry_after_seconds":0}]`, body)
+
+	require.NoError(t, live.Load("rules.json", policy(`"3/min", "4/h"`)))
+	_, body = get(ops, "/policies/login/keys/ann")
+	assert.JSONEq(t, `[{"limit":"3/min","allowed":true,"remaining":0,"retry_after_seconds":0},
+		{"limit":"4/h","allowed":true,"remaining":1,"retry_after_seconds":0}]`, body)
+	assert.Equal(t, []int{200, 429}, []int{login(), login()})
+}

@@ -22,8 +22,9 @@ func TestAgreesWithLocal(t *testing.T) {
 			t.Cleanup(func() { l.Close() })
 			return l
 		},
-		Warmup: true,
-		Quotas: true,
+		Warmup:    true,
+		Quotas:    true,
+		KeepUsage: true,
 	}
 	ratelimittest.Agree(t, loc, redisHarness(client, noOptions))
 }

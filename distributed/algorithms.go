@@ -76,7 +76,13 @@ func (l *Limiter) algorithmFor(limit ratelimit.Limit) algorithm {
 		return warmup
 	}
 	if limit.Algorithm == ratelimit.CalendarQuota {
+		if limit.KeepUsage {
+			return l.keepQuota
+		}
 		return l.quota
+	}
+	if limit.KeepUsage {
+		return keepAlgorithms[args.Resolve(limit, l.algorithm).Algorithm]
 	}
 	return algorithms[args.Resolve(limit, l.algorithm).Algorithm]
 }

@@ -52,8 +52,8 @@ type Limiter struct {
 	// netErr holds the client's last dial error, or nil: see network.
 	netErr atomic.Pointer[error]
 	// quota runs ratelimit.CalendarQuota, in the time zones of zones (see quota.go).
-	quota algorithm
-	zones calendar.Zones
+	quota, keepQuota algorithm
+	zones            calendar.Zones
 	// appClock, in tests only, is the clock periodsArg reads instead of time.Now (or clock).
 	appClock func() time.Time
 }
@@ -108,7 +108,7 @@ func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 	if c, ok := client.(*redis.ClusterClient); ok {
 		l.reload = c.ReloadState
 	}
-	l.quota = l.newQuota()
+	l.quota, l.keepQuota = l.newQuota(quotaTag, quotaScript), l.newQuota(keepQuotaTag, keepQuotaScript)
 	watchDials(client, &l.netErr)
 	return l, nil
 }
@@ -285,6 +285,9 @@ func (l *Limiter) check(key string, limit ratelimit.Limit, n int) error {
 // hold no colon, so the caller's key is everything between the prefix and the last three
 // fields (four after "tbw" and "cq"), whatever it contains.
 func (l *Limiter) key(key, tag string, limit ratelimit.Limit) string {
+	if limit.KeepUsage {
+		return l.keepKey(key, tag, limit)
+	}
 	b := make([]byte, 0, len(l.prefix)+len(key)+len(tag)+60)
 	b = append(b, l.prefix...)
 	b = append(b, key...)

@@ -55,9 +55,10 @@ func redisHarness(client redis.Scripter, opts func() []distributed.Option) ratel
 			return newLimiter(t, client, c.Clock, append(opts(),
 				distributed.WithAlgorithm(c.Algorithm), distributed.WithReserves(c.Reserves))...)
 		},
-		Reserves: true,
-		Warmup:   true,
-		Quotas:   true,
+		Reserves:  true,
+		Warmup:    true,
+		Quotas:    true,
+		KeepUsage: true,
 	}
 }
 

@@ -39,6 +39,12 @@ var multi = redis.NewScript(multiScript([]multiAlgorithm{
 	{algorithms[ratelimit.SlidingWindowCounter].tag, slidingCounterSource, refundSlidingCounterSource, false},
 	{algorithms[ratelimit.LeakyBucket].tag, leakyBucketSource, refundGCRASource, false},
 	{quotaTag, quotaSource, refundQuotaSource, false},
+	{keepQuotaTag, keepQuotaSource, keepRefundQuotaSource, false},
+	{keepAlgorithms[ratelimit.TokenBucket].tag, keepGCRASource, keepRefundGCRASource, false},
+	{keepAlgorithms[ratelimit.FixedWindow].tag, keepFixedWindowSource, keepRefundFixedWindowSource, false},
+	{keepAlgorithms[ratelimit.SlidingWindowLog].tag, keepSlidingLogSource, keepRefundSlidingLogSource, true},
+	{keepAlgorithms[ratelimit.SlidingWindowCounter].tag, keepSlidingCounterSource, keepRefundSlidingCounterSource, false},
+	{keepAlgorithms[ratelimit.LeakyBucket].tag, keepLeakyBucketSource, keepRefundGCRASource, false},
 }))
 
 // multiAlgorithm is what multi.lua holds of one algorithm: the tag of its keys, its

@@ -25,9 +25,17 @@ var quotaScript = redis.NewScript(quotaSource)
 // quotaTag names ratelimit.CalendarQuota in the keys of its buckets.
 const quotaTag = "cq"
 
-// newQuota returns how l runs a calendar quota: its script, with l's periods as ARGV[5].
-func (l *Limiter) newQuota() algorithm {
-	return algorithm{tag: quotaTag, script: quotaScript, args: l.periodsArg}
+// keepQuotaTag names a quota with KeepUsage in the keys of its buckets, which hold no
+// numbers: its count carries to the numbers of each call.
+const keepQuotaTag = "cqk"
+
+// keepQuotaScript decides a quota with KeepUsage: quotaScript, reading a count above the
+// call's Burst as the count it is (see keep.go).
+var keepQuotaScript = redis.NewScript(keepQuotaSource)
+
+// newQuota returns how l runs a calendar quota with script: l's periods as ARGV[5].
+func (l *Limiter) newQuota(tag string, script *redis.Script) algorithm {
+	return algorithm{tag: tag, script: script, args: l.periodsArg}
 }
 
 // periodsArg appends ARGV[5] of quota.lua: the period holding the limiter's clock (the

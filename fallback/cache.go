@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 )
 
 // cacheShards is the number of independently locked parts of the denial cache.
@@ -20,18 +21,37 @@ const evictSample = 8
 // A limit that names no algorithm is another entry than the same limit naming the primary's
 // default, though the primary holds one bucket for both: the cache cannot know the default,
 // so a denial proves nothing for the other, and invalidate drops both.
+//
+// A limit with KeepUsage is one bucket whatever its numbers (see ratelimit.Limit.KeepUsage),
+// so it has one entry whatever its numbers too, its key, algorithm and (for a fixed window
+// or a sliding counter) window: an admission, a reset or a refund under any numbers drops
+// it, and its denial answers only a request under the numbers it was made under (denial's
+// limit).
 type bucket struct {
 	key    string
-	rate   float64
+	rate   float64 // with KeepUsage: a window algorithm's window in µs, or 0
 	burst  int
 	warmup time.Duration
 	alg    ratelimit.Algorithm
 	period ratelimit.Period
+	keep   bool
 }
 
 // bucketOf is the entry of (key, limit).
 func bucketOf(key string, limit ratelimit.Limit) bucket {
-	return bucket{key, limit.Rate, limit.Burst, limit.Warmup, limit.Algorithm, limit.Period}
+	if limit.KeepUsage {
+		return keepBucketOf(key, limit)
+	}
+	return bucket{key, limit.Rate, limit.Burst, limit.Warmup, limit.Algorithm, limit.Period, false}
+}
+
+func keepBucketOf(key string, limit ratelimit.Limit) bucket {
+	b := bucket{key: key, alg: limit.Algorithm, period: limit.Period, keep: true}
+	if limit.Algorithm == ratelimit.FixedWindow || limit.Algorithm == ratelimit.SlidingWindowCounter {
+		w, _ := args.Window(limit)
+		b.rate = float64(w)
+	}
+	return b
 }
 
 // denial is what the primary last said when it denied a request on a bucket.
@@ -48,6 +68,9 @@ type denial struct {
 	// priority, which keeps another reserve (ratelimit.Reserves) and so has another
 	// RetryAfter, or none.
 	priority ratelimit.Priority
+	// limit is the denied request's, for an entry of a limit with KeepUsage: a denial
+	// proves nothing about the bucket under other numbers.
+	limit ratelimit.Limit
 }
 
 // denialCache remembers the primary's denials, so that a request the primary is known to
@@ -91,7 +114,7 @@ func (c *denialCache) lookup(key string, limit ratelimit.Limit, n int, p ratelim
 	d, ok := s.m[bucketOf(key, limit)]
 	gen := s.gen
 	s.mu.RUnlock()
-	if !ok || n != d.cost || p != d.priority || now >= d.expires {
+	if !ok || n != d.cost || p != d.priority || now >= d.expires || (limit.KeepUsage && limit != d.limit) {
 		return ratelimit.Result{}, gen, false
 	}
 	// The primary's answer, aged by the time since it was asked, as it would be if nothing
@@ -119,6 +142,9 @@ func (c *denialCache) store(key string, limit ratelimit.Limit, n int, p ratelimi
 	}
 	until := sent + int64(res.RetryAfter)
 	d := denial{sent: sent, until: until, expires: sent + min(int64(res.RetryAfter), c.ttl), cost: n, reset: res.ResetAfter, priority: p}
+	if limit.KeepUsage {
+		d.limit = limit
+	}
 	k := bucketOf(key, limit)
 	s := c.shard(key)
 	s.mu.Lock()
@@ -127,7 +153,7 @@ func (c *denialCache) store(key string, limit ratelimit.Limit, n int, p ratelimi
 		return
 	}
 	old, ok := s.m[k]
-	if ok && old.cost == d.cost && old.priority == d.priority && old.until >= d.until && old.expires >= d.expires {
+	if ok && old.cost == d.cost && old.priority == d.priority && old.limit == d.limit && old.until >= d.until && old.expires >= d.expires {
 		return
 	}
 	if !ok && len(s.m) >= c.perShard {

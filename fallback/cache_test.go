@@ -350,3 +350,35 @@ func TestDenialCacheAlgorithm(t *testing.T) {
 	require.False(t, origin.Cached, "the Reset dropped the denial of the same bucket under its other name")
 	require.True(t, res.Allowed)
 }
+
+// TestDenialCacheKeepUsage: the denial of a limit with KeepUsage answers only requests under
+// the same numbers, and an admission or a refund of the bucket under other numbers drops
+// it: a token given back under B is there for a request under A at once.
+func TestDenialCacheKeepUsage(t *testing.T) {
+	ctx := context.Background()
+	a := ratelimit.Limit{Rate: 1.0 / 1200, Burst: 1, KeepUsage: true}
+	b := ratelimit.Limit{Rate: 1.0 / 600, Burst: 2, KeepUsage: true}
+	clock := ratelimittest.NewClock()
+	l := fallback.New(newLocal(t, clock), nil, fallback.WithClock(clock.Now))
+	res, err := l.Allow(ctx, "k", a)
+	require.NoError(t, err)
+	require.True(t, res.Allowed)
+	res, _, err = l.AllowNOrigin(ctx, "k", a, 1)
+	require.NoError(t, err)
+	require.False(t, res.Allowed) // 20 minutes to wait, remembered
+	res, origin, err := l.AllowNOrigin(ctx, "k", a, 1)
+	require.NoError(t, err)
+	require.True(t, origin.Cached)
+	require.False(t, res.Allowed)
+
+	res, origin, err = l.AllowNOrigin(ctx, "k", b, 1)
+	require.NoError(t, err)
+	require.False(t, origin.Cached, "a denial under A proves nothing under B")
+	require.True(t, res.Allowed, "B's burst of 2 has one more")
+	_, err = l.Refund(ctx, "k", b, 2, ratelimit.Charge{})
+	require.NoError(t, err)
+	res, origin, err = l.AllowNOrigin(ctx, "k", a, 1)
+	require.NoError(t, err)
+	require.False(t, origin.Cached)
+	require.True(t, res.Allowed, "the refund under B emptied the bucket")
+}

@@ -146,3 +146,22 @@ func BenchmarkAllowAllInto(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAllowKeepUsage: one key, admitted, under a limit with KeepUsage (its bucket under
+// its mutex) and the same limit without (one compare-and-swap).
+func BenchmarkAllowKeepUsage(b *testing.B) {
+	for _, keep := range []bool{false, true} {
+		b.Run(map[bool]string{false: "plain", true: "keep"}[keep], func(b *testing.B) {
+			l := New(WithCleanupInterval(-1))
+			b.Cleanup(func() { _ = l.Close() })
+			limit := ratelimit.Limit{Rate: 1e6, Burst: 1e9, KeepUsage: keep}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if res, _ := l.Allow(ctx, "k", limit); !res.Allowed {
+					b.Fatal("denied")
+				}
+			}
+		})
+	}
+}

@@ -8,7 +8,8 @@ import (
 	"github.com/sluice-go/ratelimit"
 )
 
-// bucket is one (key, rate, burst, algorithm) bucket, and warm-up (see store.hash). Buckets are found without a lock (see table), so
+// bucket is one (key, rate, burst, algorithm) bucket, and warm-up (see store.hash), or one
+// bucket of a limit with KeepUsage (see identity). Buckets are found without a lock (see table), so
 // a bucket may be dropped while a decision holds it: every kind of bucket can be marked
 // dead, atomically with the check that it is full, and a decision that meets a dead bucket
 // starts over from the lookup.
@@ -107,14 +108,15 @@ type lockedState interface {
 	full(limit ratelimit.Limit, u int64) bool
 }
 
-// take decides under the mutex; it reports false, having decided nothing, if the bucket
+// take decides under the mutex, for a limit whose window is w (see keepWindow); it reports false, having decided nothing, if the bucket
 // has been dropped.
-func (lk *locked) take(limit ratelimit.Limit, u int64, n int, maxDelay time.Duration) (verdict, time.Duration, bool) {
+func (lk *locked) take(limit ratelimit.Limit, u, w int64, n int, maxDelay time.Duration) (verdict, time.Duration, bool) {
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
 	if lk.dead {
 		return verdict{}, 0, false
 	}
+	keepWindow(lk.st, w)
 	v, delay := lk.st.take(limit, u, n, maxDelay)
 	return v, delay, true
 }

@@ -91,6 +91,7 @@ func (s *store) peek(key string, limit ratelimit.Limit, u, w int64, n, reserve i
 			lk.mu.Lock()
 			defer lk.mu.Unlock()
 			if !lk.dead {
+				keepWindow(lk.st, w)
 				return lk.st.peek(usable(limit, reserve), u, n)
 			}
 		} else if old, ok := loadWord(&b.word); ok {
@@ -114,6 +115,7 @@ const noCharge = math.MinInt64
 // request charged at at (Unix µs), or noCharge.
 func (s *store) refund(key string, limit ratelimit.Limit, u, at, w int64, n int) {
 	s.adjust(key, limit, func(st lockedState) lockedState {
+		keepWindow(st, w)
 		st.refund(limit, u, at, n)
 		return st
 	}, func(old uint64) uint64 {

@@ -82,7 +82,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit,
 	named := args.Resolve(limit, l.algorithm)
 	// A plain token bucket's valid arguments need no more checks than these, so that the
 	// commonest decision skips validate.
-	if named.Algorithm != ratelimit.TokenBucket || !args.Valid(key, limit, n) || !args.RefillOK(limit) || !resolutionOK(limit) || limit.Warmup != 0 || l.closed.Load() {
+	if named.Algorithm != ratelimit.TokenBucket || !args.Valid(key, limit, n) || !args.RefillOK(limit) || !resolutionOK(limit) || limit.Warmup != 0 || limit.KeepUsage || l.closed.Load() {
 		var err error
 		if named, w, err = l.validate(key, limit, n); err != nil {
 			return ratelimit.Result{Limit: limit}, err
@@ -189,6 +189,9 @@ func (l *Limiter) validate(key string, limit ratelimit.Limit, n int) (ratelimit.
 		if err := args.CheckWarmup(named.Algorithm, named); err != nil {
 			return named, 0, err
 		}
+	}
+	if err := args.CheckKeep(named.Algorithm, named); err != nil {
+		return named, 0, err
 	}
 	var w int64
 	var err error

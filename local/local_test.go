@@ -23,9 +23,10 @@ func TestConformance(t *testing.T) {
 			t.Cleanup(func() { l.Close() })
 			return l
 		},
-		Reserves: true,
-		Warmup:   true,
-		Quotas:   true,
+		Reserves:  true,
+		Warmup:    true,
+		Quotas:    true,
+		KeepUsage: true,
 	})
 }
 

@@ -24,6 +24,7 @@ type limitKey struct {
 	warmup time.Duration
 	alg    ratelimit.Algorithm
 	period ratelimit.Period
+	keep   bool
 }
 
 // evictFull drops the first full bucket among a few sampled from a random place in sh's
@@ -66,7 +67,7 @@ func (s *store) decideOverflow(limit ratelimit.Limit, u, w int64, n, reserve int
 // overflowBucket returns the overflow bucket of limit, made if needed, or nil when there are
 // too many already. The caller holds overflowMu.
 func (s *store) overflowBucket(limit ratelimit.Limit, u, w int64) *bucket {
-	lk := limitKey{rate: limit.Rate, burst: limit.Burst, warmup: limit.Warmup, alg: limit.Algorithm, period: limit.Period}
+	lk := limitKey{rate: limit.Rate, burst: limit.Burst, warmup: limit.Warmup, alg: limit.Algorithm, period: limit.Period, keep: limit.KeepUsage}
 	b := s.overflow[lk]
 	if b == nil {
 		if len(s.overflow) >= maxOverflowLimits {

@@ -63,7 +63,7 @@ func (l *Limiter) AllowAllInto(ctx context.Context, reqs []ratelimit.Request, re
 		if alg[i] == ratelimit.DefaultAlgorithm {
 			alg[i] = l.algorithm
 		}
-		if alg[i] == ratelimit.TokenBucket && args.Valid(r.Key, r.Limit, n) && args.RefillOK(r.Limit) && resolutionOK(r.Limit) {
+		if alg[i] == ratelimit.TokenBucket && !r.Limit.KeepUsage && args.Valid(r.Key, r.Limit, n) && args.RefillOK(r.Limit) && resolutionOK(r.Limit) {
 			window[i] = 0 // as AllowN: a token bucket needs no more checks (Close is below)
 		} else {
 			var err error
@@ -221,6 +221,7 @@ func (s *store) decideHeld(hs []held, u int64) bool {
 		h := &hs[i]
 		n := min(h.n, h.limit.Burst)
 		if h.b.lk != nil {
+			keepWindow(h.b.lk.st, h.w)
 			h.v, h.delay = h.b.lk.st.peek(h.limit, u, n)
 		} else {
 			h.v, h.next = s.decideWord(h.old, h.b.burst(), h.limit, u, h.w, n)

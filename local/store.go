@@ -75,7 +75,11 @@ func (s *store) decide(key string, limit ratelimit.Limit, now time.Time, n, rese
 func (s *store) decideAt(key string, limit ratelimit.Limit, u, w int64, n, reserve int, maxDelay time.Duration) (verdict, time.Duration) {
 	h := s.hash(key, limit)
 	sh := &s.shards[h&(numShards-1)]
-	if b := sh.tab.Load().find(h, key, limit.Rate, kindOf(limit)); b != nil {
+	r, kind := limit.Rate, kindOf(limit) // identity, with find inlined
+	if limit.KeepUsage {
+		r, kind = keepIdentity(limit)
+	}
+	if b := sh.tab.Load().find(h, key, r, kind); b != nil {
 		if b.lk == nil && limit.Algorithm == ratelimit.TokenBucket {
 			// take, without a call, for the commonest buckets.
 			var v verdict
@@ -118,7 +122,7 @@ func (s *store) decideLocked(sh *shard, h uint64, key string, limit ratelimit.Li
 // findOrMake returns the bucket of (key, limit) in sh, whose hash is h, making it at u if
 // there is room; nil if there is none. The caller holds sh.mu.
 func (s *store) findOrMake(sh *shard, h uint64, key string, limit ratelimit.Limit, u, w int64) *bucket {
-	if b := sh.tab.Load().find(h, key, limit.Rate, kindOf(limit)); b != nil {
+	if b := sh.tab.Load().findLimit(h, key, limit); b != nil {
 		return b
 	}
 	if sh.live >= s.perShard && !s.evictFull(sh, u) {
@@ -135,7 +139,7 @@ func (s *store) findOrMake(sh *shard, h uint64, key string, limit ratelimit.Limi
 func (s *store) bucketFor(key string, limit ratelimit.Limit, u, w int64) (*bucket, uint64) {
 	h := s.hash(key, limit)
 	sh := &s.shards[h&(numShards-1)]
-	if b := sh.tab.Load().find(h, key, limit.Rate, kindOf(limit)); b != nil {
+	if b := sh.tab.Load().findLimit(h, key, limit); b != nil {
 		return b, h
 	}
 	sh.mu.Lock()
@@ -151,14 +155,14 @@ func (s *store) bucketFor(key string, limit ratelimit.Limit, u, w int64) (*bucke
 // lookup returns the live bucket of (key, limit), or nil: it creates nothing.
 func (s *store) lookup(key string, limit ratelimit.Limit) *bucket {
 	h := s.hash(key, limit)
-	return s.shards[h&(numShards-1)].tab.Load().find(h, key, limit.Rate, kindOf(limit))
+	return s.shards[h&(numShards-1)].tab.Load().findLimit(h, key, limit)
 }
 
 // take decides on b, under limit: b's own, or less a reserve (see decideAt). It reports
 // false, having decided nothing, if b is dead.
 func (s *store) take(b *bucket, limit ratelimit.Limit, u, w int64, n int, maxDelay time.Duration) (verdict, time.Duration, bool) {
 	if b.lk != nil {
-		return b.lk.take(limit, u, n, maxDelay)
+		return b.lk.take(limit, u, w, n, maxDelay)
 	}
 	var v verdict
 	var ok bool
@@ -177,7 +181,8 @@ func (s *store) take(b *bucket, limit ratelimit.Limit, u, w int64, n int, maxDel
 
 // newBucket makes a fresh bucket for (key, limit), whose first decision comes at u.
 func (s *store) newBucket(key string, limit ratelimit.Limit, u, w int64) *bucket {
-	b := &bucket{key: key, rate: limit.Rate, kind: kindOf(limit)}
+	b := &bucket{key: key}
+	b.rate, b.kind = identity(limit)
 	if st := s.newState(limit, u, w); st != nil {
 		b.lk = &locked{st: st}
 	} else {
@@ -189,6 +194,9 @@ func (s *store) newBucket(key string, limit ratelimit.Limit, u, w int64) *bucket
 // newState returns the state of a new bucket of limit that decides under a mutex, or nil
 // for one whose state is its word.
 func (s *store) newState(limit ratelimit.Limit, u, w int64) lockedState {
+	if limit.KeepUsage && limit.Algorithm != ratelimit.CalendarQuota { // a quota's count carries as it is
+		return newKeepState(limit, w)
+	}
 	switch limit.Algorithm {
 	case ratelimit.TokenBucket:
 		if limit.Warmup != 0 {

@@ -25,17 +25,19 @@ const maxRate = 1e6
 // implements: the token bucket (and its warm-up, with random priorities, when every harness
 // declares Warmup), the fixed window, the sliding window counter, and calendar quotas in
 // zones with changes of offset (when every harness declares Quotas). Run checks the sliding
-// log and the leaky bucket against reference models instead. Every harness must have
-// ClockInjected.
+// log and the leaky bucket against reference models instead. When every harness declares
+// KeepUsage, it also plays, for every algorithm, timelines whose limit changes between
+// calls, with peeks and refunds (see agreeKeep). Every harness must have ClockInjected.
 func Agree(t *testing.T, a, b Harness, more ...Harness) {
 	t.Helper()
 	all := append([]Harness{a, b}, more...)
-	warm, quotas := true, true
+	warm, quotas, keep := true, true, true
 	common := Algorithms()
 	for _, h := range all {
 		require.Equal(t, ClockInjected, h.Clock, "Agree moves the clocks it gives")
 		warm = warm && h.Warmup
 		quotas = quotas && h.Quotas
+		keep = keep && h.KeepUsage
 		common = slices.DeleteFunc(common, func(alg ratelimit.Algorithm) bool {
 			return !slices.Contains(h.algorithms(), alg)
 		})
@@ -53,6 +55,11 @@ func Agree(t *testing.T, a, b Harness, more ...Harness) {
 	}
 	if quotas && len(common) > 0 {
 		t.Run("CalendarQuota", func(t *testing.T) { agreeTimelines(t, all, common[0], quotaLimits(t), quotaGap, 25) })
+	}
+	if keep {
+		for _, alg := range common {
+			t.Run("KeepUsage/"+alg.String(), func(t *testing.T) { agreeKeep(t, all, alg) })
+		}
 	}
 }
 

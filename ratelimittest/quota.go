@@ -262,3 +262,31 @@ func quotaCountPerDay(t testing.TB, h harness) {
 		}
 	}
 }
+
+// quotaKeepUsage: a quota with KeepUsage keeps its period's count when its Burst changes
+// (a plan raised or cut in the middle of the day), and is another bucket under another
+// period; without KeepUsage a changed quota is another bucket.
+func quotaKeepUsage(t testing.TB, h harness) {
+	day := func(n int) ratelimit.Limit {
+		l := quota(t, "1/day@UTC keep-usage")
+		l.Burst = n
+		return l
+	}
+	left := 24 * hour // the clock's first reading is midnight UTC
+	playKeep(t, h, "kept", []keepStep{
+		{limit: day(5), n: 3, want: allowed(2, left)},
+		{limit: day(10), want: allowed(6, left)},               // 4 spent of 10
+		{limit: day(4), want: denied(0, left, left)},           // 4 spent: none left under 4
+		{limit: day(3), want: denied(0, left, left)},           // more spent than 3: still spent
+		{limit: day(6), n: 2, want: allowed(0, left)},          // 6 spent of 6
+		{advance: left, limit: day(6), want: allowed(5, left)}, // a new day: the count of the new period
+	})
+	// Another period is another bucket; so is the quota without KeepUsage.
+	week := quota(t, "3/week@UTC keep-usage")
+	plain := quota(t, "3/day@UTC")
+	for _, l := range []ratelimit.Limit{week, plain} {
+		res, err := h.Limiter.Allow(context.Background(), "kept", l)
+		require.NoError(t, err)
+		require.Equal(t, 2, res.Remaining, "%v is a bucket of its own", l)
+	}
+}

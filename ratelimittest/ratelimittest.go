@@ -32,6 +32,9 @@ type Harness struct {
 	// limit: the rules of calendar quotas then run, once, on limiters of the first of
 	// Algorithms.
 	Quotas bool
+	// KeepUsage declares that the limiter implements ratelimit.Limit.KeepUsage: the rules
+	// of usage carried across a change of a key's limit then run (and Agree plays them).
+	KeepUsage bool
 }
 
 // Config is what one limiter made by Harness.New must be built with.

@@ -77,7 +77,11 @@ func suites(h Harness, alg ratelimit.Algorithm, c capabilities) []suite {
 	all = append(all, suite{"Warmup", warm, false})
 	if h.Quotas && alg == h.algorithms()[0] {
 		all = append(all, suite{"CalendarQuota", quotaRules, false})
+		if h.KeepUsage {
+			all = append(all, suite{"CalendarQuota/KeepUsage", []rule{{"CountCarries", quotaKeepUsage}}, false})
+		}
 	}
+	all = append(all, keepSuite(h, alg)...)
 	if c.multi && c.inspector {
 		var rules []rule
 		for seed := range uint64(interleavingSeeds) {

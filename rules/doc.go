@@ -25,8 +25,10 @@
 //
 // # Reloads and usage
 //
-// A bucket is its policy's name, its key and its limit: a reload that changes a policy's
-// numbers starts its buckets afresh. Keeping the usage across such a change is not done yet.
+// A policy's limits keep their usage across a reload that changes their numbers
+// (ratelimit.Limit.KeepUsage, set on every limit but one with a warm-up): a bucket is the
+// policy's name, its key and its algorithm. Changing a limit's algorithm, or its warm-up,
+// starts fresh buckets.
 //
-// See https://github.com/sluice-go/ratelimit/blob/main/docs/limits.md.
+// See https://github.com/sluice-go/ratelimit/blob/main/docs/rules.md.
 package rules

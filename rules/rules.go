@@ -280,8 +280,8 @@ func Compile(doc Document, reg Registry, opts ...Option) (*Set, error) {
 		case pd.Name == "":
 			fail(pd.Line, "policy", errors.New("no name"))
 			continue
-		case strings.Contains(pd.Name, "|"):
-			fail(pd.Line, what, errors.New("a name with '|', which separates a bucket key's policy from its key"))
+		case strings.ContainsAny(pd.Name, "|#"):
+			fail(pd.Line, what, errors.New("a name with '|' or '#', which separate a bucket key's policy from its limit's index and its key"))
 			continue
 		case s.policies[pd.Name] != nil:
 			fail(pd.Line, what, errors.New("defined twice"))
@@ -308,6 +308,9 @@ func Compile(doc Document, reg Registry, opts ...Option) (*Set, error) {
 		}
 		for _, text := range pd.Limits {
 			l, err := ratelimit.ParseLimit(text)
+			// A policy's buckets keep their usage across a reload that changes its numbers
+			// (but for a warm-up, whose cold start has none to keep).
+			l.KeepUsage = l.Warmup == 0
 			if err == nil && v != nil {
 				err = v.ValidateLimit(l)
 			}

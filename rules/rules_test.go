@@ -65,17 +65,18 @@ func TestLimits(t *testing.T) {
 
 	req := httptest.NewRequest(http.MethodPost, "/login", nil)
 	got := s.AppendLimits(nil, rules.FromHTTP(req, "POST /login"))
+	// Every limit of a policy keeps its usage across a reload.
 	assert.Equal(t, []ratelimit.Request{
-		{Key: "ip:192.0.2.1:1234", Limit: ratelimit.PerMinute(2), Name: "login"},
-		{Key: "ip:192.0.2.1:1234", Limit: ratelimit.PerHour(10), Name: "login"},
+		{Key: "ip:192.0.2.1:1234", Limit: kept(ratelimit.PerMinute(2)), Name: "login"},
+		{Key: "ip:192.0.2.1:1234", Limit: kept(ratelimit.PerHour(10)), Name: "login"},
 	}, got)
 	req = httptest.NewRequestWithContext(pro, http.MethodGet, "/items", nil)
 	req.Header.Set("X-User", "42")
-	assert.Equal(t, []ratelimit.Request{{Key: "user:42", Limit: ratelimit.PerMinute(100), N: 2, Name: "pro"}},
+	assert.Equal(t, []ratelimit.Request{{Key: "user:42", Limit: kept(ratelimit.PerMinute(100)), N: 2, Name: "pro"}},
 		s.AppendLimits(nil, rules.FromHTTP(req, "GET /items")))
 	// No rule matches: the default policy. Its key function reads an HTTP request, which
 	// this one is not: no key, which the middleware limits under its UnkeyedKey.
-	assert.Equal(t, []ratelimit.Request{{Key: "", Limit: ratelimit.PerMinute(3), Name: "free"}},
+	assert.Equal(t, []ratelimit.Request{{Key: "", Limit: kept(ratelimit.PerMinute(3)), Name: "free"}},
 		s.AppendLimits(nil, rules.FromGRPC(context.Background(), "/pkg.S/M", nil)))
 }
 
@@ -93,7 +94,22 @@ func TestAppendLimitsAllocatesNothing(t *testing.T) {
 	in := rules.FromHTTP(req, "GET /items") // the last rule is tried, and fails: the default
 	buf := make([]ratelimit.Request, 0, 2)
 	assert.Zero(t, testing.AllocsPerRun(100, func() { buf = s.AppendLimits(buf[:0], in) }))
-	assert.Equal(t, []ratelimit.Request{{Key: "", Limit: ratelimit.PerMinute(3), Name: "free"}}, buf)
+	assert.Equal(t, []ratelimit.Request{{Key: "", Limit: kept(ratelimit.PerMinute(3)), Name: "free"}}, buf)
+}
+
+// A policy's name has no '#', which separates it from the index of its limit in its bucket
+// keys: "a#1" could otherwise share a bucket with the second limit of "a".
+func TestNameWithHash(t *testing.T) {
+	live := rules.New(registry)
+	err := live.Load("rules.json", []byte(`{"default": "a#1", "policies": {"a#1": {"limits": ["1/s"], "key": "user"}}}`))
+	require.ErrorIs(t, err, rules.ErrInvalid)
+	assert.ErrorContains(t, err, `policy "a#1": a name with '|' or '#'`)
+}
+
+// kept is l with KeepUsage, as the rules set it.
+func kept(l ratelimit.Limit) ratelimit.Limit {
+	l.KeepUsage = true
+	return l
 }
 
 // Every mistake of a file is found at load, named by file, line and rule or policy, all of

@@ -37,6 +37,9 @@ func CheckAlgorithm(a ratelimit.Algorithm, limit ratelimit.Limit) error {
 	if err := CheckWarmup(a, limit); err != nil {
 		return err
 	}
+	if err := CheckKeep(a, limit); err != nil {
+		return err
+	}
 	switch a {
 	case ratelimit.FixedWindow, ratelimit.SlidingWindowCounter:
 		_, err := Window(limit) // W must be a whole number of µs, on both backends

@@ -48,7 +48,7 @@ func CheckAll(pkg string, reqs []ratelimit.Request, def ratelimit.Algorithm, che
 func repeats(reqs []ratelimit.Request, r *ratelimit.Request, def ratelimit.Algorithm) bool {
 	limit := Resolve(r.Limit, def)
 	for i := range reqs {
-		if reqs[i].Key == r.Key && Resolve(reqs[i].Limit, def) == limit {
+		if other := Resolve(reqs[i].Limit, def); reqs[i].Key == r.Key && (other == limit || SameKeep(other, limit)) {
 			return true
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,7 +46,7 @@ import (
 // bucket, never past full.
 
 // feature is one option of the middlewares under test.
-type feature uint8
+type feature uint16
 
 const (
 	withLimits   feature = 1 << iota // two limits, all or nothing
@@ -56,12 +57,13 @@ const (
 	withCost                         // costs 1, 2, 1, -1 in turn: -1 is a mistake of the program
 	withConc                         // at most one request of the key in flight, no queue
 	withRules                        // the limits (and shadow, priority, concurrency) from a rules file
-	numFeatures  = 8
+	withKeep                         // KeepUsage, the tight limit's numbers changing every request
+	numFeatures  = 9
 )
 
 func (f feature) String() string {
 	var names []string
-	for i, n := range [...]string{"limits", "refund", "shadow", "priority", "observer", "cost", "concurrency", "rules"} {
+	for i, n := range [...]string{"limits", "refund", "shadow", "priority", "observer", "cost", "concurrency", "rules", "keep"} {
 		if f&(1<<i) != 0 {
 			names = append(names, n)
 		}
@@ -129,22 +131,24 @@ const (
 	instances = 2
 )
 
-// crossLimits returns the limits of a case: a tight one, and with withLimits a loose one.
-// Each refills its burst over a year, W, so that real time (which Redis reads) moves no
-// token during a test. The leaky bucket, a shaper, would hold a request admitted behind
-// another for 1/Rate: its bursts are 1, so that no request waits.
-func crossLimits(alg ratelimit.Algorithm) (tight, loose ratelimit.Limit) {
+// crossLimits returns the limits of a case: a tight one, and with withLimits a loose one;
+// and the tight one's other numbers, which withKeep changes it to every second request (a
+// window of the same length, a year, also once shared by fallback's two instances). Each
+// refills its burst over a year, W, so that real time (which Redis reads) moves no token
+// during a test. The leaky bucket, a shaper, would hold a request admitted behind another
+// for 1/Rate: its bursts are 1, so that no request waits.
+func crossLimits(alg ratelimit.Algorithm) (tight, loose, changed ratelimit.Limit) {
 	per := func(n int) ratelimit.Limit { return ratelimit.Limit{Rate: float64(n) / year.Seconds(), Burst: n} }
 	if alg == ratelimit.LeakyBucket {
-		return per(1), ratelimit.Limit{Rate: 0.5 / year.Seconds(), Burst: 1}
+		return per(1), ratelimit.Limit{Rate: 0.5 / year.Seconds(), Burst: 1}, ratelimit.Limit{Rate: 2 / year.Seconds(), Burst: 1}
 	}
 	if alg == ratelimit.CalendarQuota {
 		// Periods of 12 months from January: 2026 holds the local clock and real time (which
 		// Redis reads), and the local clock's jump of 2W lands in another period.
 		years := ratelimit.Period{Unit: ratelimit.Month, Count: 12, Zone: "Europe/Paris"}
-		return ratelimit.Quota(4, years), ratelimit.Quota(6, years)
+		return ratelimit.Quota(4, years), ratelimit.Quota(6, years), ratelimit.Quota(2, years)
 	}
-	return per(4), per(6)
+	return per(4), per(6), per(2)
 }
 
 // defaultAlgorithm is the limiters' default for the limits of alg: a quota names its own.
@@ -288,17 +292,22 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 	e.serial++
 	key := fmt.Sprintf("cross-%d", e.serial)
 	l, clock := e.limiter(t)
-	tight, loose := crossLimits(e.alg)
+	tight, loose, changed := crossLimits(e.alg)
+	if fs&(withKeep|withRules) != 0 { // the rules keep the usage of every limit of a policy
+		tight.KeepUsage, loose.KeepUsage, changed.KeepUsage = true, true, true
+	}
 	m := &crossModel{limits: []ratelimit.Limit{tight}, windowed: windowed(e.alg)}
 	if fs&withLimits != 0 {
 		m.limits = append(m.limits, loose)
 	}
-	for _, lim := range m.limits {
-		applied := lim
+	share := func(lim ratelimit.Limit) ratelimit.Limit {
 		if e.kind == onFallbackDegraded {
-			applied.Rate, applied.Burst = lim.Rate/instances, max(lim.Burst/instances, 1)
+			lim.Rate, lim.Burst = lim.Rate/instances, max(lim.Burst/instances, 1)
 		}
-		m.applied = append(m.applied, applied)
+		return lim
+	}
+	for _, lim := range m.limits {
+		m.applied = append(m.applied, share(lim))
 	}
 	m.charged = make([]int, len(m.limits))
 	names := []string{"tight", "loose"}
@@ -332,6 +341,9 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 		}
 	} else {
 		s.limit, s.key = tight, key
+		if fs&withKeep != 0 {
+			s.limitNow = func() ratelimit.Limit { return m.limits[0] }
+		}
 		if fs&withCost != 0 {
 			s.cost = cost
 		}
@@ -349,11 +361,18 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 				// from each bucket in the window that is now.
 				clock.advance(2 * year)
 				for i, lim := range m.limits {
-					policy := s.name
+					policy, index := s.name, 0
 					if fs&withLimits != 0 {
 						policy = names[i]
+						index = slices.Index(names, policy) // 0, or 1 for the second limit of one policy
+						if index == i {
+							index = 0
+						} else {
+							index = i
+						}
 					}
-					res, err := l.AllowN(context.Background(), pipeline.BucketKey(policy, key, shadow), lim, 1)
+					bucket := pipeline.BucketKeyAt(policy, key, index, lim.KeepUsage, shadow)
+					res, err := l.AllowN(context.Background(), bucket, lim, 1)
 					require.NoError(t, err)
 					require.True(t, res.Allowed)
 				}
@@ -375,8 +394,9 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 			tg.serve(t, setup{limiter: l, limits: []ratelimit.Request{{Key: key, Limit: tight}}, cost: cost})
 		})
 	}
+	var reload func([]ratelimit.Limit)
 	if fs&withRules != 0 {
-		if !e.rulesCase(t, tg, fs, &s, key, m.limits) {
+		if reload = e.rulesCase(t, tg, fs, &s, key, m.limits); reload == nil {
 			return
 		}
 		if fs&withPriority != 0 {
@@ -403,6 +423,17 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 
 	wantCounts, wantPermits := map[string]int64{}, map[string]int64{}
 	for j = range requests {
+		if fs&withKeep != 0 {
+			// The tight limit's numbers change; its bucket, and what it has charged, stay.
+			m.limits[0] = tight
+			if j%2 == 1 {
+				m.limits[0] = changed
+			}
+			m.applied[0] = share(m.limits[0])
+			if reload != nil {
+				reload(m.limits) // the rules file changes
+			}
+		}
 		p, c := prio(), cost()
 		before := append([]int(nil), m.charged...)
 		invalid := c < 1 // refused whatever the error policy, nothing charged
@@ -505,19 +536,25 @@ func (c collector) collect() otelmetricstest.Collected { return c() }
 // "single", or with withLimits "pair" with both), keyed by key, with what the features
 // say of shadow mode, priority and concurrency, come from a rules file (WithRules); the
 // options that give the same in Go are not passed, but for WithPriorityFunc, which the
-// policy's priority beats. It reports false when the case ends here: a cost function
-// beside the rules, or a shadow policy with a concurrency, are refused.
-func (e *crossEnv) rulesCase(t *testing.T, tg target, fs feature, s *setup, key string, limits []ratelimit.Limit) bool {
+// policy's priority beats. It returns the function that reloads the file with other
+// limits, or nil when the case ends here: a cost function beside the rules, or a shadow
+// policy with a concurrency, are refused.
+func (e *crossEnv) rulesCase(t *testing.T, tg target, fs feature, s *setup, key string, limits []ratelimit.Limit) func([]ratelimit.Limit) {
 	name := "single"
 	if fs&withLimits != 0 {
 		name = "pair"
 	}
 	policy := map[string]any{"key": "k"}
-	var texts []string
-	for _, l := range limits {
-		texts = append(texts, l.String())
+	file := func(limits []ratelimit.Limit) []byte {
+		var texts []string
+		for _, l := range limits {
+			texts = append(texts, l.String())
+		}
+		policy["limits"] = texts
+		data, err := json.Marshal(map[string]any{"default": name, "policies": map[string]any{name: policy}})
+		require.NoError(t, err)
+		return data
 	}
-	policy["limits"] = texts
 	if fs&withShadow != 0 {
 		policy["shadow"] = true
 	}
@@ -529,21 +566,19 @@ func (e *crossEnv) rulesCase(t *testing.T, tg target, fs feature, s *setup, key 
 	if fs&withConc != 0 {
 		policy["concurrency"] = 1
 	}
-	data, err := json.Marshal(map[string]any{"default": name, "policies": map[string]any{name: policy}})
-	require.NoError(t, err)
 	rs := rules.New(rules.Registry{"k": func(rules.Request) (string, error) { return key, nil }},
 		rules.WithConcurrency(conc))
-	err = rs.Load("cross.json", data)
+	err := rs.Load("cross.json", file(limits))
 	if fs&withConc != 0 && fs&withShadow != 0 {
 		require.ErrorIs(t, err, rules.ErrInvalid, "a shadow policy holds no permit")
-		return false
+		return nil
 	}
 	require.NoError(t, err)
 	if fs&withCost != 0 {
 		// The policy gives the cost: a cost function beside the rules is refused.
 		assert.Panics(t, func() { tg.serve(t, setup{limiter: s.limiter, rules: rs, cost: func() int { return 1 }}) })
-		return false
+		return nil
 	}
 	s.rules, s.shadow, s.limitsFn, s.limit, s.key = rs, false, nil, ratelimit.Limit{}, ""
-	return true
+	return func(limits []ratelimit.Limit) { require.NoError(t, rs.Load("cross.json", file(limits))) }
 }

@@ -67,10 +67,10 @@ func (p *Pipeline[R]) decideRules(ctx context.Context, r R) Decision {
 	case 1:
 		d.Limit, d.bucket = pol.Limits[0], BucketKey(pol.Name, key, d.Shadow)
 	default:
-		bucket := BucketKey(pol.Name, key, d.Shadow)
 		d.Reqs = make([]ratelimit.Request, len(pol.Limits))
 		for i, l := range pol.Limits {
-			d.Reqs[i] = ratelimit.Request{Key: bucket, Limit: l, N: pol.Cost, Name: pol.Name}
+			// Each limit with KeepUsage after the first has a bucket key of its own.
+			d.Reqs[i] = ratelimit.Request{Key: BucketKeyAt(pol.Name, key, i, l.KeepUsage, d.Shadow), Limit: l, N: pol.Cost, Name: pol.Name}
 		}
 	}
 	if len(pol.Limits) > 0 {
@@ -138,6 +138,16 @@ func (p *Pipeline[R]) prepare(r R) (d Decision, ok bool) {
 	}
 	if d.Policy == "" {
 		d.Policy = p.opts.PolicyName
+	}
+	if d.Limit.KeepUsage {
+		if err := checkKeepName(d.Policy); err != nil {
+			// A mistake of the program, refused as one whatever the error policy.
+			d.Verdict, d.Err = Invalid, fmt.Errorf("%w: %w", ratelimit.ErrInvalidRequest, err)
+			if herr := p.onError(r, fmt.Errorf("%s%w", p.prefix, d.Err)); herr != nil {
+				d.Verdict, d.Err = Handled, herr
+			}
+			return d, false
+		}
 	}
 	if !p.key(r, &d) {
 		return d, false
@@ -216,7 +226,11 @@ func (p *Pipeline[R]) prepareAll(r R) (d Decision, ok bool) {
 			if q.Name == "" {
 				q.Name = p.opts.PolicyName
 			}
-			if err := checkName(q.Name); err != nil {
+			err := checkName(q.Name)
+			if err == nil && q.Limit.KeepUsage {
+				err = checkKeepName(q.Name)
+			}
+			if err != nil {
 				// A mistake of the program, refused as one whatever the error policy.
 				err = fmt.Errorf("%w: limit %d: %w", ratelimit.ErrInvalidRequest, i, err)
 				d.Verdict, d.Err = Invalid, err
@@ -225,7 +239,14 @@ func (p *Pipeline[R]) prepareAll(r R) (d Decision, ok bool) {
 				}
 				return d, false
 			}
-			err := checkKey(q.Name, q.Key, d.Shadow)
+			index := 0 // among the entries of q's policy
+			for _, e := range reqs {
+				if e.Name == q.Name && !e.Limit.IsZero() {
+					index++
+				}
+			}
+			policy := bucketPolicy(q.Name, index, q.Limit.KeepUsage)
+			err = checkKey(policy, q.Key, d.Shadow)
 			if err != nil && !reported {
 				reported = true
 				if herr := p.onError(r, fmt.Errorf("%sno key for limit %d (%s), limiting as %q: %w",
@@ -237,7 +258,7 @@ func (p *Pipeline[R]) prepareAll(r R) (d Decision, ok bool) {
 			if err != nil {
 				q.Key = UnkeyedKey
 			}
-			q.Key = BucketKey(q.Name, q.Key, d.Shadow)
+			q.Key = BucketKey(policy, q.Key, d.Shadow)
 		}
 		reqs = append(reqs, q)
 	}
@@ -472,6 +493,15 @@ func checkKey(policy, key string, shadow bool) error {
 func checkName(name string) error {
 	if strings.Contains(name, "|") {
 		return fmt.Errorf("policy name %q has a '|', which separates a bucket key's policy from its key", name)
+	}
+	return nil
+}
+
+// checkKeepName returns an error for the name of a policy with a limit with KeepUsage that
+// has a '#', which separates its name from the index of its limit (see BucketKeyAt).
+func checkKeepName(name string) error {
+	if strings.Contains(name, "#") {
+		return fmt.Errorf("policy name %q of a limit with KeepUsage has a '#', which separates a bucket key's policy from its limit's index", name)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
+	"github.com/sluice-go/ratelimit/internal/pipeline"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 	"github.com/sluice-go/ratelimit/local"
 	"github.com/sluice-go/ratelimit/otelmetrics/otelmetricstest"
@@ -182,4 +183,35 @@ func TestPolicyNameNamesUnnamedLimits(t *testing.T) {
 
 func allowedPolicy(name string) string {
 	return "ratelimit.policy=" + name + ",ratelimit.priority=critical,ratelimit.result=allowed,ratelimit.shadow=false"
+}
+
+// Two limits with KeepUsage of one policy keep two buckets, "policy|key" and
+// "policy#1|key" (BucketKeyAt), each across a change of its numbers; a policy name with a
+// '#' is refused for such a limit, as it could name another policy's second limit.
+func TestKeepUsageLimitsOfOnePolicy(t *testing.T) {
+	keep := func(l ratelimit.Limit) ratelimit.Limit { l.KeepUsage = true; return l }
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			l := localLimiter(t)
+			minute, hour := keep(ratelimit.PerMinute(3)), keep(ratelimit.PerHour(10))
+			limits := []ratelimit.Request{{Key: "k", Limit: minute, Name: "login"}, {Key: "k", Limit: hour, Name: "login"}}
+			do := tg.serve(t, setup{limiter: l, limitsFn: func() []ratelimit.Request { return limits }})
+			got := do(context.Background())
+			require.Equal(t, "ok", got.kind)
+			assert.Equal(t, "2", got.fields["x-ratelimit-remaining"]) // 3 − 1, the minute's
+			// Other numbers: the same two buckets, one token spent in each.
+			limits = []ratelimit.Request{{Key: "k", Limit: keep(ratelimit.PerMinute(2)), Name: "login"}, {Key: "k", Limit: keep(ratelimit.PerHour(2)), Name: "login"}}
+			got = do(context.Background())
+			require.Equal(t, "ok", got.kind)
+			assert.Equal(t, "0", got.fields["x-ratelimit-remaining"])
+			res, err := l.(ratelimit.Inspector).Peek(context.Background(), pipeline.BucketKeyAt("login", "k", 1, true, false), hour, 1)
+			require.NoError(t, err)
+			assert.Equal(t, 7, res.Remaining, "the hour's bucket, under its first numbers: 10 − 2 − 1")
+			assert.Equal(t, "login#1|k", pipeline.BucketKeyAt("login", "k", 1, true, false))
+			assert.Equal(t, "login|k", pipeline.BucketKeyAt("login", "k", 1, false, false))
+
+			limits = []ratelimit.Request{{Key: "k", Limit: minute, Name: "a#1"}}
+			assert.Equal(t, "invalid", do(context.Background()).kind)
+		})
+	}
 }

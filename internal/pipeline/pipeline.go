@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -147,6 +148,24 @@ func BucketKey(policy, key string, shadow bool) string {
 		return ShadowPrefix + policy + "|" + key
 	}
 	return policy + "|" + key
+}
+
+// BucketKeyAt is BucketKey for the limit at index i of the limits a request asks for under
+// one policy name. A limit with KeepUsage is one bucket per key and algorithm whatever its
+// numbers (see ratelimit.Limit.KeepUsage), so that of index i > 0 has the bucket
+// "policy#i|key": two limits of one policy keep two buckets, and a reload that changes
+// their numbers keeps each one's usage with it. A policy name with a limit with KeepUsage
+// has no '#' (see checkKeepName), so no policy's bucket is another's.
+func BucketKeyAt(policy, key string, i int, keep, shadow bool) string {
+	return BucketKey(bucketPolicy(policy, i, keep), key, shadow)
+}
+
+// bucketPolicy is the policy part of the bucket key of BucketKeyAt.
+func bucketPolicy(policy string, i int, keep bool) string {
+	if keep && i > 0 {
+		return policy + "#" + strconv.Itoa(i)
+	}
+	return policy
 }
 
 // KeyOf returns the key part of a bucket key made by BucketKey.

@@ -33,10 +33,11 @@ import (
 type setup struct {
 	limiter  ratelimit.Limiter
 	limit    ratelimit.Limit
-	limitFn  bool       // give the limit through WithLimitFunc rather than WithLimit
-	keyFails bool       // the key function fails
-	cost     func() int // nil: the default cost
-	skip     bool       // the skip function exempts every request
+	limitFn  bool                   // give the limit through WithLimitFunc rather than WithLimit
+	limitNow func() ratelimit.Limit // give this limit of each request through WithLimitFunc
+	keyFails bool                   // the key function fails
+	cost     func() int             // nil: the default cost
+	skip     bool                   // the skip function exempts every request
 	policy   ratelimit.ErrorPolicy
 	observer observe.Observer // nil: none
 	shadow   bool
@@ -201,6 +202,8 @@ func serveGin(t *testing.T, s setup) func(context.Context) answer {
 	case s.rules != nil:
 		opts = append(opts, ginmw.WithRules(s.rules))
 	case s.multi():
+	case s.limitNow != nil:
+		opts = append(opts, ginmw.WithLimitFunc(func(*gin.Context) ratelimit.Limit { return s.limitNow() }))
 	case s.limitFn:
 		opts = append(opts, ginmw.WithLimitFunc(func(*gin.Context) ratelimit.Limit { return s.limit }))
 	default:
@@ -261,6 +264,8 @@ func serveHTTP(t *testing.T, s setup) func(context.Context) answer {
 	case s.rules != nil:
 		opts = append(opts, httpmw.WithRules(s.rules))
 	case s.multi():
+	case s.limitNow != nil:
+		opts = append(opts, httpmw.WithLimitFunc(func(*http.Request) ratelimit.Limit { return s.limitNow() }))
 	case s.limitFn:
 		opts = append(opts, httpmw.WithLimitFunc(func(*http.Request) ratelimit.Limit { return s.limit }))
 	default:
@@ -358,6 +363,8 @@ func serveGRPC(t *testing.T, s setup, stream bool) func(context.Context) answer 
 	case s.rules != nil:
 		opts = append(opts, grpcmw.WithRules(s.rules))
 	case s.multi():
+	case s.limitNow != nil:
+		opts = append(opts, grpcmw.WithLimitFunc(func(context.Context, string) ratelimit.Limit { return s.limitNow() }))
 	case s.limitFn:
 		opts = append(opts, grpcmw.WithLimitFunc(func(context.Context, string) ratelimit.Limit { return s.limit }))
 	default:

@@ -47,7 +47,10 @@ func TestParse(t *testing.T) {
 	require.NoError(t, live.Load("rules.yaml", []byte(file)))
 	p, ok := live.Set().Policy("login")
 	require.True(t, ok)
-	assert.Equal(t, []ratelimit.Limit{ratelimit.PerMinute(2), ratelimit.PerHour(10)}, p.Limits)
+	// A policy's limits keep their usage across a reload (ratelimit.Limit.KeepUsage).
+	minute, hour := ratelimit.PerMinute(2), ratelimit.PerHour(10)
+	minute.KeepUsage, hour.KeepUsage = true, true
+	assert.Equal(t, []ratelimit.Limit{minute, hour}, p.Limits)
 	p, _ = live.Set().Policy("free")
 	assert.Equal(t, []any{ratelimit.Sheddable, true, true}, []any{p.Priority, p.HasPriority, p.Shadow})
 }
