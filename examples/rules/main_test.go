@@ -131,7 +131,7 @@ func TestReload(t *testing.T) {
 	require.NoError(t, s.live.LoadFile(s.path))
 	code, limit, remaining := s.do("GET", "/items", "ann-token", nil)
 	assert.Equal(t, []any{200, "5"}, []any{code, limit}, "5 a minute: the request the old limit denied passes")
-	assert.NotEmpty(t, remaining) // what usageKeptAcrossReload checks, once usage is kept
+	usageKeptAcrossReload(t, s, remaining)
 
 	s.write([]byte("policies:\n  free: {limits: [5/min], key: nobody}\n"))
 	err := s.live.LoadFile(s.path)
@@ -142,11 +142,8 @@ func TestReload(t *testing.T) {
 
 // usageKeptAcrossReload asserts that the reload of TestReload (3 a minute, all spent, then
 // 5 a minute and one more request) kept ann's usage: the 3 tokens spent stay spent, so 5 a
-// minute leaves her 1 after that request, then none. To run from TestReload, after the
-// request of the new limit.
-//
-// Enable after keep-usage lands (rules sets Limit.KeepUsage on every policy limit): until
-// then a policy's new numbers start fresh buckets, and ann has 4 left.
+// minute leaves her 1 after that request, then none (rules sets Limit.KeepUsage on every
+// policy limit: without it, the new numbers would start a fresh bucket and leave her 4).
 func usageKeptAcrossReload(t *testing.T, s *service, remainingAfterFirst string) {
 	t.Helper()
 	assert.Equal(t, "1", remainingAfterFirst, "3 spent of 5, and this one")
