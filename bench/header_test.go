@@ -233,4 +233,3 @@ func wantStatus(allow bool) int {
 	}
 	return http.StatusTooManyRequests
 }
-
