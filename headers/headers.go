@@ -114,8 +114,7 @@ func nameOf(q ratelimit.Request) string {
 }
 
 // write puts the fields of fs into h: with one allocation, which holds the values' bytes and
-// the slices h keys them by, when the values fit in valueBlock's buffer; with two
-// otherwise.
+// the slices h keys them by, when the values fit in a block's buffer; with two otherwise.
 func write(h http.Header, fs fieldSet) {
 	if fs.n == 0 {
 		return
@@ -124,14 +123,17 @@ func write(h http.Header, fs fieldSet) {
 		all  string
 		vals []string
 	)
-	if len(fs.buf) <= len(valueBlock{}.buf) {
+	switch n := len(fs.buf); {
+	case fs.n <= len(smallBlock{}.vals) && n <= len(smallBlock{}.buf):
+		b := new(smallBlock)
+		copy(b.buf[:], fs.buf)
+		all, vals = unsafe.String(&b.buf[0], n), b.vals[:fs.n] // b.buf is never written again
+	case n <= len(valueBlock{}.buf):
 		b := new(valueBlock)
-		n := copy(b.buf[:], fs.buf)
-		all = unsafe.String(&b.buf[0], n) // b.buf is never written again
-		vals = b.vals[:fs.n]
-	} else {
-		all = string(fs.buf)
-		vals = make([]string, fs.n)
+		copy(b.buf[:], fs.buf)
+		all, vals = unsafe.String(&b.buf[0], n), b.vals[:fs.n]
+	default:
+		all, vals = string(fs.buf), make([]string, fs.n)
 	}
 	start := 0
 	for i := range fs.n {
@@ -141,12 +143,19 @@ func write(h http.Header, fs fieldSet) {
 	}
 }
 
-// valueBlock holds the values of one response's fields and the slices an http.Header keys
-// them by, in one allocation of 224 bytes (a size class of the Go allocator).
-type valueBlock struct {
-	vals [numFields]string
-	buf  [128]byte
-}
+// smallBlock and valueBlock hold the values of one response's fields and the slices an
+// http.Header keys them by, in one allocation: 112 bytes for the X-RateLimit fields (and
+// Retry-After), 224 for any set of fields; both sizes are size classes of the allocator.
+type (
+	smallBlock struct {
+		vals [4]string
+		buf  [48]byte
+	}
+	valueBlock struct {
+		vals [numFields]string
+		buf  [128]byte
+	}
+)
 
 // The fields, each under its name as the specifications spell it, and as Go's http.Header
 // keys it.
