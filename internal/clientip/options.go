@@ -82,8 +82,9 @@ func (o Options) Client(r *http.Request) (a netip.Addr, ok bool) {
 }
 
 // RequestKeyParts returns RequestKey(r) in two parts, "ip:" and the host of r.RemoteAddr,
-// without allocating, when the client is the socket peer and RemoteAddr writes it as its
-// key does (see KeyParts); ok is false otherwise, for the caller to use RequestKey.
+// without allocating, when that host is the text of the key's address (see KeyParts): so
+// for a client that is the socket peer, or a proxy's client written as the peer is. ok is
+// false otherwise, for the caller to use RequestKey.
 func (o Options) RequestKeyParts(r *http.Request) (prefix, value string, ok bool) {
 	a, ok := o.Client(r)
 	if !ok {
