@@ -161,11 +161,13 @@ func (v Variant) Handler(rdb *redis.Client) (h http.Handler, close func(), err e
 	return mux, close, nil
 }
 
-// ourLimiter is the limiter of ours on v's backend, with v's limit.
+// ourLimiter is the limiter of ours on v's backend, with v's limit. On Redis its deadline
+// is a second, as go-redis's own read timeout is for ulule's store: the comparison is of
+// costs, not of how each fails on a machine too busy to answer in 50 ms.
 func (v Variant) ourLimiter(rdb *redis.Client) (ratelimit.Limiter, ratelimit.Limit, error) {
 	limit := ratelimit.PerHour(v.perHour())
 	if v.Backend == "redis" {
-		l, err := distributed.New(rdb)
+		l, err := distributed.New(rdb, distributed.WithTimeout(time.Second))
 		return l, limit, err
 	}
 	return local.New(), limit, nil
