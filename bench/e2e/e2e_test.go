@@ -78,7 +78,7 @@ func TestSmoke(t *testing.T) {
 	var out bytes.Buffer
 	e2e.Report(&out, samples)
 	assert.Contains(t, out.String(), "| http / header / deny | httprate |")
-	assert.Equal(t, 2, strings.Count(out.String(), "backend:"))
+	assert.Equal(t, 2, strings.Count(out.String(), "backend:")) // one table per backend
 }
 
 // TestVariants: the variants are those the peers have middlewares for, and the handler

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 )
 
 // Report writes the samples as one Markdown table per backend: a row per cell and
@@ -20,7 +21,12 @@ func Report(w io.Writer, samples []Sample) {
 		}
 		byVariant[s.Variant] = append(byVariant[s.Variant], s)
 	}
-	slices.SortStableFunc(order, func(a, b Variant) int { return indexOf(a) - indexOf(b) })
+	slices.SortStableFunc(order, func(a, b Variant) int {
+		if a.Backend != b.Backend { // local first
+			return strings.Compare(a.Backend, b.Backend)
+		}
+		return indexOf(a) - indexOf(b)
+	})
 	backend := ""
 	for _, v := range order {
 		if v.Backend != backend {
