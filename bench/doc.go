@@ -42,6 +42,11 @@
 // bare EVALSHA. TestRedisOneRoundTripPerDecision checks that a decision of ours is one round
 // trip.
 //
+// BenchmarkHeaderKey and BenchmarkHeaderKeyTurns compare the net/http middleware keyed by
+// a header over 10,000 users with go-chi/httprate's and sethvargo/go-limiter's httplimit,
+// in process; BenchmarkMiddleware measures each middleware beside its framework alone. The
+// end-to-end comparison, through real servers, is package e2e (go run ./cmd/e2e).
+//
 // # Running
 //
 //	cd bench && go test -run '^$' -bench . -benchmem -count 1

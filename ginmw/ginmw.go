@@ -92,10 +92,11 @@ var errAnswered = errors.New("ginmw: the error handler answered the request")
 // {"error":"rate limit exceeded","retry_after":N}, where N is the Retry-After value in
 // seconds. Call it from a handler of your own to keep this answer in some cases.
 func DeniedJSON(c *gin.Context, res ratelimit.Result) {
-	c.AbortWithStatusJSON(http.StatusTooManyRequests, pipeline.DeniedBody{
-		Error:      pipeline.MsgDenied,
-		RetryAfter: headers.RetryAfterSeconds(res.RetryAfter),
-	})
+	var buf [64]byte
+	c.Abort()
+	c.Header("Content-Type", "application/json; charset=utf-8")
+	c.Status(http.StatusTooManyRequests)
+	_, _ = c.Writer.Write(pipeline.AppendDeniedBody(buf[:0], headers.RetryAfterSeconds(res.RetryAfter)))
 }
 
 // reportError is the default error handler: it attaches err to the request for gin.Logger

@@ -4,6 +4,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/clientip"
 	"github.com/sluice-go/ratelimit/internal/pipeline"
 	"github.com/sluice-go/ratelimit/keyfuncs"
 )
@@ -23,11 +24,14 @@ type options struct {
 }
 
 func defaultOptions() options {
-	return options{
+	o := options{
 		Options: pipeline.Defaults[*gin.Context](keyfuncs.ClientIP()),
 		denied:  DeniedJSON,
 		onError: reportError,
 	}
+	ip := clientip.DefaultOptions() // keyfuncs.ClientIP's, in parts
+	o.KeyParts = func(c *gin.Context) (string, string, bool) { return ip.RequestKeyParts(c.Request) }
+	return o
 }
 
 // WithDeniedHandler sets what answers a denied request, after the rate-limit headers and

@@ -97,7 +97,7 @@ func (m *interceptor) decide(ctx context.Context, fullMethod string, wait bool) 
 	case pipeline.TooCostly:
 		// Retrying is pointless: the pushback of -1 tells clients not to.
 		return metadata.Pairs(PushbackKey, "-1"), d, statusError(codes.ResourceExhausted, pipeline.MsgTooCostly,
-			quotaFailure(d.Key, fmt.Sprintf("cost exceeds the burst of rate limit %v", d.Limit)))
+			quotaFailure(keyKind(d.Key), fmt.Sprintf("cost exceeds the burst of rate limit %v", d.Limit)))
 	case pipeline.Invalid:
 		return nil, d, status.Error(codes.Internal, pipeline.MsgInvalid)
 	case pipeline.Busy:

@@ -6,6 +6,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/keypart"
 	"github.com/sluice-go/ratelimit/internal/pipeline"
 	"github.com/sluice-go/ratelimit/keyfuncs/grpckeys"
 )
@@ -36,10 +37,14 @@ type options struct {
 }
 
 func defaultOptions() options {
-	return options{
+	o := options{
 		Options: pipeline.Defaults(keyOf(grpckeys.FullMethod())),
 		onError: logErrors(),
 	}
+	o.KeyParts = func(c call) (string, string, bool) { // grpckeys.FullMethod's, in parts
+		return "rpc:", c.method, c.method != "" && keypart.Plain("rpc", c.method)
+	}
+	return o
 }
 
 func keyOf(f func(ctx context.Context, fullMethod string) (string, error)) func(call) (string, error) {

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/sluice-go/ratelimit"
 )
@@ -80,7 +81,8 @@ func Fields(style Style, policy string, res ratelimit.Result) []Field {
 }
 
 // Set writes the fields of style for res into h, replacing any earlier values of the same
-// fields; see Fields. It costs two allocations, whatever the style.
+// fields; see Fields. It costs one allocation, whatever the style, but for values longer
+// than a hundred bytes or so (the IETF fields of a long policy name), which cost two.
 func Set(h http.Header, style Style, policy string, res ratelimit.Result) {
 	var scratch [128]byte
 	write(h, build(scratch[:0], style, policy, res, nil, nil))
@@ -111,13 +113,28 @@ func nameOf(q ratelimit.Request) string {
 	return q.Name
 }
 
-// write puts the fields of fs into h, with two allocations.
+// write puts the fields of fs into h: with one allocation, which holds the values' bytes and
+// the slices h keys them by, when the values fit in a block's buffer; with two otherwise.
 func write(h http.Header, fs fieldSet) {
 	if fs.n == 0 {
 		return
 	}
-	all := string(fs.buf)
-	vals := make([]string, fs.n)
+	var (
+		all  string
+		vals []string
+	)
+	switch n := len(fs.buf); {
+	case fs.n <= len(smallBlock{}.vals) && n <= len(smallBlock{}.buf):
+		b := new(smallBlock)
+		copy(b.buf[:], fs.buf)
+		all, vals = unsafe.String(&b.buf[0], n), b.vals[:fs.n] // b.buf is never written again
+	case n <= len(valueBlock{}.buf):
+		b := new(valueBlock)
+		copy(b.buf[:], fs.buf)
+		all, vals = unsafe.String(&b.buf[0], n), b.vals[:fs.n]
+	default:
+		all, vals = string(fs.buf), make([]string, fs.n)
+	}
 	start := 0
 	for i := range fs.n {
 		vals[i] = all[start:fs.ends[i]]
@@ -125,6 +142,20 @@ func write(h http.Header, fs fieldSet) {
 		h[names[fs.ids[i]].canonical] = vals[i : i+1 : i+1]
 	}
 }
+
+// smallBlock and valueBlock hold the values of one response's fields and the slices an
+// http.Header keys them by, in one allocation: 112 bytes for the X-RateLimit fields (and
+// Retry-After), 224 for any set of fields; both sizes are size classes of the allocator.
+type (
+	smallBlock struct {
+		vals [4]string
+		buf  [48]byte
+	}
+	valueBlock struct {
+		vals [numFields]string
+		buf  [128]byte
+	}
+)
 
 // The fields, each under its name as the specifications spell it, and as Go's http.Header
 // keys it.

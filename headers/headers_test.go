@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -251,4 +252,40 @@ func TestSetMultiAppliedLimits(t *testing.T) {
 	headers.SetMulti(h, headers.StyleBoth, reqs, mr)
 	assert.Equal(t, []string{"2"}, h["X-Ratelimit-Limit"])
 	assert.Equal(t, []string{`"minute";q=2;w=48`}, h["Ratelimit-Policy"])
+}
+
+// TestSetAllocations: Set writes every field of a decision with one allocation, whatever
+// the style, when the values fit in 128 bytes. The IETF fields of a policy named by 200
+// bytes take 420: the 128-byte scratch grows twice, then the values and their slices take
+// one allocation each. The header map already has room for the fields, as it has after the
+// first response, so that the map's own growth is not counted.
+func TestSetAllocations(t *testing.T) {
+	res := ratelimit.Result{Allowed: true, Limit: ratelimit.PerMinute(100), Remaining: 42, ResetAfter: 35 * time.Second}
+	denied := ratelimit.Result{Limit: ratelimit.PerMinute(100), RetryAfter: time.Second, ResetAfter: time.Minute}
+	long := strings.Repeat("p", 200)
+	tests := []struct {
+		name   string
+		style  headers.Style
+		policy string
+		res    ratelimit.Result
+		want   float64
+	}{
+		{"x-ratelimit", headers.StyleXRateLimit, "default", res, 1},
+		{"x-ratelimit denied", headers.StyleXRateLimit, "default", denied, 1},
+		{"ietf", headers.StyleIETF, "GET /v1/items/{id}", res, 1},
+		{"both denied", headers.StyleBoth, "GET /v1/items/{id}", denied, 1},
+		{"ietf, long policy name", headers.StyleIETF, long, res, 4},
+		{"none allowed", headers.StyleNone, "default", res, 0},
+		{"none denied", headers.StyleNone, "default", denied, 1}, // Retry-After
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := http.Header{}
+			headers.Set(h, tt.style, tt.policy, tt.res)
+			want := h.Clone()
+			got := testing.AllocsPerRun(100, func() { headers.Set(h, tt.style, tt.policy, tt.res) })
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, want, h)
+		})
+	}
 }

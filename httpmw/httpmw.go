@@ -134,15 +134,19 @@ var errAnswered = errors.New("httpmw: the error handler answered the request")
 // {"error":"rate limit exceeded","retry_after":N}, where N is the Retry-After value in
 // seconds. Call it from a handler of your own to keep this answer in some cases.
 func DeniedJSON(w http.ResponseWriter, _ *http.Request, res ratelimit.Result) {
-	writeJSON(w, http.StatusTooManyRequests, pipeline.DeniedBody{
-		Error:      pipeline.MsgDenied,
-		RetryAfter: headers.RetryAfterSeconds(res.RetryAfter),
-	})
+	var buf [64]byte
+	body := pipeline.AppendDeniedBody(buf[:0], headers.RetryAfterSeconds(res.RetryAfter))
+	w.Header().Set("Content-Type", jsonType)
+	w.WriteHeader(http.StatusTooManyRequests)
+	_, _ = w.Write(append(body, '\n')) // as json.Encoder ends a value
 }
+
+// jsonType is the Content-Type of the middleware's JSON answers.
+const jsonType = "application/json; charset=utf-8"
 
 // writeJSON answers with status and v as a JSON body.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Content-Type", jsonType)
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v) // the client may have gone; there is no one to tell
 }

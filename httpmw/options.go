@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/clientip"
 	"github.com/sluice-go/ratelimit/internal/pipeline"
 	"github.com/sluice-go/ratelimit/keyfuncs/httpkeys"
 )
@@ -35,11 +36,14 @@ type options struct {
 }
 
 func defaultOptions() options {
-	return options{
+	o := options{
 		Options: pipeline.Defaults(keyOf(httpkeys.ClientIP())),
 		denied:  DeniedJSON,
 		onError: logErrors(),
 	}
+	ip := clientip.DefaultOptions() // httpkeys.ClientIP's, in parts
+	o.KeyParts = func(x exchange) (string, string, bool) { return ip.RequestKeyParts(x.r) }
+	return o
 }
 
 func keyOf(f func(r *http.Request) (string, error)) func(exchange) (string, error) {

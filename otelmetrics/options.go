@@ -7,12 +7,16 @@ import (
 // DefaultMaxSeries is the default of WithMaxSeries.
 const DefaultMaxSeries = 256
 
+// DefaultDurationSample is the default of WithDurationSample.
+const DefaultDurationSample = 16
+
 // Option configures an Observer built by New.
 type Option func(*options)
 
 type options struct {
 	provider    metric.MeterProvider
 	maxSeries   int
+	sample      int64
 	buckets     []bucketSource
 	concurrency []concurrencySource
 }
@@ -24,7 +28,7 @@ type bucketSource struct {
 }
 
 func defaultOptions() options {
-	return options{maxSeries: DefaultMaxSeries}
+	return options{maxSeries: DefaultMaxSeries, sample: DefaultDurationSample}
 }
 
 // WithMeterProvider sets the MeterProvider the instruments come from. Default: the global
@@ -44,6 +48,23 @@ func WithMaxSeries(n int) Option {
 			n = DefaultMaxSeries
 		}
 		o.maxSeries = n
+	}
+}
+
+// WithDurationSample sets how many decisions ratelimit.decision.duration records: one in
+// n of each series of ratelimit.requests (the first, the (n+1)th, ...), so that its
+// buckets hold a systematic sample of the durations while ratelimit.requests counts every
+// decision exactly. Recording a measurement on the OpenTelemetry SDK's histogram costs a
+// few hundred nanoseconds, more than a local decision; one in DefaultDurationSample keeps
+// that under 30 ns a decision on average. Read quantiles from the histogram and counts from
+// ratelimit.requests: the histogram's count is about 1/n of the decisions. Default:
+// DefaultDurationSample (16); 1 records every decision. A value below 1 means the default.
+func WithDurationSample(n int) Option {
+	return func(o *options) {
+		if n < 1 {
+			n = DefaultDurationSample
+		}
+		o.sample = int64(n)
 	}
 }
 

@@ -52,8 +52,9 @@ const other = observe.OtherSeries
 // The counts of decisions and denial-cache hits are kept by the Observer itself, one atomic
 // counter per series, and reported at each collection through asynchronous counters: the
 // SDK's synchronous instruments resolve their attributes on every call, which costs a few
-// hundred nanoseconds a measurement, while an atomic add costs a few. Only the duration,
-// a histogram, is recorded on every decision (OpenTelemetry has no asynchronous histogram).
+// hundred nanoseconds a measurement, while an atomic add costs a few. The duration, a
+// histogram (OpenTelemetry has no asynchronous one), records a sample of the decisions: see
+// WithDurationSample.
 type Observer struct {
 	requests    metric.Int64ObservableCounter
 	cacheHits   metric.Int64ObservableCounter
@@ -62,6 +63,7 @@ type Observer struct {
 
 	series *observe.Series[counters]
 	states map[[2]fallback.State]metric.AddOption // the attributes of the known transitions
+	sample int64                                  // WithDurationSample
 
 	// permitRequests counts concurrency limits' decisions, kept in permits: see
 	// registerPermits.
@@ -116,7 +118,7 @@ func New(opts ...Option) (*Observer, error) {
 	}
 	meter := mp.Meter(ScopeName)
 
-	o := &Observer{series: observe.NewSeries(cfg.maxSeries, newCounters)}
+	o := &Observer{series: observe.NewSeries(cfg.maxSeries, newCounters), sample: cfg.sample}
 	o.states = make(map[[2]fallback.State]metric.AddOption)
 	for _, from := range []fallback.State{fallback.Closed, fallback.Open, fallback.HalfOpen} {
 		for _, to := range []fallback.State{fallback.Closed, fallback.Open, fallback.HalfOpen} {
@@ -241,8 +243,9 @@ func registerBuckets(meter metric.Meter, sources []bucketSource) error {
 	return err
 }
 
-// ObserveDecision records d: one ratelimit.requests, one ratelimit.decision.duration, and
-// one ratelimit.denial_cache.hits when d.Cached. It allocates nothing once the pair
+// ObserveDecision records d: one ratelimit.requests, one ratelimit.denial_cache.hits when
+// d.Cached, and, for one decision in WithDurationSample's n, one
+// ratelimit.decision.duration. It allocates nothing once the pair
 // (d.Policy, d.Backend) has been seen, unless a name is not valid UTF-8.
 func (o *Observer) ObserveDecision(ctx context.Context, d observe.Decision) {
 	if ctx == nil {
@@ -259,21 +262,24 @@ func (o *Observer) ObserveDecision(ctx context.Context, d observe.Decision) {
 	}
 	p := priorityIndex(d.Priority)
 	out := d.Outcome
+	var n int64 // the decision's number in its series of ratelimit.requests
 	switch out {
 	case observe.OutcomeAllowed, observe.OutcomeDenied:
-		s.requests[p][out][shadow].n.Add(1)
+		n = s.requests[p][out][shadow].n.Add(1)
 	default:
 		out = observe.OutcomeError
 		kind := int(d.ErrorKind)
 		if kind >= numKinds {
 			kind = 0
 		}
-		s.errors[p][kind][shadow].n.Add(1)
+		n = s.errors[p][kind][shadow].n.Add(1)
 	}
 	if d.Cached {
 		s.cacheHits.n.Add(1)
 	}
-	o.duration.Record(ctx, d.Duration.Seconds(), s.duration[out]...)
+	if (n-1)%o.sample == 0 {
+		o.duration.Record(ctx, d.Duration.Seconds(), s.duration[out]...)
+	}
 }
 
 // ObserveBreaker records c on ratelimit.fallback.transitions. Pass it to

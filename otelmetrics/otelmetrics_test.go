@@ -23,10 +23,16 @@ import (
 )
 
 var (
-	newObserver = otelmetricstest.NewObserver
-	collect     = otelmetricstest.Collect
-	attrs       = otelmetricstest.Attrs
+	collect = otelmetricstest.Collect
+	attrs   = otelmetricstest.Attrs
 )
+
+// newObserver returns an Observer that records every decision in the histogram, so that
+// the tests read each one there; TestDurationSample tests the sample.
+func newObserver(t testing.TB, opts ...otelmetrics.Option) (*otelmetrics.Observer, *sdkmetric.ManualReader) {
+	t.Helper()
+	return otelmetricstest.NewObserver(t, append([]otelmetrics.Option{otelmetrics.WithDurationSample(1)}, opts...)...)
+}
 
 // seedClock is the seed timeline's clock: t0 + at, moved by the test.
 type seedClock struct{ now time.Time }
@@ -335,4 +341,52 @@ func TestPriority(t *testing.T) {
 	assert.Zero(t, testing.AllocsPerRun(100, func() {
 		obs.ObserveDecision(ctx, observe.Decision{Policy: "api", Priority: ratelimit.Sheddable})
 	}))
+}
+
+// TestDurationSample: ratelimit.requests counts every decision, and the histogram records
+// one in n of each of its series, the first of them included: 40 allowed decisions at one
+// priority and 3 at another, and 3 denied, under the default of 16 are recorded as the
+// 1st, 17th and 33rd allowed of the first priority, the 1st of the second, and the first
+// denied; with WithDurationSample(4), as 10 + 1 + 1.
+func TestDurationSample(t *testing.T) {
+	tests := []struct {
+		name            string
+		opts            []otelmetrics.Option
+		allowed, denied uint64
+	}{
+		{"default", nil, 3 + 1, 1},
+		{"below 1 is the default", []otelmetrics.Option{otelmetrics.WithDurationSample(0)}, 3 + 1, 1},
+		{"one in 4", []otelmetrics.Option{otelmetrics.WithDurationSample(4)}, 10 + 1, 1},
+		{"every one", []otelmetrics.Option{otelmetrics.WithDurationSample(1)}, 43, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obs, reader := otelmetricstest.NewObserver(t, tt.opts...)
+			ctx := context.Background()
+			decide := func(n int, out observe.Outcome, p ratelimit.Priority) {
+				for range n {
+					obs.ObserveDecision(ctx, observe.Decision{Policy: "api", Backend: "local", Outcome: out,
+						Priority: p, Duration: 30 * time.Microsecond})
+				}
+			}
+			decide(40, observe.OutcomeAllowed, ratelimit.Critical)
+			decide(3, observe.OutcomeAllowed, ratelimit.Sheddable)
+			decide(3, observe.OutcomeDenied, ratelimit.Critical)
+
+			c := collect(t, reader)
+			assert.Equal(t, map[string]int64{
+				"ratelimit.policy=api,ratelimit.priority=critical,ratelimit.result=allowed,ratelimit.shadow=false":  40,
+				"ratelimit.policy=api,ratelimit.priority=sheddable,ratelimit.result=allowed,ratelimit.shadow=false": 3,
+				"ratelimit.policy=api,ratelimit.priority=critical,ratelimit.result=denied,ratelimit.shadow=false":   3,
+			}, c.Counts(t, "ratelimit.requests"))
+			h := c.Histogram(t)
+			allowed := h["ratelimit.backend=local,ratelimit.policy=api,ratelimit.result=allowed"]
+			denied := h["ratelimit.backend=local,ratelimit.policy=api,ratelimit.result=denied"]
+			assert.Equal(t, tt.allowed, allowed.Count)
+			assert.Equal(t, tt.denied, denied.Count)
+			// Each recorded duration, 30 µs, in the bucket (25 µs, 50 µs].
+			assert.Equal(t, tt.allowed, allowed.BucketCounts[2])
+			assert.InDelta(t, float64(tt.allowed)*30e-6, allowed.Sum, 1e-12)
+		})
+	}
 }

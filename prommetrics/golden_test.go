@@ -123,8 +123,10 @@ func TestGolden(t *testing.T) {
 	require.NoError(t, err)
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
 	defer mp.Shutdown(context.Background())
+	// Every duration in otelmetrics' histogram, as in prommetrics' (see WithDurationSample).
 	viaOTel, err := otelmetrics.New(otelmetrics.WithMeterProvider(mp), otelmetrics.WithBuckets("local", buckets),
-		otelmetrics.WithConcurrency("exports", exports), otelmetrics.WithConcurrency("idle", idle))
+		otelmetrics.WithConcurrency("exports", exports), otelmetrics.WithConcurrency("idle", idle),
+		otelmetrics.WithDurationSample(1))
 	require.NoError(t, err)
 
 	promRegistry := prometheus.NewRegistry()

@@ -149,7 +149,7 @@ func Key(a netip.Addr, v4Bits, v6Bits int) string {
 	case bits >= a.BitLen() && a.Zone() == "":
 		// "ip:" and the address in one allocation: an address without a zone holds none of
 		// the characters Label escapes.
-		var buf [len("ip:") + len("ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255")]byte
+		var buf [len("ip:") + maxAddrLen]byte
 		return string(a.AppendTo(append(buf[:0], "ip:"...)))
 	case bits >= a.BitLen():
 		return keypart.Label("ip", a.String())
@@ -159,6 +159,32 @@ func Key(a netip.Addr, v4Bits, v6Bits int) string {
 		return keypart.Label("ip", a.String())
 	}
 	return keypart.Label("ip", p.Addr().String()+"/"+strconv.Itoa(p.Bits()))
+}
+
+// maxAddrLen is the length of the longest text of an address without a zone.
+const maxAddrLen = len("ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255")
+
+// KeyParts returns Key(a, v4Bits, v6Bits) as "ip:" and a value that is text, a's text as
+// some input wrote it (Request.RemoteAddr's host, say), without allocating: ok is false
+// when the key is not "ip:" + text (text is not a's canonical form, or the key is a prefix,
+// or a has a zone), for the caller to use Key.
+func KeyParts(a netip.Addr, v4Bits, v6Bits int, text string) (prefix, value string, ok bool) {
+	a = Normalize(a)
+	if v4, ok := Embedded(a); ok {
+		a = v4
+	}
+	bits := v6Bits
+	if a.Is4() {
+		bits = v4Bits
+	}
+	if !a.IsValid() || bits < a.BitLen() || a.Zone() != "" || len(text) > maxAddrLen {
+		return "", "", false
+	}
+	var buf [maxAddrLen]byte
+	if string(a.AppendTo(buf[:0])) != text {
+		return "", "", false
+	}
+	return "ip:", text, true
 }
 
 // Embedded returns the IPv4 address carried in the last 32 bits of an IPv6 address that

@@ -216,3 +216,56 @@ func written(a netip.Addr, list string) bool {
 	}
 	return false
 }
+
+// TestRequestKeyParts: when RequestKeyParts gives parts, they are "ip:" and RemoteAddr's
+// host, and they make RequestKey's key; it gives none, so that the caller builds the key,
+// when RemoteAddr writes the client otherwise than the key does, when the key is a prefix,
+// when the client comes from a header, and when RemoteAddr is no address. Parts cost no
+// allocation.
+func TestRequestKeyParts(t *testing.T) {
+	proxied := DefaultOptions()
+	proxied.Trust(netip.MustParsePrefix("10.0.0.0/8"))
+	v4Prefix := DefaultOptions()
+	v4Prefix.IPv4Bits = 24
+	v6Whole := DefaultOptions()
+	v6Whole.IPv6Bits = 128
+	tests := []struct {
+		name   string
+		o      Options
+		remote string
+		xff    string
+		value  string // "" when there are no parts
+	}{
+		{"ipv4", DefaultOptions(), "192.0.2.1:40000", "", "192.0.2.1"},
+		{"ipv6, /64 by default", DefaultOptions(), "[2001:db8::1]:40000", "", ""},
+		{"ipv6, whole", v6Whole, "[2001:db8::1]:40000", "", "2001:db8::1"},
+		{"ipv6, not canonical", v6Whole, "[2001:DB8:0::1]:40000", "", ""},
+		{"ipv4-mapped", DefaultOptions(), "[::ffff:192.0.2.1]:40000", "", ""},
+		{"nat64", DefaultOptions(), "[64:ff9b::192.0.2.1]:40000", "", ""},
+		{"zone", DefaultOptions(), "[fe80::1%eth0]:40000", "", ""},
+		{"ipv4 prefix", v4Prefix, "192.0.2.1:40000", "", ""},
+		{"no port", DefaultOptions(), "192.0.2.1", "", "192.0.2.1"},
+		{"forwarded", proxied, "10.0.0.1:443", "198.51.100.7", ""},
+		{"proxy alone", proxied, "10.0.0.1:443", "", "10.0.0.1"},
+		{"not an address", DefaultOptions(), "alice@example.com", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			r.RemoteAddr = tt.remote
+			if tt.xff != "" {
+				r.Header.Set("X-Forwarded-For", tt.xff)
+			}
+			prefix, value, ok := tt.o.RequestKeyParts(r)
+			assert.Equal(t, tt.value != "", ok)
+			if ok {
+				assert.Equal(t, "ip:", prefix)
+				assert.Equal(t, tt.value, value)
+				key, err := tt.o.RequestKey(r)
+				require.NoError(t, err)
+				assert.Equal(t, key, prefix+value)
+				assert.Zero(t, testing.AllocsPerRun(100, func() { tt.o.RequestKeyParts(r) }))
+			}
+		})
+	}
+}

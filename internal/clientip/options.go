@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"strings"
 
 	"github.com/sluice-go/ratelimit"
 )
@@ -78,6 +79,26 @@ func (o Options) Client(r *http.Request) (a netip.Addr, ok bool) {
 		}
 	}
 	return client, true
+}
+
+// RequestKeyParts returns RequestKey(r) in two parts, "ip:" and the host of r.RemoteAddr,
+// without allocating, when that host is the text of the key's address (see KeyParts): so
+// for a client that is the socket peer, or a proxy's client written as the peer is. ok is
+// false otherwise, for the caller to use RequestKey.
+func (o Options) RequestKeyParts(r *http.Request) (prefix, value string, ok bool) {
+	a, ok := o.Client(r)
+	if !ok {
+		return "", "", false
+	}
+	host := r.RemoteAddr
+	if i := strings.LastIndexByte(host, ':'); i >= 0 && strings.Count(host, ":") == 1 {
+		host = host[:i] // 192.0.2.1:40000
+	} else if strings.HasPrefix(host, "[") {
+		if i := strings.LastIndex(host, "]:"); i > 0 {
+			host = host[1:i] // [2001:db8::1]:40000
+		}
+	}
+	return KeyParts(a, o.IPv4Bits, o.IPv6Bits, host)
 }
 
 // RequestKey returns the key of the client behind r (see Client), or an error wrapping

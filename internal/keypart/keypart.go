@@ -60,6 +60,14 @@ func Label(label, value string) string {
 	return bound(labelled(label, value))
 }
 
+// Plain reports whether Label(label, value) is label + ":" + value: nothing to escape in
+// either, value no longer than MaxValueLen, the key within ratelimit.MaxKeyLen. A caller
+// that knows label + ":" need not build the key to know its parts.
+func Plain(label, value string) bool {
+	return len(value) <= MaxValueLen && len(label)+1+len(value) <= ratelimit.MaxKeyLen &&
+		!strings.ContainsAny(label, labelSpecial) && !strings.ContainsAny(value, valueSpecial)
+}
+
 // labelled is Label without the bound on the length.
 func labelled(label, value string) string {
 	if len(value) > MaxValueLen {

@@ -142,3 +142,15 @@ func TestCompose(t *testing.T) {
 	assert.PanicsWithValue(t, "p: Compose: Func 1 is nil", func() { Compose("p", []fn{label("a"), nil}) })
 	assert.PanicsWithValue(t, "p: Hashed: nil Func", func() { Hashed[string, fn]("p", nil, nil) })
 }
+
+// TestPlain: Plain says exactly when Label leaves its label and value as they are.
+func TestPlain(t *testing.T) {
+	long := strings.Repeat("v", MaxValueLen)
+	for _, c := range []struct{ label, value string }{
+		{"rpc", "/pkg.Svc/Get"}, {"x-user", "alice"}, {"ip", "192.0.2.1"},
+		{"rpc", "/pkg.Svc/Get|x"}, {"rpc", "#sha256:00"}, {"rpc", "100%"}, {"a:b", "v"},
+		{"x", long}, {"x", long + "v"}, {strings.Repeat("l", 400), long},
+	} {
+		assert.Equal(t, Label(c.label, c.value) == c.label+":"+c.value, Plain(c.label, c.value), "%q %q", c.label, c.value)
+	}
+}

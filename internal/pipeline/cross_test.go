@@ -23,6 +23,7 @@ import (
 	"github.com/sluice-go/ratelimit/internal/pipeline"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/otelmetrics"
 	"github.com/sluice-go/ratelimit/otelmetrics/otelmetricstest"
 	"github.com/sluice-go/ratelimit/rules"
 )
@@ -384,7 +385,7 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 		collect() otelmetricstest.Collected
 	}
 	if fs&withObserver != 0 {
-		obs, r := otelmetricstest.NewObserver(t)
+		obs, r := otelmetricstest.NewObserver(t, otelmetrics.WithDurationSample(1))
 		s.observer = obs
 		reader = collector(func() otelmetricstest.Collected { return otelmetricstest.Collect(t, r) })
 	}

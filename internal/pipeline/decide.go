@@ -149,11 +149,36 @@ func (p *Pipeline[R]) prepare(r R) (d Decision, ok bool) {
 			return d, false
 		}
 	}
+	if p.bucketOfParts(r, &d) {
+		return d, true
+	}
 	if !p.key(r, &d) {
 		return d, false
 	}
 	d.bucket = BucketKey(d.Policy, d.Key, d.Shadow)
 	return d, true
+}
+
+// bucketOfParts sets d.Key and d.bucket from the parts of r's default key (KeyParts), with
+// the one allocation of the bucket key: the key is the bucket key's tail. It returns false,
+// leaving the key to key, when there are no parts for r, or when their key is one the
+// limiter cannot take (key reports it).
+func (p *Pipeline[R]) bucketOfParts(r R, d *Decision) bool {
+	if p.opts.KeyParts == nil || p.opts.keyBy != "" {
+		return false
+	}
+	prefix, value, ok := p.opts.KeyParts(r)
+	n := len(prefix) + len(value)
+	if !ok || n == 0 || checkKeyLen(d.Policy, n, d.Shadow) != nil {
+		return false
+	}
+	if d.Shadow {
+		d.bucket = ShadowPrefix + d.Policy + "|" + prefix + value
+	} else {
+		d.bucket = d.Policy + "|" + prefix + value
+	}
+	d.Key = d.bucket[len(d.bucket)-n:]
+	return true
 }
 
 // key sets d.Key to r's key under d.Policy, or UnkeyedKey when the key function fails or
@@ -476,14 +501,20 @@ func (p *Pipeline[R]) pauseShadowOn(rctx context.Context, err error) {
 // checkKey returns the error a limiter would return for the bucket key of key under
 // policy, or nil.
 func checkKey(policy, key string, shadow bool) error {
-	n := len(policy) + 1 + len(key)
+	if key == "" {
+		return ratelimit.ErrKeyEmpty
+	}
+	return checkKeyLen(policy, len(key), shadow)
+}
+
+// checkKeyLen returns the error a limiter would return for the bucket key of a key of n
+// bytes under policy for being too long, or nil.
+func checkKeyLen(policy string, n int, shadow bool) error {
+	n += len(policy) + 1
 	if shadow {
 		n += len(ShadowPrefix)
 	}
-	switch {
-	case key == "":
-		return ratelimit.ErrKeyEmpty
-	case n > ratelimit.MaxKeyLen:
+	if n > ratelimit.MaxKeyLen {
 		return fmt.Errorf("%w: %d bytes with the policy's name", ratelimit.ErrKeyTooLong, n)
 	}
 	return nil

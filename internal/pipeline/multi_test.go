@@ -15,6 +15,7 @@ import (
 	"github.com/sluice-go/ratelimit/internal/pipeline"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/otelmetrics"
 	"github.com/sluice-go/ratelimit/otelmetrics/otelmetricstest"
 	"github.com/sluice-go/ratelimit/ratelimittest"
 )
@@ -170,7 +171,7 @@ func TestInvalidRequestIsRefused(t *testing.T) {
 func TestPolicyNameNamesUnnamedLimits(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
-			obs, reader := otelmetricstest.NewObserver(t)
+			obs, reader := otelmetricstest.NewObserver(t, otelmetrics.WithDurationSample(1))
 			do := tg.serve(t, setup{limiter: localLimiter(t), observer: obs, name: "login", ietf: true,
 				limits: []ratelimit.Request{{Key: "k", Limit: ratelimit.PerMinute(5)}, {Key: "k", Limit: ratelimit.PerHour(20), Name: "hour"}}})
 			got := do(context.Background())

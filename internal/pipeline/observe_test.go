@@ -11,6 +11,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/otelmetrics"
 	"github.com/sluice-go/ratelimit/otelmetrics/otelmetricstest"
 	"github.com/sluice-go/ratelimit/ratelimittest"
 )
@@ -28,7 +29,7 @@ const (
 func TestObservedSeedTimeline(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
-			obs, reader := otelmetricstest.NewObserver(t)
+			obs, reader := otelmetricstest.NewObserver(t, otelmetrics.WithDurationSample(1))
 			do := tg.serve(t, setup{limiter: localLimiter(t), limit: ratelimit.Limit{Rate: 1, Burst: 2},
 				observer: obs, name: "login"})
 			for range 3 {
@@ -54,9 +55,9 @@ func TestShadow(t *testing.T) {
 		t.Run(tg.name, func(t *testing.T) {
 			limit := ratelimit.Limit{Rate: 1, Burst: 1}
 			l := localLimiter(t) // one limiter for both: shadow buckets are apart
-			shadowObs, shadowReader := otelmetricstest.NewObserver(t)
+			shadowObs, shadowReader := otelmetricstest.NewObserver(t, otelmetrics.WithDurationSample(1))
 			shadow := tg.serve(t, setup{limiter: l, limit: limit, observer: shadowObs, name: "login", shadow: true})
-			enforcedObs, enforcedReader := otelmetricstest.NewObserver(t)
+			enforcedObs, enforcedReader := otelmetricstest.NewObserver(t, otelmetrics.WithDurationSample(1))
 			enforced := tg.serve(t, setup{limiter: l, limit: limit, observer: enforcedObs, name: "login"})
 			var shadowKinds, enforcedKinds []string
 			for range 10 {
@@ -82,7 +83,7 @@ func TestShadow(t *testing.T) {
 func TestObservedErrors(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
-			obs, reader := otelmetricstest.NewObserver(t)
+			obs, reader := otelmetricstest.NewObserver(t, otelmetrics.WithDurationSample(1))
 			stub := &ratelimittest.Stub{Err: errDown}
 			closed := tg.serve(t, setup{limiter: stub, limit: ratelimit.PerSecond(1), observer: obs, name: "login",
 				policy: ratelimit.FailClosed})
@@ -104,7 +105,7 @@ func TestObservedErrors(t *testing.T) {
 func TestObservedOutage(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
-			obs, reader := otelmetricstest.NewObserver(t)
+			obs, reader := otelmetricstest.NewObserver(t, otelmetrics.WithDurationSample(1))
 			secondary := local.New(local.WithClock(ratelimittest.NewClock().Now))
 			t.Cleanup(func() { _ = secondary.Close() })
 			l := fallback.New(&ratelimittest.Stub{Err: errDown}, secondary, fallback.WithStateHook(obs.ObserveBreaker))
@@ -132,7 +133,7 @@ func TestObservedOutage(t *testing.T) {
 func TestObservedOutageWithoutSecondary(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
-			obs, reader := otelmetricstest.NewObserver(t)
+			obs, reader := otelmetricstest.NewObserver(t, otelmetrics.WithDurationSample(1))
 			l := fallback.New(&ratelimittest.Stub{Err: errDown}, nil, fallback.WithStateHook(obs.ObserveBreaker))
 			do := tg.serve(t, setup{limiter: l, limit: ratelimit.PerMinute(100), observer: obs, name: "login"})
 			for range 8 {

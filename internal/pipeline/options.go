@@ -18,6 +18,11 @@ import (
 // carry the documentation users read.
 type Options[R any] struct {
 	Key func(R) (string, error)
+	// KeyParts, when set, gives the middleware's default key of a request in two parts,
+	// key = prefix + value, without allocating, or ok false when it cannot; prepare then
+	// builds the bucket key with one allocation instead of two (see bucketOfParts). It is
+	// used only while Key is the default (WithKeyFunc not given), and must agree with it.
+	KeyParts func(R) (prefix, value string, ok bool)
 	// Limit gives a request its limit, and the name of the policy it belongs to: a route
 	// pattern or a full method for a table's entry, "" for PolicyName.
 	Limit func(R) (ratelimit.Limit, string)

@@ -291,6 +291,15 @@ type DeniedBody struct {
 	RetryAfter int64  `json:"retry_after"`
 }
 
+// AppendDeniedBody appends the JSON of DeniedBody{MsgDenied, retryAfter} to dst, as
+// json.Marshal writes it, without the encoder's allocations: a denial is the answer a
+// flood of requests gets.
+func AppendDeniedBody(dst []byte, retryAfter int64) []byte {
+	dst = append(dst, `{"error":"`+MsgDenied+`","retry_after":`...)
+	dst = strconv.AppendInt(dst, retryAfter, 10)
+	return append(dst, '}')
+}
+
 // ErrorBody is the JSON body of the other HTTP answers: {"error":"…"}.
 type ErrorBody struct {
 	Error string `json:"error"`
