@@ -69,6 +69,21 @@ func BenchmarkRedisFloor(b *testing.B) {
 			return v == int64(1), nil
 		}})
 	}
+	// The same floor script through go-redis's own autopipeliner, which sends what
+	// concurrent callers submit together as pipelines: the best go-redis does for a
+	// script call from many goroutines, deciding nothing.
+	ap, err := client.AutoPipeline()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ap.Close() })
+	steps = append(steps, step{"calls+reply-autopipeline", func(key string) (bool, error) {
+		vs, err := floorScripts[2].script.Run(ctx, ap, []string{key}).Slice()
+		if err != nil {
+			return false, err
+		}
+		return vs[0] == int64(1), nil
+	}})
 	steps = append(steps, step{"ours", func(key string) (bool, error) {
 		res, err := l.Allow(ctx, key, limit)
 		return res.Allowed, err
@@ -81,15 +96,29 @@ func BenchmarkRedisFloor(b *testing.B) {
 		for _, g := range []int{8, 64} {
 			for i, s := range steps {
 				b.Run(s.name+"/"+set.name+"/"+strconv.Itoa(g), func(b *testing.B) {
-					if !prepared[i] { // every key written once, before any timer
-						if allowed, failed := spread(8, set.keys, s.decide); allowed != int64(len(set.keys)) {
-							b.Fatalf("first calls on %d keys: %d allowed, %d failed", len(set.keys), allowed, failed)
-						}
+					if !prepared[i] { // every key written, before any timer
+						prepareFloor(b, set.keys, s.decide)
 						prepared[i] = true
 					}
 					runRedisLoad(b, srv, g, set.keys, true, s.decide)
 				})
 			}
+		}
+	}
+}
+
+// prepareFloor calls decide on every key until one pass allows them all, at most three
+// passes: under allow traffic a second call on a key only takes one more token of a burst
+// no run exhausts, and ours fails a call when its 50 ms deadline passes on a busy machine.
+func prepareFloor(b *testing.B, keys []string, decide take) {
+	b.Helper()
+	for pass := 1; ; pass++ {
+		allowed, failed := spread(8, keys, decide)
+		if allowed == int64(len(keys)) {
+			return
+		}
+		if failed == 0 || pass == 3 {
+			b.Fatalf("calls on %d keys (pass %d): %d allowed, %d failed", len(keys), pass, allowed, failed)
 		}
 	}
 }
