@@ -33,12 +33,14 @@ return {1, 999999999, 0, tonumber(t[2])}`)},
 }
 
 // BenchmarkRedisFloor measures how close any limiter that runs one script per decision can
-// come to a bare EVALSHA on this machine: the floor scripts, then ours (the token bucket,
-// through distributed.New, shared pipelines and all) and redis_rate, under allow traffic, on
-// the same client and key sets as BenchmarkRedis. A floor script's first reply element is 1,
-// which counts as allowed.
+// come to a bare EVALSHA on this machine: the floor scripts (and "calls+reply" through
+// go-redis's autopipeliner), then ours (the token bucket, through distributed.New, shared
+// pipelines and all) and redis_rate, under allow traffic, on the same client and key sets as
+// BenchmarkRedis. A floor script's first reply element is 1, which counts as allowed. In the
+// pinned mode (see redisCPU) the client has one core, whose CPU per decision (cli-cpu-us/op)
+// bounds the throughput at 8 goroutines.
 //
-//	cd bench && go test -run '^$' -bench 'RedisFloor' -benchmem -count 2 -benchtime 2s
+//	cd bench && taskset -c 1 go test -run '^$' -bench 'RedisFloor' -benchmem -benchtime 2s -count 6 -args -redis-cpu 0
 func BenchmarkRedisFloor(b *testing.B) {
 	srv := redistest.NewServer(b)
 	pinRedis(b, srv)
