@@ -86,8 +86,18 @@ func BenchmarkRedisFloor(b *testing.B) {
 		}
 		return vs[0] == int64(1), nil
 	}})
+	// Ours without its own deadline (WithTimeout(-1)), to show what the deadline's timer
+	// costs a decision: a context.WithTimeoutCause per call.
+	unbounded, err := distributed.New(client, distributed.WithTimeout(-1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { unbounded.Close() })
 	steps = append(steps, step{"ours", func(key string) (bool, error) {
 		res, err := l.Allow(ctx, key, limit)
+		return res.Allowed, err
+	}}, step{"ours-no-deadline", func(key string) (bool, error) {
+		res, err := unbounded.Allow(ctx, key, limit)
 		return res.Allowed, err
 	}}, step{"redis_rate", openRedisRate(b, client, redisTraffics()[0])})
 	for _, set := range []struct {
