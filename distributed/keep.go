@@ -162,12 +162,11 @@ func keepVariant(src string, pairs ...string) string {
 	return src
 }
 
-// keepKey returns the Redis key of a bucket with KeepUsage: prefix, the caller's key and
+// appendKeepKey returns the Redis key of a bucket with KeepUsage, built in b's room: prefix, the caller's key and
 // the tag, then, for a fixed window or a sliding counter, the window in µs, and for a
 // calendar quota its period, as in "ratelimit:user:42:tbk", "ratelimit:user:42:fwk:60000000"
 // or "ratelimit:user:42:cqk:day@Europe/Paris".
-func (l *Limiter) keepKey(key, tag string, limit ratelimit.Limit) string {
-	b := make([]byte, 0, len(l.prefix)+len(key)+len(tag)+20)
+func (l *Limiter) appendKeepKey(b []byte, key, tag string, limit ratelimit.Limit) string {
 	b = append(b, l.prefix...)
 	b = append(b, key...)
 	b = append(b, ':')

@@ -29,7 +29,7 @@ func (l *Limiter) waitInQueue(ctx context.Context, key string, limit ratelimit.L
 			// ARGV[5]: the longest delay the caller's deadline leaves room for.
 			bound = maxDelay.Microseconds()
 		}
-		r, err := l.run(ctx, alg.script, l.key(key, alg.tag, limit), l.argv(alg, limit, 1, bound, reserve))
+		r, err := l.run(ctx, alg.script, l.request(alg, key, limit, 1, bound, reserve))
 		if err != nil {
 			return ratelimit.Result{Limit: limit}, invalidState(err)
 		}
