@@ -118,9 +118,7 @@ func (ks *keepState) take(limit ratelimit.Limit, u int64, n int, maxDelay time.D
 		var word atomic.Uint64
 		tat, rate := ks.carry(limit, u-tokenEpochUS, n)
 		word.Store(math.Float64bits(tat))
-		at := limit
-		at.Rate = rate
-		v, _ := takeGCRA(&word, at, u, n)
+		v, _ := takeGCRA(&word, rate, limit.Burst, u, n)
 		if v.allowed { // at the call's rate: carry's denials are denials
 			ks.tat, ks.rate = math.Float64frombits(word.Load()), rate
 		}

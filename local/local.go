@@ -79,10 +79,12 @@ func (l *Limiter) Allow(ctx context.Context, key string, limit ratelimit.Limit) 
 // keep more than 64 bits of state.
 func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
 	var w int64 // the window of a window algorithm, µs
-	named := args.Resolve(limit, l.algorithm)
+	var named ratelimit.Limit
 	// A plain token bucket's valid arguments need no more checks than these, so that the
-	// commonest decision skips validate.
-	if named.Algorithm != ratelimit.TokenBucket || !args.Valid(key, limit, n) || !args.RefillOK(limit) || !resolutionOK(limit) || limit.Warmup != 0 || limit.KeepUsage || l.closed.Load() {
+	// commonest decision skips validate, and copies no Limit (see store.decidePlain).
+	plain := (limit.Algorithm == ratelimit.TokenBucket || limit.Algorithm == ratelimit.DefaultAlgorithm && l.algorithm == ratelimit.TokenBucket) &&
+		args.Valid(key, limit, n) && args.RefillOK(limit) && resolutionOK(limit) && limit.Warmup == 0 && !limit.KeepUsage && !l.closed.Load()
+	if !plain {
 		var err error
 		if named, w, err = l.validate(key, limit, n); err != nil {
 			return ratelimit.Result{Limit: limit}, err
@@ -101,7 +103,13 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit,
 	} else {
 		u = l.clockMicros()
 	}
-	v, delay := l.store.decideAt(key, named, u, w, n, reserve, unbounded)
+	var v verdict
+	var delay time.Duration
+	if plain {
+		v = l.store.decidePlain(key, limit.Rate, limit.Burst, u, n, reserve)
+	} else {
+		v, delay = l.store.decideAt(key, named, u, w, n, reserve, unbounded)
+	}
 	// Built here, field by field, rather than by v.result: a Result made in a callee and
 	// returned from here would be copied once more.
 	res := ratelimit.Result{

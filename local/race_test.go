@@ -153,7 +153,7 @@ func TestDecisionsRaceDrops(t *testing.T) {
 
 // hotBucket returns the bucket of (key, limit) in l, or nil.
 func hotBucket(l *Limiter, key string, limit ratelimit.Limit) *bucket {
-	h := l.store.hash(key, limit)
+	h := l.store.hash(key, &limit)
 	sh := &l.store.shards[h&(numShards-1)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()

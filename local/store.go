@@ -73,7 +73,7 @@ func (s *store) decide(key string, limit ratelimit.Limit, now time.Time, n, rese
 // A request with a reserve is decided as on the same bucket with Burst less the reserve,
 // its usable part (see usable); the bucket, its state and its identity keep limit.
 func (s *store) decideAt(key string, limit ratelimit.Limit, u, w int64, n, reserve int, maxDelay time.Duration) (verdict, time.Duration) {
-	h := s.hash(key, limit)
+	h := s.hash(key, &limit)
 	sh := &s.shards[h&(numShards-1)]
 	r, kind := limit.Rate, kindOf(limit) // identity, with find inlined
 	if limit.KeepUsage {
@@ -85,9 +85,9 @@ func (s *store) decideAt(key string, limit ratelimit.Limit, u, w int64, n, reser
 			var v verdict
 			var ok bool
 			if limit.Rate <= scriptMaxRate {
-				v, ok = takeGCRA(&b.word, usable(limit, reserve), u, n)
+				v, ok = takeGCRA(&b.word, limit.Rate, limit.Burst-reserve, u, n)
 			} else {
-				v, ok = takeWholeGCRA(&b.word, usable(limit, reserve), u, n)
+				v, ok = takeWholeGCRA(&b.word, limit.Rate, limit.Burst-reserve, u, n)
 			}
 			if ok {
 				return v, 0
@@ -97,6 +97,28 @@ func (s *store) decideAt(key string, limit ratelimit.Limit, u, w int64, n, reser
 		}
 	}
 	return s.decideLocked(sh, h, key, limit, u, w, n, reserve, maxDelay)
+}
+
+// decidePlain is decideAt for a token bucket of rate and burst, valid, without a warm-up
+// or KeepUsage: the commonest decision, made from the two numbers, for a Limit (whose
+// fields do not all fit in registers) is costly to copy from call to call.
+func (s *store) decidePlain(key string, rate float64, burst int, u int64, n, reserve int) verdict {
+	h := maphash.String(s.seed, key) // hash, for a limit with no warm-up and no period
+	sh := &s.shards[h&(numShards-1)]
+	if b := sh.tab.Load().find(h, key, rate, uint64(burst)|uint64(ratelimit.TokenBucket)<<56); b != nil && b.lk == nil {
+		var v verdict
+		var ok bool
+		if rate <= scriptMaxRate {
+			v, ok = takeGCRA(&b.word, rate, burst-reserve, u, n)
+		} else {
+			v, ok = takeWholeGCRA(&b.word, rate, burst-reserve, u, n)
+		}
+		if ok {
+			return v
+		}
+	}
+	v, _ := s.decideLocked(sh, h, key, ratelimit.Limit{Rate: rate, Burst: burst, Algorithm: ratelimit.TokenBucket}, u, 0, n, reserve, unbounded)
+	return v
 }
 
 // usable is limit as a request that must leave reserve tokens sees it: Burst less reserve.
@@ -137,7 +159,7 @@ func (s *store) findOrMake(sh *shard, h uint64, key string, limit ratelimit.Limi
 // key; at the cap, the overflow bucket of limit, or nil if there is none. The bucket may have
 // been dropped by the time the caller holds it.
 func (s *store) bucketFor(key string, limit ratelimit.Limit, u, w int64) (*bucket, uint64) {
-	h := s.hash(key, limit)
+	h := s.hash(key, &limit)
 	sh := &s.shards[h&(numShards-1)]
 	if b := sh.tab.Load().findLimit(h, key, limit); b != nil {
 		return b, h
@@ -154,7 +176,7 @@ func (s *store) bucketFor(key string, limit ratelimit.Limit, u, w int64) (*bucke
 
 // lookup returns the live bucket of (key, limit), or nil: it creates nothing.
 func (s *store) lookup(key string, limit ratelimit.Limit) *bucket {
-	h := s.hash(key, limit)
+	h := s.hash(key, &limit)
 	return s.shards[h&(numShards-1)].tab.Load().findLimit(h, key, limit)
 }
 
@@ -172,9 +194,9 @@ func (s *store) take(b *bucket, limit ratelimit.Limit, u, w int64, n int, maxDel
 	case b.alg() == ratelimit.SlidingWindowCounter:
 		v, ok = takeSlidingCounter(&b.word, b.burst(), limit, u, w, n)
 	case limit.Rate <= scriptMaxRate:
-		v, ok = takeGCRA(&b.word, limit, u, n)
+		v, ok = takeGCRA(&b.word, limit.Rate, limit.Burst, u, n)
 	default:
-		v, ok = takeWholeGCRA(&b.word, limit, u, n)
+		v, ok = takeWholeGCRA(&b.word, limit.Rate, limit.Burst, u, n)
 	}
 	return v, 0, ok
 }

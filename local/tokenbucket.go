@@ -29,9 +29,9 @@ const newGCRAWord = 0xFFF0_0000_0000_0000
 // takeGCRA decides n tokens at u (Unix µs) on the TAT in word, with one compare-and-swap.
 // It reports false, having decided nothing, if the bucket is dead, and waits while an
 // AllowAll holds it.
-func takeGCRA(word *atomic.Uint64, limit ratelimit.Limit, u int64, n int) (verdict, bool) {
+func takeGCRA(word *atomic.Uint64, rate float64, capacity int, u int64, n int) (verdict, bool) {
 	us := u - tokenEpochUS
-	rate, burst := limit.Rate, float64(limit.Burst)
+	burst := float64(capacity)
 	now := float64(us) * rate / 1e6
 	for {
 		old := word.Load()

@@ -40,10 +40,10 @@ func wholeClock(us int64, rate float64) int64 {
 // takeWholeGCRA decides n tokens at u (Unix µs) on the whole-token TAT in word, with one
 // compare-and-swap. It reports false, having decided nothing, if the bucket is dead, and
 // waits while an AllowAll holds it.
-func takeWholeGCRA(word *atomic.Uint64, limit ratelimit.Limit, u int64, n int) (verdict, bool) {
+func takeWholeGCRA(word *atomic.Uint64, rate float64, capacity int, u int64, n int) (verdict, bool) {
 	us := u - tokenEpochUS
-	burst := int64(limit.Burst)
-	now := wholeClock(us, limit.Rate)
+	burst := int64(capacity)
+	now := wholeClock(us, rate)
 	for {
 		old := word.Load()
 		if old >= lockedWord { // held by an AllowAll, or dead: rare, and out of line
@@ -58,8 +58,8 @@ func takeWholeGCRA(word *atomic.Uint64, limit ratelimit.Limit, u int64, n int) (
 			ahead := tat - now
 			return verdict{
 				remaining: int(burst - ahead),
-				retry:     micros(wholeRetry(us, limit.Rate, now, next-burst)),
-				reset:     micros(gcraMicros(float64(ahead), limit.Rate)),
+				retry:     micros(wholeRetry(us, rate, now, next-burst)),
+				reset:     micros(gcraMicros(float64(ahead), rate)),
 			}, true
 		}
 		if word.CompareAndSwap(old, uint64(next)+wholeOffset) {
@@ -67,7 +67,7 @@ func takeWholeGCRA(word *atomic.Uint64, limit ratelimit.Limit, u int64, n int) (
 			return verdict{
 				allowed:   true,
 				remaining: int(burst - ahead),
-				reset:     micros(gcraMicros(float64(ahead), limit.Rate)),
+				reset:     micros(gcraMicros(float64(ahead), rate)),
 			}, true
 		}
 	}

@@ -45,7 +45,7 @@ import (
 // the hash, then the key, rate and burst (table.find): two buckets of one key, rate and
 // burst differ in warm-up, so in hash, so the lookup tells them apart without comparing the
 // warm-up itself, which would make it too costly to inline into the hot path.
-func (s *store) hash(key string, limit ratelimit.Limit) uint64 {
+func (s *store) hash(key string, limit *ratelimit.Limit) uint64 {
 	h := maphash.String(s.seed, key)
 	if limit.Warmup != 0 {
 		h ^= uint64(limit.Warmup) * 0x9E3779B97F4A7C15 // an odd multiplier: a bijection mod 2⁶⁴

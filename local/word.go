@@ -47,9 +47,9 @@ func (s *store) decideWord(old uint64, burst int, limit ratelimit.Limit, u, w in
 	case limit.Algorithm == ratelimit.SlidingWindowCounter:
 		v, _ = takeSlidingCounter(&word, burst, limit, u, w, n)
 	case limit.Rate <= scriptMaxRate:
-		v, _ = takeGCRA(&word, limit, u, n)
+		v, _ = takeGCRA(&word, limit.Rate, limit.Burst, u, n)
 	default:
-		v, _ = takeWholeGCRA(&word, limit, u, n)
+		v, _ = takeWholeGCRA(&word, limit.Rate, limit.Burst, u, n)
 	}
 	return v, word.Load()
 }
