@@ -56,6 +56,7 @@ func TestRedisOutage(t *testing.T) {
 	// the scheduling; none of them releases before, so no more than the share get in.
 	var running, peak atomic.Int64
 	full := make(chan struct{})
+	var fill sync.Once // the share can be full again later, once the first holders leave
 	var wg sync.WaitGroup
 	for range 50 {
 		wg.Go(func() {
@@ -68,7 +69,7 @@ func TestRedisOutage(t *testing.T) {
 			for old := peak.Load(); n > old && !peak.CompareAndSwap(old, n); old = peak.Load() {
 			}
 			if n == share {
-				close(full)
+				fill.Do(func() { close(full) })
 			}
 			<-full
 			running.Add(-1)
