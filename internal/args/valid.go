@@ -16,7 +16,7 @@ func Valid(key string, limit ratelimit.Limit, n int) bool {
 	return key != "" && len(key) <= ratelimit.MaxKeyLen &&
 		limit.Rate > 0 && limit.Rate <= math.MaxFloat64 &&
 		n >= 1 && n <= limit.Burst && limit.Burst <= ratelimit.MaxBurst &&
-		uint(limit.Algorithm) <= uint(ratelimit.LeakyBucket) && limit.Period == (ratelimit.Period{}) &&
+		uint(limit.Algorithm) <= uint(ratelimit.LeakyBucket) && noPeriod(&limit.Period) &&
 		(limit.Warmup == 0 || validWarmup(limit.Warmup))
 }
 
@@ -24,4 +24,10 @@ func Valid(key string, limit ratelimit.Limit, n int) bool {
 // that the usual limit, without one, pays a single comparison.
 func validWarmup(d time.Duration) bool {
 	return d > 0 && d <= ratelimit.MaxWarmup && d%time.Microsecond == 0
+}
+
+// noPeriod reports whether p is the zero Period, field by field: the generated equality of
+// the struct, which holds a string, is a call the hot path would pay.
+func noPeriod(p *ratelimit.Period) bool {
+	return p.Unit == 0 && p.Count == 0 && p.Anchor == 0 && len(p.Zone) == 0
 }
