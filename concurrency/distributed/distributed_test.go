@@ -66,6 +66,11 @@ func TestPeakIsMax(t *testing.T) {
 		// still hands each freed permit on within a millisecond or so, with ~1,000 asking.
 		l := newLimiter(t, client, distributed.WithTimeout(-1), distributed.WithPoll(100*time.Millisecond))
 		var running, most, served atomic.Int64
+		// The first holders wait until 10 run at once, so that the peak is reached whatever
+		// the scheduling (holders that ran and released one by one would never show it);
+		// none of them releases before, so no more than 10 could get in if the limit failed.
+		full := make(chan struct{})
+		var fill sync.Once
 		var wg sync.WaitGroup
 		for range 1000 {
 			wg.Go(func() {
@@ -77,6 +82,14 @@ func TestPeakIsMax(t *testing.T) {
 				served.Add(1)
 				n := running.Add(1)
 				for old := most.Load(); n > old && !most.CompareAndSwap(old, n); old = most.Load() {
+				}
+				if n == 10 {
+					fill.Do(func() { close(full) })
+				}
+				select {
+				case <-full:
+				case <-time.After(time.Minute): // a bound, should the limit admit fewer than 10
+					t.Error("10 holders never ran at once")
 				}
 				inRedis, err := client.ZCard(t.Context(), distributed.DefaultPrefix+"peak").Result()
 				assert.NoError(t, err)
