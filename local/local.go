@@ -80,15 +80,22 @@ func (l *Limiter) Allow(ctx context.Context, key string, limit ratelimit.Limit) 
 func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
 	var w int64 // the window of a window algorithm, µs
 	var named ratelimit.Limit
-	// A plain token bucket's valid arguments need no more checks than these, so that the
-	// commonest decision skips validate, and copies no Limit (see store.decidePlain).
-	plain := (limit.Algorithm == ratelimit.TokenBucket || limit.Algorithm == ratelimit.DefaultAlgorithm && l.algorithm == ratelimit.TokenBucket) &&
-		args.Valid(key, limit, n) && args.RefillOK(limit) && resolutionOK(limit) && limit.Warmup == 0 && !limit.KeepUsage && !l.closed.Load()
-	if !plain {
+	// A token bucket's valid arguments need no more checks than these, so that the
+	// commonest decisions skip validate; a plain one (without KeepUsage) copies no Limit
+	// either (see store.decidePlain).
+	fast := (limit.Algorithm == ratelimit.TokenBucket || limit.Algorithm == ratelimit.DefaultAlgorithm && l.algorithm == ratelimit.TokenBucket) &&
+		args.Valid(key, limit, n) && args.RefillOK(limit) && resolutionOK(limit) && limit.Warmup == 0 &&
+		(!limit.KeepUsage || limit.Rate <= args.MaxKeepRate) && !l.closed.Load()
+	plain := fast && !limit.KeepUsage
+	switch {
+	case !fast:
 		var err error
 		if named, w, err = l.validate(key, limit, n); err != nil {
 			return ratelimit.Result{Limit: limit}, err
 		}
+	case !plain:
+		named = limit
+		named.Algorithm = ratelimit.TokenBucket
 	}
 	var reserve int
 	if p := ratelimit.PriorityFrom(ctx); p != ratelimit.Critical { // l.reserve, inlined
