@@ -81,15 +81,8 @@ func (s *store) decideAt(key string, limit ratelimit.Limit, u, w int64, n, reser
 	}
 	if b := sh.tab.Load().find(h, key, r, kind); b != nil {
 		if b.lk == nil && limit.Algorithm == ratelimit.TokenBucket {
-			// take, without a call, for the commonest buckets.
-			var v verdict
-			var ok bool
-			if limit.Rate <= scriptMaxRate {
-				v, ok = takeGCRA(&b.word, limit.Rate, limit.Burst-reserve, u, n)
-			} else {
-				v, ok = takeWholeGCRA(&b.word, limit.Rate, limit.Burst-reserve, u, n)
-			}
-			if ok {
+			// take, without its switch, for the commonest buckets.
+			if v, ok := takeToken(&b.word, limit.Rate, limit.Burst-reserve, u, n); ok {
 				return v, 0
 			}
 		} else if v, delay, ok := s.take(b, usable(limit, reserve), u, w, n, maxDelay); ok {
@@ -106,14 +99,7 @@ func (s *store) decidePlain(key string, rate float64, burst int, u int64, n, res
 	h := maphash.String(s.seed, key) // hash, for a limit with no warm-up and no period
 	sh := &s.shards[h&(numShards-1)]
 	if b := sh.tab.Load().find(h, key, rate, uint64(burst)|uint64(ratelimit.TokenBucket)<<56); b != nil && b.lk == nil {
-		var v verdict
-		var ok bool
-		if rate <= scriptMaxRate {
-			v, ok = takeGCRA(&b.word, rate, burst-reserve, u, n)
-		} else {
-			v, ok = takeWholeGCRA(&b.word, rate, burst-reserve, u, n)
-		}
-		if ok {
+		if v, ok := takeToken(&b.word, rate, burst-reserve, u, n); ok {
 			return v
 		}
 	}
@@ -193,10 +179,8 @@ func (s *store) take(b *bucket, limit ratelimit.Limit, u, w int64, n int, maxDel
 		v, ok = takeFixedWindow(&b.word, b.burst(), limit, u, w, n)
 	case b.alg() == ratelimit.SlidingWindowCounter:
 		v, ok = takeSlidingCounter(&b.word, b.burst(), limit, u, w, n)
-	case limit.Rate <= scriptMaxRate:
-		v, ok = takeGCRA(&b.word, limit.Rate, limit.Burst, u, n)
 	default:
-		v, ok = takeWholeGCRA(&b.word, limit.Rate, limit.Burst, u, n)
+		v, ok = takeToken(&b.word, limit.Rate, limit.Burst, u, n)
 	}
 	return v, 0, ok
 }

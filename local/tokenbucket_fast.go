@@ -172,3 +172,12 @@ func fastRemaining(tokens float64, burst int) int {
 	}
 	return min(int(tokens), burst)
 }
+
+// takeToken decides n tokens at u on a token bucket's word, as takeGCRA does up to
+// scriptMaxRate (the Redis backend's arithmetic) and as takeWholeGCRA does above it.
+func takeToken(word *atomic.Uint64, rate float64, burst int, u int64, n int) (verdict, bool) {
+	if rate <= scriptMaxRate {
+		return takeGCRA(word, rate, burst, u, n)
+	}
+	return takeWholeGCRA(word, rate, burst, u, n)
+}

@@ -46,10 +46,8 @@ func (s *store) decideWord(old uint64, burst int, limit ratelimit.Limit, u, w in
 		v, _ = takeFixedWindow(&word, burst, limit, u, w, n)
 	case limit.Algorithm == ratelimit.SlidingWindowCounter:
 		v, _ = takeSlidingCounter(&word, burst, limit, u, w, n)
-	case limit.Rate <= scriptMaxRate:
-		v, _ = takeGCRA(&word, limit.Rate, limit.Burst, u, n)
 	default:
-		v, _ = takeWholeGCRA(&word, limit.Rate, limit.Burst, u, n)
+		v, _ = takeToken(&word, limit.Rate, limit.Burst, u, n)
 	}
 	return v, word.Load()
 }

@@ -36,11 +36,12 @@ type BackendNamer interface {
 	BackendName() string
 }
 
-// BackendName returns the name of l for Decision.Backend: l.BackendName() if l implements
-// BackendNamer; otherwise, for a pointer to a type named Limiter, its package's name
-// ("local", "distributed", "fallback"), and for any other type its package-qualified name
-// ("mypkg.Store"). It formats the type, so call it once, when a reporter is built.
-func BackendName(l ratelimit.Limiter) string {
+// BackendName returns the name of l, a rate limiter or a concurrency limiter, for
+// Decision.Backend: l.BackendName() if l implements BackendNamer; otherwise, for a pointer
+// to a type named Limiter, its package's name ("local", "distributed", "fallback"), and for
+// any other type its package-qualified name ("mypkg.Store"). It formats the type, so call
+// it once, when a reporter is built.
+func BackendName(l any) string {
 	if n, ok := l.(BackendNamer); ok {
 		return n.BackendName()
 	}

@@ -230,21 +230,13 @@ func New[R any](prefix string, l ratelimit.Limiter, o *Options[R], onError func(
 	return p, nil
 }
 
-// permitBackend names a concurrency limiter as observe.BackendName names a rate limiter:
-// "local" for concurrency.Local, its package's name for a type named Limiter
-// ("distributed", "fallback"), else its package-qualified type name.
+// permitBackend names a concurrency limiter as observe.BackendName names a rate limiter;
+// concurrency.Local, which is not named Limiter, is "local" like the rate limiter beside it.
 func permitBackend(l concurrency.Limiter) string {
-	if n, ok := l.(observe.BackendNamer); ok {
-		return n.BackendName()
-	}
 	if _, ok := l.(*concurrency.Local); ok {
 		return "local"
 	}
-	name := strings.TrimLeft(fmt.Sprintf("%T", l), "*")
-	if pkg, ok := strings.CutSuffix(name, ".Limiter"); ok {
-		return pkg
-	}
-	return name
+	return observe.BackendName(l)
 }
 
 // Style returns the header style of d's answer: none for a shadow decision, unless the
