@@ -22,7 +22,8 @@ import (
 // same limits given in Go, on the local backend, every request allowed: "go" gives one
 // limit with WithLimit (two with WithLimits, "go2"), "rules" the same limit from a
 // policy that the second of two rules selects by route ("rules2": a policy of the two
-// limits). The key is the client address in every case.
+// limits). The key is the client address in every case: the middleware's own on Gin and
+// net/http (a policy that names no key), a key function on gRPC.
 func BenchmarkRules(b *testing.B) {
 	gin.SetMode(gin.ReleaseMode)
 	limit := ratelimit.Limit{Rate: 1e6, Burst: 1e9} // the highest rate a KeepUsage token bucket takes
@@ -60,9 +61,13 @@ func benchRules(b *testing.B, fw string, limits []ratelimit.Limit) *rules.Rules 
 		}
 		text += `"` + l.String() + `"`
 	}
+	key := `` // the middleware's key, as WithLimit's
+	if fw == "grpc" {
+		key = `, "key": "client-ip"` // the key function WithKeyFunc gives the Go side
+	}
 	file := `{"policies": {
   "login": {"limits": ["5/min"], "key": "client-ip"},
-  "items": {"limits": [` + text + `], "key": "client-ip"}},
+  "items": {"limits": [` + text + `]` + key + `}},
  "rules": [
   {"match": {"route": "POST /login"}, "policy": "login"},
   {"match": {"route": "` + route + `"}, "policy": "items"}]}`

@@ -71,12 +71,12 @@ func WithLimits(f func(ctx context.Context, fullMethod string) []ratelimit.Reque
 
 // WithRules gives each call its policy from the rules in force in rs (a rules file, kept
 // current by rs.Load and rs.Watch): the policy of the first rule that matches, or the
-// file's default, gives its limits (decided all or nothing), its key, its cost, and what it
-// says of priority, shadow mode and concurrency (permits of rules.WithConcurrency's
-// limiter). A call is decided under one set from start to end, whatever reloads happen
-// meanwhile; a call no policy applies to, or that comes before the first load, is not
-// limited. A call's route is its full method, and its headers are its metadata. The client
-// constructors panic beside [WithWait].
+// file's default, gives its limits (decided all or nothing), its key (for a policy that
+// names none, [WithKeyFunc]'s default), its cost, and what it says of priority, shadow mode
+// and concurrency (permits of rules.WithConcurrency's limiter). A call is decided under one
+// set from start to end, whatever reloads happen meanwhile; a call no policy applies to, or
+// that comes before the first load, is not limited. A call's route is its full method, and
+// its headers are its metadata. The client constructors panic beside [WithWait].
 //
 // Beside it: The constructors panic when [WithLimit], [WithMethodLimits], [WithLimitFunc],
 // [WithLimits], [WithKeyFunc], [WithCostFunc] or [WithConcurrency] is given too, or when

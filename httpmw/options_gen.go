@@ -76,12 +76,12 @@ func WithLimits(f func(r *http.Request) []ratelimit.Request) Option {
 
 // WithRules gives each request its policy from the rules in force in rs (a rules file, kept
 // current by rs.Load and rs.Watch): the policy of the first rule that matches, or the
-// file's default, gives its limits (decided all or nothing), its key, its cost, and what it
-// says of priority, shadow mode and concurrency (permits of rules.WithConcurrency's
-// limiter). A request is decided under one set from start to end, whatever reloads happen
-// meanwhile; a request no policy applies to, or that comes before the first load, is not
-// limited. A request's route is its pattern, found as [WithRouteLimits] finds it
-// ("POST /login").
+// file's default, gives its limits (decided all or nothing), its key (for a policy that
+// names none, [WithKeyFunc]'s default), its cost, and what it says of priority, shadow mode
+// and concurrency (permits of rules.WithConcurrency's limiter). A request is decided under
+// one set from start to end, whatever reloads happen meanwhile; a request no policy applies
+// to, or that comes before the first load, is not limited. A request's route is its
+// pattern, found as [WithRouteLimits] finds it ("POST /login").
 //
 // Beside it: New panics when [WithLimit], [WithRouteLimits], [WithLimitFunc], [WithLimits],
 // [WithKeyFunc], [WithCostFunc] or [WithConcurrency] is given too, or when the limiter does

@@ -88,7 +88,9 @@ type Policy struct {
 	// Limits are decided all or nothing (ratelimit.MultiLimiter.AllowAll); none for a
 	// policy of Concurrency only.
 	Limits []ratelimit.Limit
-	// Key names the registered key function whose value each limit is taken from.
+	// Key names the registered key function whose value keys the policy's buckets; ""
+	// means the middleware's default key (that of its WithKeyFunc): the client address on
+	// Gin and net/http, the full method on gRPC.
 	Key string
 	// Cost is the tokens a request takes of each limit; 0 means 1.
 	Cost int
@@ -107,8 +109,15 @@ type Policy struct {
 	key KeyFunc
 }
 
-// KeyOf returns r's key under p: the value of p's key function.
-func (p *Policy) KeyOf(r Request) (string, error) { return p.key(r) }
+// KeyOf returns r's key under p: the value of p's key function. A policy with no Key has
+// no function of its own (the middleware finds its key): KeyOf fails with
+// ratelimit.ErrKeyEmpty.
+func (p *Policy) KeyOf(r Request) (string, error) {
+	if p.key == nil {
+		return "", ratelimit.ErrKeyEmpty
+	}
+	return p.key(r)
+}
 
 // Match says which requests a rule applies to: every field given must hold.
 type Match struct {
@@ -328,7 +337,7 @@ func Compile(doc Document, reg Registry, opts ...Option) (*Set, error) {
 		if pd.Cost < 0 {
 			fail(pd.Line, what, fmt.Errorf("cost %d is below 0", pd.Cost))
 		}
-		if p.key = reg[pd.Key]; p.key == nil {
+		if p.key = reg[pd.Key]; p.key == nil && pd.Key != "" {
 			fail(pd.Line, what, fmt.Errorf("key function %q is not registered", pd.Key))
 		}
 		s.policies[p.Name] = p

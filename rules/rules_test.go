@@ -23,6 +23,7 @@ import (
 	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/grpcmw"
 	"github.com/sluice-go/ratelimit/httpmw"
+	"github.com/sluice-go/ratelimit/keyfuncs/httpkeys"
 	"github.com/sluice-go/ratelimit/local"
 	"github.com/sluice-go/ratelimit/rules"
 )
@@ -411,4 +412,87 @@ func TestGRPCMetadataThroughInterceptor(t *testing.T) {
 	batch := metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-batch", "yes"))
 	assert.Equal(t, []codes.Code{codes.OK, codes.ResourceExhausted, codes.OK},
 		[]codes.Code{call(batch), call(batch), call(context.Background())})
+}
+
+// A policy that names no key is keyed by the middleware's default key: the client address
+// through net/http, the full method through gRPC; its buckets are the policy's name and
+// that key, as with limits given in Go.
+func TestMiddlewareKey(t *testing.T) {
+	limiter := local.New(local.WithClock(func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }))
+	t.Cleanup(func() { _ = limiter.Close() })
+	live := rules.New(rules.Registry{}, rules.WithValidator(limiter))
+	require.NoError(t, live.Load("rules.json", []byte(`{"default": "all", "policies": {
+    "all":  {"limits": ["3/min"]},
+    "both": {"limits": ["5/min", "9/h"]}},
+  "rules": [{"match": {"route": "GET /both"}, "policy": "both"}]}`)))
+	p, _ := live.Set().Policy("all")
+	_, err := p.KeyOf(rules.Request{})
+	require.ErrorIs(t, err, ratelimit.ErrKeyEmpty, "no key function of its own")
+
+	mux := http.NewServeMux()
+	ok := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	mux.Handle("GET /one", ok)
+	mux.Handle("GET /both", ok)
+	srv := httptest.NewServer(httpmw.New(limiter, httpmw.WithRules(live))(mux))
+	t.Cleanup(srv.Close)
+	for _, path := range []string{"/one", "/both", "/both"} {
+		resp, err := http.Get(srv.URL + path)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+	}
+	remaining := func(bucket string, l ratelimit.Limit) int {
+		res, err := limiter.Peek(context.Background(), bucket, l, 1)
+		require.NoError(t, err)
+		return res.Remaining
+	}
+	both, _ := live.Set().Policy("both")
+	assert.Equal(t, []int{2 - 1, 5 - 2 - 1, 9 - 2 - 1}, []int{
+		remaining("all|ip:127.0.0.1", p.Limits[0]),
+		remaining("both|ip:127.0.0.1", both.Limits[0]),
+		remaining("both#1|ip:127.0.0.1", both.Limits[1])})
+
+	icpt := grpcmw.UnaryServerInterceptor(limiter, grpcmw.WithRules(live))
+	for range 2 {
+		_, err := icpt(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: "/pkg.S/Search"},
+			func(context.Context, any) (any, error) { return nil, nil })
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 3-2-1, remaining("all|rpc:/pkg.S/Search", p.Limits[0]))
+}
+
+// A policy on the middleware's key costs a request no allocation more than the same limits
+// given in Go: the bucket key is built once, from the key's parts (one fewer than WithLimits
+// with a key function, for two limits).
+func TestNoAllocationOverGo(t *testing.T) {
+	limiter := local.New()
+	t.Cleanup(func() { _ = limiter.Close() })
+	l, loose := ratelimit.Limit{Rate: 1e6, Burst: 1e9}, ratelimit.Limit{Rate: 1e6, Burst: 2e9}
+	live := rules.New(rules.Registry{})
+	require.NoError(t, live.Load("rules.json", []byte(`{"default": "items", "policies": {
+    "items": {"limits": ["`+l.String()+`"]},
+    "two":   {"limits": ["`+l.String()+`", "`+loose.String()+`"]}},
+  "rules": [{"match": {"route": "GET /two"}, "policy": "two"}]}`)))
+	ok := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	mux := http.NewServeMux()
+	mux.Handle("GET /two", ok)
+	allocs := func(h http.Handler, path string) float64 {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("GET", path, nil)
+		return testing.AllocsPerRun(200, func() {
+			clear(w.Header())
+			h.ServeHTTP(w, r)
+		})
+	}
+	inGo := allocs(httpmw.New(limiter, httpmw.WithLimit(l), httpmw.WithPolicyName("items"))(ok), "/items")
+	byRules := allocs(httpmw.New(limiter, httpmw.WithRules(live))(ok), "/items")
+	assert.Equal(t, inGo, byRules)
+
+	key := httpkeys.ClientIP()
+	twoInGo := allocs(httpmw.New(limiter, httpmw.WithLimits(func(r *http.Request) []ratelimit.Request {
+		k, _ := key(r)
+		return []ratelimit.Request{{Key: k, Limit: l, Name: "two"}, {Key: k, Limit: loose, Name: "two"}}
+	}))(mux), "/two")
+	twoByRules := allocs(httpmw.New(limiter, httpmw.WithRules(live))(mux), "/two")
+	assert.Equal(t, twoInGo-1, twoByRules, "the key's parts spare the key of its own")
 }

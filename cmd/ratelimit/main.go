@@ -159,7 +159,7 @@ func showPolicies(w io.Writer, body []byte) error {
 		if p.Concurrency > 0 {
 			other = append(other, "concurrency "+strconv.Itoa(p.Concurrency))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, p.Key, orDefault(strings.Join(p.Limits, ", "), "-"),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, orDefault(p.Key, "-"), orDefault(strings.Join(p.Limits, ", "), "-"),
 			orDefault(strings.Join(other, ", "), "-"))
 	}
 	return tw.Flush()

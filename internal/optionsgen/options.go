@@ -86,9 +86,9 @@ ignored. See {{doc "limits.md"}}.`,
 		name: "WithRules",
 		doc: `WithRules gives each {{.Req}} its policy from the rules in force in rs (a rules file,
 kept current by rs.Load and rs.Watch): the policy of the first rule that matches, or the
-file's default, gives its limits (decided all or nothing), its key, its cost, and what it
-says of priority, shadow mode and concurrency (permits of rules.WithConcurrency's
-limiter). A {{.Req}} is decided under one set from start to end, whatever reloads happen
+file's default, gives its limits (decided all or nothing), its key (for a policy that
+names none, [WithKeyFunc]'s default), its cost, and what it says of priority, shadow mode
+and concurrency (permits of rules.WithConcurrency's limiter). A {{.Req}} is decided under one set from start to end, whatever reloads happen
 meanwhile; a {{.Req}} no policy applies to, or that comes before the first load, is not
 limited. {{.RulesRoute}}
 

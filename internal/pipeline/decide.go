@@ -11,6 +11,7 @@ import (
 	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/internal/wait"
 	"github.com/sluice-go/ratelimit/observe"
+	"github.com/sluice-go/ratelimit/rules"
 )
 
 // Decide decides whether r, whose context is ctx, may proceed, taking its cost from its
@@ -50,28 +51,27 @@ func (p *Pipeline[R]) decideRules(ctx context.Context, r R) Decision {
 		return Decision{}
 	}
 	d := Decision{Policy: pol.Name, Cost: max(pol.Cost, 1), Shadow: p.opts.Shadow || pol.Shadow}
-	key, err := pol.KeyOf(req)
-	if err == nil {
-		err = checkKey(pol.Name, key, d.Shadow)
+	if !p.policyKey(r, req, pol, &d) {
+		return d
 	}
-	if err != nil {
-		if herr := p.onError(r, fmt.Errorf("%sno key (%s), limiting as %q: %w", p.prefix, pol.Name, UnkeyedKey, err)); herr != nil {
-			d.Verdict, d.Err = Handled, herr
-			return d
-		}
-		key = UnkeyedKey
-	}
-	d.Key = key
 	switch len(pol.Limits) {
 	case 0:
 	case 1:
-		d.Limit, d.bucket = pol.Limits[0], BucketKey(pol.Name, key, d.Shadow)
+		d.Limit = pol.Limits[0]
+		if d.bucket == "" {
+			d.bucket = BucketKey(pol.Name, d.Key, d.Shadow)
+		}
 	default:
 		d.Reqs = make([]ratelimit.Request, len(pol.Limits))
 		for i, l := range pol.Limits {
 			// Each limit with KeepUsage after the first has a bucket key of its own.
-			d.Reqs[i] = ratelimit.Request{Key: BucketKeyAt(pol.Name, key, i, l.KeepUsage, d.Shadow), Limit: l, N: pol.Cost, Name: pol.Name}
+			bucket := d.bucket
+			if i > 0 || bucket == "" {
+				bucket = BucketKeyAt(pol.Name, d.Key, i, l.KeepUsage, d.Shadow)
+			}
+			d.Reqs[i] = ratelimit.Request{Key: bucket, Limit: l, N: pol.Cost, Name: pol.Name}
 		}
+		d.bucket = ""
 	}
 	if len(pol.Limits) > 0 {
 		// The policy's priority wins over WithPriorityFunc's, which is not asked then.
@@ -88,6 +88,29 @@ func (p *Pipeline[R]) decideRules(ctx context.Context, r R) Decision {
 		d = p.acquire(ctx, r, d, p.opts.Rules.Concurrency(), pol.Concurrency)
 	}
 	return d
+}
+
+// policyKey sets d.Key to r's key under pol: the value of its key function, or the
+// middleware's own key for a policy that names none (then with d.bucket, its bucket key,
+// when one allocation builds both: see bucketOfParts). A key that cannot be found is
+// UnkeyedKey, reported to the error handler; ok is false when the handler ended r.
+func (p *Pipeline[R]) policyKey(r R, req rules.Request, pol *rules.Policy, d *Decision) (ok bool) {
+	if pol.Key == "" {
+		return p.bucketOfParts(r, d) || p.key(r, d)
+	}
+	key, err := pol.KeyOf(req)
+	if err == nil {
+		err = checkKey(pol.Name, key, d.Shadow)
+	}
+	if err != nil {
+		if herr := p.onError(r, fmt.Errorf("%sno key (%s), limiting as %q: %w", p.prefix, pol.Name, UnkeyedKey, err)); herr != nil {
+			d.Verdict, d.Err = Handled, herr
+			return false
+		}
+		key = UnkeyedKey
+	}
+	d.Key = key
+	return true
 }
 
 // decideRate is Decide's rate limit.
