@@ -1,7 +1,8 @@
 // Package rules keeps limits in configuration: a rules file maps requests to named
 // policies, each with one or more limits decided all or nothing, on a key the program's
-// registered key functions find, with a cost, a priority, a shadow flag and a concurrency;
-// the middlewares take them through their WithRules option.
+// registered key functions find (or the middleware's default key, for a policy that names
+// none), with a cost, a priority, a shadow flag and a concurrency; the middlewares take
+// them through their WithRules option.
 //
 //	live := rules.New(rules.Registry{"client-ip": rules.HTTPKey(httpkeys.ClientIP())})
 //	handler := httpmw.New(limiter, httpmw.WithRules(live))(mux)
