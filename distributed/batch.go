@@ -37,6 +37,7 @@ type call struct {
 	script *redis.Script
 	keys   []string
 	argv   []any
+	req    *request // the single-key request that holds keys and argv, or nil
 	vals   []int64
 	err    error
 	done   chan struct{} // closed once vals and err are set
@@ -61,14 +62,14 @@ type batcher struct {
 // between, and the decision would wait in the queue with nobody left to send it, until its
 // deadline, on a healthy Redis. enter returns nil when the caller may go directly, and the
 // caller must then call release when done; otherwise it returns the queued call, to await.
-func (b *batcher) enter(script *redis.Script, keys []string, argv []any) *call {
+func (b *batcher) enter(script *redis.Script, keys []string, argv []any, r *request) *call {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.active < maxDirect {
 		b.active++
 		return nil
 	}
-	c := &call{script: script, keys: keys, argv: argv, done: make(chan struct{})}
+	c := &call{script: script, keys: keys, argv: argv, req: r, done: make(chan struct{})}
 	b.queue = append(b.queue, c)
 	return c
 }
@@ -147,33 +148,42 @@ func (b *batcher) send(batch []*call) {
 		ctx, cancel = context.WithTimeout(ctx, b.timeout)
 		defer cancel()
 	}
-	cmds := b.pipeline(ctx, batch, (*redis.Script).EvalSha)
+	cmds := b.pipeline(ctx, batch, true)
 	var again []*call
 	for i, c := range batch {
-		if redis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") {
+		if err := cmds[i].Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 			again = append(again, c)
 			continue
 		}
-		c.vals, c.err = cmds[i].Int64Slice()
+		c.vals, c.err = ints(cmds[i], c.req)
 		close(c.done)
 	}
 	if len(again) == 0 {
 		return
 	}
-	cmds = b.pipeline(ctx, again, (*redis.Script).Eval)
+	cmds = b.pipeline(ctx, again, false)
 	for i, c := range again {
-		c.vals, c.err = cmds[i].Int64Slice()
+		c.vals, c.err = ints(cmds[i], c.req)
 		close(c.done)
 	}
 }
 
-// pipeline sends one command per call, made by eval, in one pipeline and returns them.
-func (b *batcher) pipeline(ctx context.Context, batch []*call,
-	eval func(*redis.Script, context.Context, redis.Scripter, []string, ...any) *redis.Cmd) []*redis.Cmd {
+// pipeline sends one command per call in one pipeline and returns them: EVALSHA (for a
+// single-key request, the command its request holds: see evalSHA), or EVAL when sha is
+// false.
+func (b *batcher) pipeline(ctx context.Context, batch []*call, sha bool) []*redis.Cmd {
 	pipe := b.client.Pipeline()
 	cmds := make([]*redis.Cmd, len(batch))
 	for i, c := range batch {
-		cmds[i] = eval(c.script, ctx, pipe, c.keys, c.argv...)
+		switch {
+		case !sha:
+			cmds[i] = c.script.Eval(ctx, pipe, c.keys, c.argv...)
+		case c.req != nil:
+			cmds[i] = c.req.evalSHA(ctx, c.script)
+			_ = pipe.Process(ctx, cmds[i])
+		default:
+			cmds[i] = c.script.EvalSha(ctx, pipe, c.keys, c.argv...)
+		}
 	}
 	// Exec's error is the first command's; each command carries its own.
 	_, _ = pipe.Exec(ctx)

@@ -390,7 +390,7 @@ func (l *Limiter) call(ctx context.Context, script *redis.Script, keys []string,
 		}
 	}
 	if l.batch != nil {
-		if c := l.batch.enter(script, keys, argv); c != nil {
+		if c := l.batch.enter(script, keys, argv, r); c != nil {
 			return l.batch.await(ctx, c)
 		}
 		defer l.batch.release()
@@ -429,12 +429,26 @@ func (l *Limiter) eval(ctx context.Context, script *redis.Script, keys []string,
 	if r == nil || l.proc == nil {
 		return script.Run(ctx, l.client, keys, argv...).Int64Slice()
 	}
-	r.cmd[0], r.cmd[1], r.cmd[2], r.cmd[3] = "evalsha", script.Hash(), 1, keys[0]
-	cmd := redis.NewCmd(ctx, r.cmd[:4+len(argv)]...)
-	cmd.SetFirstKeyPos(3) // KEYS[1], which a Cluster client routes by
+	cmd := r.evalSHA(ctx, script)
 	_ = l.proc.Process(ctx, cmd)
 	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		return script.Eval(ctx, l.client, keys, argv...).Int64Slice()
+	}
+	return ints(cmd, r)
+}
+
+// evalSHA returns the EVALSHA of script that r holds, its arguments in r.cmd.
+func (r *request) evalSHA(ctx context.Context, script *redis.Script) *redis.Cmd {
+	r.cmd[0], r.cmd[1], r.cmd[2], r.cmd[3] = "evalsha", script.Hash(), 1, r.keys[0]
+	cmd := redis.NewCmd(ctx, r.cmd[:4+len(r.argv)]...)
+	cmd.SetFirstKeyPos(3) // KEYS[1], which a Cluster client routes by
+	return cmd
+}
+
+// ints returns the integers cmd, a script's, answered: in r.vals when r holds them.
+func ints(cmd *redis.Cmd, r *request) ([]int64, error) {
+	if r == nil {
+		return cmd.Int64Slice()
 	}
 	vals, err := cmd.Slice()
 	if err != nil {
