@@ -51,20 +51,21 @@ type middleware struct {
 }
 
 func (m *middleware) handle(c *gin.Context) {
-	d := m.p.Decide(c.Request.Context(), c)
+	var d pipeline.Decision
+	m.p.Decide(c.Request.Context(), c, &d)
 	switch {
 	case !d.Decided:
 	case d.Reqs != nil:
-		headers.SetMulti(c.Writer.Header(), m.p.Style(d), d.Reqs, d.Multi)
+		headers.SetMulti(c.Writer.Header(), m.p.Style(&d), d.Reqs, d.Multi)
 	default:
-		headers.Set(c.Writer.Header(), m.p.Style(d), d.Policy, d.Result)
+		headers.Set(c.Writer.Header(), m.p.Style(&d), d.Policy, d.Result)
 	}
 	switch d.Verdict {
 	case pipeline.Proceed:
 		if d.Permit.Held() || m.Refund != nil && d.Charged {
 			defer d.Permit.Release() // after the handlers, even one that panics
 			c.Next()
-			m.p.Refund(c.Request.Context(), c, d)
+			m.p.Refund(c.Request.Context(), c, &d)
 		}
 	case pipeline.Busy:
 		c.Header("Retry-After", "1")

@@ -22,13 +22,13 @@ import (
 func UnaryClientInterceptor(l ratelimit.Limiter, opts ...Option) grpc.UnaryClientInterceptor {
 	m := newClientInterceptor("UnaryClientInterceptor", l, opts)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
-		d, err := m.admitClient(ctx, method, callOpts)
-		if err != nil {
+		var d pipeline.Decision
+		if err := m.admitClient(ctx, method, callOpts, &d); err != nil {
 			return err
 		}
 		defer d.Permit.Release()
-		err = invoker(ctx, method, req, reply, cc, callOpts...)
-		m.after(ctx, method, d, err)
+		err := invoker(ctx, method, req, reply, cc, callOpts...)
+		m.after(ctx, method, &d, err)
 		return err
 	}
 }
@@ -42,13 +42,13 @@ func StreamClientInterceptor(l ratelimit.Limiter, opts ...Option) grpc.StreamCli
 		panic("grpcmw: StreamClientInterceptor: WithConcurrency: a client stream's end is not seen by an interceptor, so its permit could not be released; limit concurrency on the server")
 	}
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
-		d, err := m.admitClient(ctx, method, callOpts)
-		if err != nil {
+		var d pipeline.Decision
+		if err := m.admitClient(ctx, method, callOpts, &d); err != nil {
 			return nil, err
 		}
 		cs, err := streamer(ctx, desc, cc, method, callOpts...)
 		if err != nil { // a stream that opened has not ended yet: only a failed opening refunds
-			m.after(ctx, method, d, err)
+			m.after(ctx, method, &d, err)
 		}
 		return cs, err
 	}
@@ -65,10 +65,10 @@ func newClientInterceptor(name string, l ratelimit.Limiter, opts []Option) *inte
 	return m
 }
 
-// admitClient decides a call on the client side. The trailer of a denial goes where a server's
-// would: into the caller's grpc.Trailer call options.
-func (m *interceptor) admitClient(ctx context.Context, method string, callOpts []grpc.CallOption) (pipeline.Decision, error) {
-	md, d, err := m.decide(ctx, method, m.wait)
+// admitClient decides a call on the client side, in d. The trailer of a denial goes where a
+// server's would: into the caller's grpc.Trailer call options.
+func (m *interceptor) admitClient(ctx context.Context, method string, callOpts []grpc.CallOption, d *pipeline.Decision) error {
+	md, err := m.decide(ctx, method, m.wait, d)
 	if err != nil && md != nil {
 		for _, o := range callOpts {
 			if t, ok := o.(grpc.TrailerCallOption); ok && t.TrailerAddr != nil {
@@ -76,5 +76,5 @@ func (m *interceptor) admitClient(ctx context.Context, method string, callOpts [
 			}
 		}
 	}
-	return d, err
+	return err
 }

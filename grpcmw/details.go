@@ -26,7 +26,7 @@ import (
 // that status.FromProto copies (the RetryInfo encoded by hand, the QuotaFailure of one limit
 // kept from the latest denial), in a value of a pool, since FromProto copies all it reads:
 // a third of the allocations of Status.WithDetails.
-func (m *interceptor) deniedError(d pipeline.Decision) error {
+func (m *interceptor) deniedError(d *pipeline.Decision) error {
 	var qf *anypb.Any
 	if d.Reqs == nil {
 		qf = m.exceeded(keyKind(d.Key), d.Policy, d.Result.Limit)
@@ -59,7 +59,7 @@ var denials = sync.Pool{New: func() any { return new(denial) }}
 
 // multiQuotaFailure is the QuotaFailure of a denial under several limits: one violation per
 // limit that denied.
-func multiQuotaFailure(d pipeline.Decision) *errdetails.QuotaFailure {
+func multiQuotaFailure(d *pipeline.Decision) *errdetails.QuotaFailure {
 	qf := &errdetails.QuotaFailure{}
 	for i, q := range d.Reqs {
 		if i < len(d.Multi.Results) && !q.Limit.IsZero() && !d.Multi.Results[i].Allowed {

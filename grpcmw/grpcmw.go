@@ -61,30 +61,29 @@ func newInterceptor(name string, l ratelimit.Limiter, opts []Option) *intercepto
 }
 
 // after gives the call's tokens back when WithRefundIf says so of err, the handler's.
-func (m *interceptor) after(ctx context.Context, fullMethod string, d pipeline.Decision, err error) {
+func (m *interceptor) after(ctx context.Context, fullMethod string, d *pipeline.Decision, err error) {
 	if m.Refund != nil && d.Charged {
 		m.p.Refund(ctx, call{ctx: ctx, method: fullMethod, err: err}, d)
 	}
 }
 
 // decide decides whether a call, or with WithPerMessage a message, of fullMethod may
-// proceed. It returns the trailer metadata the decision calls for (nil for none), the
-// decision (for a refund after the handler: see after), and nil to let the call proceed or
-// the error that ends it. With wait it waits for its turn (Limiter.Wait) instead.
-func (m *interceptor) decide(ctx context.Context, fullMethod string, wait bool) (metadata.MD, pipeline.Decision, error) {
+// proceed, in d (for a refund after the handler: see after). It returns the trailer
+// metadata the decision calls for (nil for none), and nil to let the call proceed or the
+// error that ends it. With wait it waits for its turn (Limiter.Wait) instead.
+func (m *interceptor) decide(ctx context.Context, fullMethod string, wait bool, d *pipeline.Decision) (metadata.MD, error) {
 	c := call{ctx: ctx, method: fullMethod}
-	var d pipeline.Decision
 	if wait && !m.Shadow {
-		d = m.p.Wait(ctx, c)
+		m.p.Wait(ctx, c, d)
 	} else {
-		d = m.p.Decide(ctx, c)
+		m.p.Decide(ctx, c, d)
 	}
 	switch d.Verdict {
 	case pipeline.Proceed:
 		if d.Decided {
-			return m.trailer(d, ""), d, nil
+			return m.trailer(d, ""), nil
 		}
-		return nil, d, nil
+		return nil, nil
 	case pipeline.Deny:
 		var err error
 		if m.denied != nil {
@@ -93,34 +92,34 @@ func (m *interceptor) decide(ctx context.Context, fullMethod string, wait bool) 
 		if err == nil {
 			err = m.deniedError(d)
 		}
-		return m.trailer(d, pushback(d.Result.RetryAfter)), d, err
+		return m.trailer(d, pushback(d.Result.RetryAfter)), err
 	case pipeline.TooCostly:
 		// Retrying is pointless: the pushback of -1 tells clients not to.
-		return metadata.Pairs(PushbackKey, "-1"), d, statusError(codes.ResourceExhausted, pipeline.MsgTooCostly,
+		return metadata.Pairs(PushbackKey, "-1"), statusError(codes.ResourceExhausted, pipeline.MsgTooCostly,
 			quotaFailure(keyKind(d.Key), fmt.Sprintf("cost exceeds the burst of rate limit %v", d.Limit)))
 	case pipeline.Invalid:
-		return nil, d, status.Error(codes.Internal, pipeline.MsgInvalid)
+		return nil, status.Error(codes.Internal, pipeline.MsgInvalid)
 	case pipeline.Busy:
 		// ResourceExhausted, as a denial is, but with no pushback: nobody knows when a
 		// permit frees, so the client's retry policy decides (see WithConcurrency).
-		return nil, d, status.Error(codes.ResourceExhausted, pipeline.MsgBusy)
+		return nil, status.Error(codes.ResourceExhausted, pipeline.MsgBusy)
 	case pipeline.Unavailable:
 		// Unavailable says "cannot serve right now", true of a broken limiter; a denial
 		// never says it (see the package documentation).
-		return nil, d, status.Error(codes.Unavailable, pipeline.MsgUnavailable)
+		return nil, status.Error(codes.Unavailable, pipeline.MsgUnavailable)
 	case pipeline.Ended:
 		if ctx.Err() == nil { // WithWait: the turn would come after the deadline
-			return nil, d, status.Error(codes.DeadlineExceeded, "rate limit: the call's deadline comes before its turn")
+			return nil, status.Error(codes.DeadlineExceeded, "rate limit: the call's deadline comes before its turn")
 		}
-		return nil, d, status.FromContextError(ctx.Err()).Err()
+		return nil, status.FromContextError(ctx.Err()).Err()
 	default: // pipeline.Handled
-		return nil, d, d.Err
+		return nil, d.Err
 	}
 }
 
 // trailer returns the trailer metadata of a decision: the rate-limit fields of the header
 // style, and the pushback when given; nil when there is none.
-func (m *interceptor) trailer(d pipeline.Decision, pushback string) metadata.MD {
+func (m *interceptor) trailer(d *pipeline.Decision, pushback string) metadata.MD {
 	style := m.p.Style(d)
 	if style == headers.StyleNone && d.Result.Allowed {
 		return nil

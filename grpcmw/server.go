@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/pipeline"
 )
 
 // UnaryServerInterceptor returns a server interceptor that asks l whether each unary call
@@ -27,7 +28,8 @@ import (
 func UnaryServerInterceptor(l ratelimit.Limiter, opts ...Option) grpc.UnaryServerInterceptor {
 	m := newInterceptor("UnaryServerInterceptor", l, opts)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		md, d, err := m.decide(ctx, info.FullMethod, false)
+		var d pipeline.Decision
+		md, err := m.decide(ctx, info.FullMethod, false, &d)
 		if md != nil {
 			// Fails only without a server stream in ctx, when the interceptor is called
 			// directly; there is then no one to send the trailer to.
@@ -38,7 +40,7 @@ func UnaryServerInterceptor(l ratelimit.Limiter, opts ...Option) grpc.UnaryServe
 		}
 		defer d.Permit.Release() // after the handler, even one that panics
 		resp, err := handler(ctx, req)
-		m.after(ctx, info.FullMethod, d, err)
+		m.after(ctx, info.FullMethod, &d, err)
 		return resp, err
 	}
 }
@@ -67,7 +69,8 @@ func StreamServerInterceptor(l ratelimit.Limiter, opts ...Option) grpc.StreamSer
 			}
 			return err
 		}
-		md, d, err := m.decide(ss.Context(), info.FullMethod, false)
+		var d pipeline.Decision
+		md, err := m.decide(ss.Context(), info.FullMethod, false, &d)
 		if md != nil {
 			ss.SetTrailer(md)
 		}
@@ -76,7 +79,7 @@ func StreamServerInterceptor(l ratelimit.Limiter, opts ...Option) grpc.StreamSer
 		}
 		defer d.Permit.Release() // held until the stream ends, even by a panic
 		err = handler(srv, ss)
-		m.after(ss.Context(), info.FullMethod, d, err)
+		m.after(ss.Context(), info.FullMethod, &d, err)
 		return err
 	}
 }
@@ -95,7 +98,8 @@ func (s *messageStream) RecvMsg(msg any) error {
 	if err := s.ServerStream.RecvMsg(msg); err != nil {
 		return err
 	}
-	md, _, err := s.m.decide(s.Context(), s.method, false)
+	var d pipeline.Decision
+	md, err := s.m.decide(s.Context(), s.method, false, &d)
 	if md != nil {
 		// Kept rather than set: SetTrailer adds to what earlier calls set, and a trailer
 		// with two pushback values makes clients give up retrying.

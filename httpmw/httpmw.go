@@ -50,8 +50,8 @@ func New(l ratelimit.Limiter, opts ...Option) func(http.Handler) http.Handler {
 			if m.routes || m.Rules != nil {
 				x.pattern = m.routeOf(w, r, mux)
 			}
-			d, ok := m.admit(x)
-			if !ok {
+			var d pipeline.Decision
+			if !m.admit(x, &d) {
 				return
 			}
 			defer d.Permit.Release() // after the handler, even one that panics
@@ -62,7 +62,7 @@ func New(l ratelimit.Limiter, opts ...Option) func(http.Handler) http.Handler {
 			sw := &statusWriter{ResponseWriter: w}
 			next.ServeHTTP(wrap(sw), r)
 			x.status = sw.status()
-			m.p.Refund(r.Context(), x, d)
+			m.p.Refund(r.Context(), x, &d)
 		})
 	}
 }
@@ -96,10 +96,11 @@ func (m *middleware) routeOf(w http.ResponseWriter, r *http.Request, mux *http.S
 	return pattern
 }
 
-// admit decides x and reports whether it may proceed; when it may not, it has answered it.
-func (m *middleware) admit(x exchange) (pipeline.Decision, bool) {
+// admit decides x, in d, and reports whether it may proceed; when it may not, it has
+// answered it.
+func (m *middleware) admit(x exchange, d *pipeline.Decision) bool {
 	w, r := x.w, x.r
-	d := m.p.Decide(r.Context(), x)
+	m.p.Decide(r.Context(), x, d)
 	switch {
 	case !d.Decided:
 	case d.Reqs != nil:
@@ -109,7 +110,7 @@ func (m *middleware) admit(x exchange) (pipeline.Decision, bool) {
 	}
 	switch d.Verdict {
 	case pipeline.Proceed:
-		return d, true
+		return true
 	case pipeline.Deny:
 		m.denied(w, r, d.Result)
 	case pipeline.TooCostly:
@@ -124,7 +125,7 @@ func (m *middleware) admit(x exchange) (pipeline.Decision, bool) {
 	case pipeline.Ended:
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}
-	return d, false
+	return false
 }
 
 // errAnswered tells the pipeline that the error handler answered the request.

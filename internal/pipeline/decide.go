@@ -21,38 +21,40 @@ import (
 // costs and policies; ask asks the limiter (AllowN for one, AllowAll for several) and
 // reports to the observer; shadow mode, the error policy and the verdict read the answer
 // alike.
-func (p *Pipeline[R]) Decide(ctx context.Context, r R) Decision {
+//
+// The decision is made in *d, which must be zero: a Decision is a few hundred bytes, which
+// every step of the pipeline would copy if it were passed by value.
+func (p *Pipeline[R]) Decide(ctx context.Context, r R, d *Decision) {
 	if p.opts.Skip != nil && p.opts.Skip(r) {
-		return Decision{}
+		return
 	}
 	if p.opts.Rules != nil {
-		return p.decideRules(ctx, r)
+		p.decideRules(ctx, r, d)
+		return
 	}
-	var d Decision
 	if p.limiter != nil {
-		d = p.decideRate(ctx, r)
+		p.decideRate(ctx, r, d)
 	}
 	if p.opts.Concurrency != nil && d.Verdict == Proceed {
-		d = p.acquire(ctx, r, d, p.opts.Concurrency, p.opts.InFlight(r))
+		p.acquire(ctx, r, d, p.opts.Concurrency, p.opts.InFlight(r))
 	}
-	return d
 }
 
 // decideRules is Decide under the rules in force (WithRules): the request's policy, found
 // once in one set, gives its limits, key, cost, priority, shadow mode and concurrency.
-func (p *Pipeline[R]) decideRules(ctx context.Context, r R) Decision {
+func (p *Pipeline[R]) decideRules(ctx context.Context, r R, d *Decision) {
 	set := p.opts.Rules.Set()
 	if set == nil {
-		return Decision{}
+		return
 	}
 	req := p.opts.RulesRequest(r)
 	pol := set.Match(req)
 	if pol == nil {
-		return Decision{}
+		return
 	}
-	d := Decision{Policy: pol.Name, Cost: max(pol.Cost, 1), Shadow: p.opts.Shadow || pol.Shadow}
-	if !p.policyKey(r, req, pol, &d) {
-		return d
+	d.Policy, d.Cost, d.Shadow = pol.Name, max(pol.Cost, 1), p.opts.Shadow || pol.Shadow
+	if !p.policyKey(r, req, pol, d) {
+		return
 	}
 	switch len(pol.Limits) {
 	case 0:
@@ -81,13 +83,12 @@ func (p *Pipeline[R]) decideRules(ctx context.Context, r R) Decision {
 		} else {
 			pctx = p.withPriority(ctx, r)
 		}
-		d = p.decideLimits(pctx, r, d)
+		p.decideLimits(pctx, r, d)
 	}
 	// Shadow mode decides rate limits only: a permit would be held for real.
 	if pol.Concurrency > 0 && !d.Shadow && d.Verdict == Proceed {
-		d = p.acquire(ctx, r, d, p.opts.Rules.Concurrency(), pol.Concurrency)
+		p.acquire(ctx, r, d, p.opts.Rules.Concurrency(), pol.Concurrency)
 	}
-	return d
 }
 
 // policyKey sets d.Key to r's key under pol: the value of its key function, or the
@@ -114,10 +115,9 @@ func (p *Pipeline[R]) policyKey(r R, req rules.Request, pol *rules.Policy, d *De
 }
 
 // decideRate is Decide's rate limit.
-func (p *Pipeline[R]) decideRate(ctx context.Context, r R) Decision {
-	d, ok := p.prepare(r)
-	if !ok {
-		return d
+func (p *Pipeline[R]) decideRate(ctx context.Context, r R, d *Decision) {
+	if !p.prepare(r, d) {
+		return
 	}
 	if d.Reqs == nil {
 		d.Cost = 1
@@ -125,39 +125,42 @@ func (p *Pipeline[R]) decideRate(ctx context.Context, r R) Decision {
 			d.Cost = p.opts.Cost(r)
 		}
 	}
-	return p.decideLimits(p.withPriority(ctx, r), r, d)
+	p.decideLimits(p.withPriority(ctx, r), r, d)
 }
 
 // decideLimits asks the limiter about d, prepared, with ctx, the request's context with
 // its priority, and reads the answer: shadow mode, the error policy, the verdict.
-func (p *Pipeline[R]) decideLimits(ctx context.Context, r R, d Decision) Decision {
+func (p *Pipeline[R]) decideLimits(ctx context.Context, r R, d *Decision) {
 	if d.Shadow {
 		if p.pausedShadow() {
-			return Decision{}
+			*d = Decision{}
+			return
 		}
 		sctx, cancel := context.WithTimeout(ctx, p.shadowBudget)
-		err := p.ask(sctx, ctx, &d)
+		err := p.ask(sctx, ctx, d)
 		cancel()
 		p.pauseShadowOn(ctx, err)
-		return p.shadow(ctx, d, err)
+		p.shadow(ctx, d, err)
+		return
 	}
-	if err := p.ask(ctx, ctx, &d); err != nil {
-		return p.fail(ctx, r, d, err)
+	if err := p.ask(ctx, ctx, d); err != nil {
+		p.fail(ctx, r, d, err)
+		return
 	}
 	d.Decided, d.Charged = true, d.Result.Allowed
-	return p.verdict(ctx, d)
+	p.verdict(ctx, d)
 }
 
-// prepare finds r's limits, keys, costs and policies; ok is false when the decision is
-// already made: r is not limited, or ended by the error handler.
-func (p *Pipeline[R]) prepare(r R) (d Decision, ok bool) {
+// prepare finds r's limits, keys, costs and policies, in d; ok is false when the decision
+// is already made: r is not limited, or ended by the error handler.
+func (p *Pipeline[R]) prepare(r R, d *Decision) (ok bool) {
 	if p.opts.Limits != nil {
-		return p.prepareAll(r)
+		return p.prepareAll(r, d)
 	}
 	d.Shadow = p.opts.Shadow
 	d.Limit, d.Policy = p.opts.Limit(r)
 	if d.Limit.IsZero() {
-		return d, false
+		return false
 	}
 	if d.Policy == "" {
 		d.Policy = p.opts.PolicyName
@@ -169,17 +172,17 @@ func (p *Pipeline[R]) prepare(r R) (d Decision, ok bool) {
 			if herr := p.onError(r, fmt.Errorf("%s%w", p.prefix, d.Err)); herr != nil {
 				d.Verdict, d.Err = Handled, herr
 			}
-			return d, false
+			return false
 		}
 	}
-	if p.bucketOfParts(r, &d) {
-		return d, true
+	if p.bucketOfParts(r, d) {
+		return true
 	}
-	if !p.key(r, &d) {
-		return d, false
+	if !p.key(r, d) {
+		return false
 	}
 	d.bucket = BucketKey(d.Policy, d.Key, d.Shadow)
-	return d, true
+	return true
 }
 
 // bucketOfParts sets d.Key and d.bucket from the parts of r's default key (KeyParts), with
@@ -229,14 +232,14 @@ func (p *Pipeline[R]) key(r R, d *Decision) (ok bool) {
 // d.Permit, for the middleware to release when the handler returns. A request that finds
 // no room is Busy; a failure of the limiter goes to the error policy as a rate limiter's
 // does, and a request that proceeds under FailOpen holds no permit.
-func (p *Pipeline[R]) acquire(ctx context.Context, r R, d Decision, l concurrency.Limiter, max int) Decision {
+func (p *Pipeline[R]) acquire(ctx context.Context, r R, d *Decision, l concurrency.Limiter, max int) {
 	if max == 0 {
-		return d // not limited
+		return // not limited
 	}
 	if d.Key == "" { // no rate limit decided r: its key is found here
 		d.Policy = p.opts.PolicyName
-		if !p.key(r, &d) {
-			return d
+		if !p.key(r, d) {
+			return
 		}
 	}
 	var start time.Time
@@ -255,16 +258,15 @@ func (p *Pipeline[R]) acquire(ctx context.Context, r R, d Decision, l concurrenc
 	case errors.Is(err, concurrency.ErrQueueFull):
 		d.Verdict, d.Err = Busy, err
 	default:
-		d = p.fail(ctx, r, d, err)
+		p.fail(ctx, r, d, err)
 	}
-	return d
 }
 
 // prepareAll is prepare for several limits (WithLimits). Each entry is settled as one limit
 // is: a key the limiter cannot take is replaced by UnkeyedKey (reported to the error handler
 // once per request), a missing name by the policy's name (WithPolicyName), and the key by
 // the bucket key of the entry's policy. The entries are copied, never changed in place.
-func (p *Pipeline[R]) prepareAll(r R) (d Decision, ok bool) {
+func (p *Pipeline[R]) prepareAll(r R, d *Decision) (ok bool) {
 	given := p.opts.Limits(r)
 	reqs := make([]ratelimit.Request, 0, len(given))
 	d.Shadow = p.opts.Shadow
@@ -285,7 +287,7 @@ func (p *Pipeline[R]) prepareAll(r R) (d Decision, ok bool) {
 				if herr := p.onError(r, fmt.Errorf("%s%w", p.prefix, err)); herr != nil {
 					d.Verdict, d.Err = Handled, herr
 				}
-				return d, false
+				return false
 			}
 			index := 0 // among the entries of q's policy
 			for _, e := range reqs {
@@ -300,7 +302,7 @@ func (p *Pipeline[R]) prepareAll(r R) (d Decision, ok bool) {
 				if herr := p.onError(r, fmt.Errorf("%sno key for limit %d (%s), limiting as %q: %w",
 					p.prefix, i, q.Name, UnkeyedKey, err)); herr != nil {
 					d.Verdict, d.Err = Handled, herr
-					return d, false
+					return false
 				}
 			}
 			if err != nil {
@@ -313,10 +315,10 @@ func (p *Pipeline[R]) prepareAll(r R) (d Decision, ok bool) {
 	for _, q := range reqs {
 		if !q.Limit.IsZero() {
 			d.Reqs = reqs
-			return d, true
+			return true
 		}
 	}
-	return d, false // no limit at all
+	return false // no limit at all
 }
 
 // ask asks the limiter with ctx, fills d with its answer, tells the observer, and returns
@@ -403,30 +405,28 @@ func (p *Pipeline[R]) report(ctx context.Context, d *Decision, origin observe.Or
 // A shadow decision that admitted took tokens from its shadow buckets, as an enforced one
 // would: Charged is set, so that WithRefundIf gives them back and the shadow buckets count
 // what enforcement would have counted.
-func (p *Pipeline[R]) shadow(ctx context.Context, d Decision, err error) Decision {
+func (p *Pipeline[R]) shadow(ctx context.Context, d *Decision, err error) {
 	if err != nil {
 		if ctx.Err() != nil {
 			d.Verdict, d.Err = Ended, ctx.Err()
 		}
-		return d
+		return
 	}
 	d.Decided, d.Charged = true, d.Result.Allowed
 	d.Result.Allowed, d.Result.RetryAfter, d.Result.Delay = true, 0, 0
 	d.Multi.Allowed, d.Multi.RetryAfter = true, 0
-	return d
 }
 
 // verdict is the verdict of a decision the limiter made: deny, or hold for a shaper's delay
 // and proceed.
-func (p *Pipeline[R]) verdict(ctx context.Context, d Decision) Decision {
+func (p *Pipeline[R]) verdict(ctx context.Context, d *Decision) {
 	if !d.Result.Allowed {
 		d.Verdict = Deny
-		return d
+		return
 	}
 	if err := wait.Hold(ctx, d.Result.Delay, nil); err != nil {
 		d.Verdict, d.Err = Ended, err
 	}
-	return d
 }
 
 // Refund gives back the tokens d took when the middleware's refund function (WithRefundIf)
@@ -434,7 +434,7 @@ func (p *Pipeline[R]) verdict(ctx context.Context, d Decision) Decision {
 // decision's Charge, so that a refund goes where the tokens were taken or nowhere. The
 // refund outlives r's context, within the limiter's own deadline; its errors go to the
 // error handler.
-func (p *Pipeline[R]) Refund(ctx context.Context, r R, d Decision) {
+func (p *Pipeline[R]) Refund(ctx context.Context, r R, d *Decision) {
 	if p.opts.Refund == nil || !d.Charged || !p.opts.Refund(r) {
 		return
 	}
@@ -460,37 +460,36 @@ func (p *Pipeline[R]) Refund(ctx context.Context, r R, d Decision) {
 // Wait waits, with Limiter.Wait, until r may proceed, then for its permit to run
 // (WithConcurrency) as Decide does. A deadline that comes before the turn ends r as its
 // context's end would.
-func (p *Pipeline[R]) Wait(ctx context.Context, r R) Decision {
+func (p *Pipeline[R]) Wait(ctx context.Context, r R, d *Decision) {
 	if p.limiter == nil || p.opts.Rules != nil || p.opts.Skip != nil && p.opts.Skip(r) {
-		return p.Decide(ctx, r)
+		p.Decide(ctx, r, d)
+		return
 	}
-	d := p.waitRate(ctx, r)
+	p.waitRate(ctx, r, d)
 	if p.opts.Concurrency != nil && d.Verdict == Proceed {
-		d = p.acquire(ctx, r, d, p.opts.Concurrency, p.opts.InFlight(r))
+		p.acquire(ctx, r, d, p.opts.Concurrency, p.opts.InFlight(r))
 	}
-	return d
 }
 
 // waitRate is Wait's rate limit.
-func (p *Pipeline[R]) waitRate(ctx context.Context, r R) Decision {
-	d, ok := p.prepare(r)
-	if !ok {
-		return d
+func (p *Pipeline[R]) waitRate(ctx context.Context, r R, d *Decision) {
+	if !p.prepare(r, d) {
+		return
 	}
 	err := p.limiter.Wait(p.withPriority(ctx, r), d.bucket, d.Limit)
 	switch {
 	case err == nil:
-		return d
+		return
 	case ctx.Err() != nil:
 		d.Verdict, d.Err = Ended, ctx.Err()
-		return d
+		return
 	case errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ratelimit.ErrTimeout):
 		if _, ok := ctx.Deadline(); ok {
 			d.Verdict, d.Err = Ended, err
-			return d
+			return
 		}
 	}
-	return p.fail(ctx, r, d, err)
+	p.fail(ctx, r, d, err)
 }
 
 // withPriority returns ctx carrying r's priority, when the middleware gives requests one
@@ -563,15 +562,15 @@ func checkKeepName(name string) error {
 // fail turns a limiter error into a verdict. A request whose own context has ended is
 // ended, whatever the error: the limiter's failure to answer a request nobody waits for
 // says nothing of its health, and failing open would run the handler for nobody.
-func (p *Pipeline[R]) fail(ctx context.Context, r R, d Decision, err error) Decision {
+func (p *Pipeline[R]) fail(ctx context.Context, r R, d *Decision, err error) {
 	d.Err = err
 	if ctx.Err() != nil {
 		d.Verdict, d.Err = Ended, ctx.Err()
-		return d
+		return
 	}
 	if herr := p.onError(r, fmt.Errorf("%s%w", p.prefix, err)); herr != nil {
 		d.Verdict, d.Err = Handled, herr
-		return d
+		return
 	}
 	switch {
 	case errors.Is(err, ratelimit.ErrExceedsBurst):
@@ -583,7 +582,6 @@ func (p *Pipeline[R]) fail(ctx context.Context, r R, d Decision, err error) Deci
 	default:
 		d.Verdict = Proceed
 	}
-	return d
 }
 
 // IsArgumentError reports whether err says the limiter was asked something it can never

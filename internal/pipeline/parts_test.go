@@ -52,8 +52,8 @@ func TestKeyParts(t *testing.T) {
 			p, err := New("test: ", l, &o, func(_ string, err error) error { reported = err; return nil })
 			require.NoError(t, err)
 
-			d, ok := p.prepare(tt.r)
-			require.True(t, ok)
+			var d Decision
+			require.True(t, p.prepare(tt.r, &d))
 			assert.Equal(t, tt.wantBucket, d.bucket)
 			assert.Equal(t, tt.wantKey, d.Key)
 			if tt.wantErr != nil {
@@ -63,7 +63,7 @@ func TestKeyParts(t *testing.T) {
 				assert.Equal(t, BucketKey(d.Policy, d.Key, tt.shadow), d.bucket)
 			}
 			if tt.wantAllocs >= 0 {
-				assert.Equal(t, tt.wantAllocs, testing.AllocsPerRun(100, func() { p.prepare(tt.r) }))
+				assert.Equal(t, tt.wantAllocs, testing.AllocsPerRun(100, func() { p.prepare(tt.r, &Decision{}) }))
 			}
 		})
 	}

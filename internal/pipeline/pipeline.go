@@ -241,7 +241,7 @@ func permitBackend(l concurrency.Limiter) string {
 
 // Style returns the header style of d's answer: none for a shadow decision, unless the
 // style was chosen (WithHeaderStyle).
-func (p *Pipeline[R]) Style(d Decision) headers.Style {
+func (p *Pipeline[R]) Style(d *Decision) headers.Style {
 	if d.Shadow && !p.opts.styleSet {
 		return headers.StyleNone
 	}
