@@ -200,7 +200,9 @@ func Serve(variant, redisAddr string, in io.Reader, out io.Writer) error {
 	}
 	var rdb *redis.Client
 	if v.Backend == "redis" {
-		rdb = redis.NewClient(&redis.Options{Addr: redisAddr, PoolSize: 64})
+		// As docs/redis.md says to build it, for every limiter: with ContextTimeoutEnabled
+		// go-redis stops waiting at a context's deadline, so ours needs no guard goroutine.
+		rdb = redis.NewClient(&redis.Options{Addr: redisAddr, PoolSize: 64, ContextTimeoutEnabled: true})
 		defer rdb.Close()
 	}
 	h, closeLimiter, err := v.Handler(rdb)
