@@ -115,18 +115,22 @@ func (b *batcher) serve(batch []*call) {
 	}
 }
 
-// await waits for the answer to c, a decision that enter queued, or for ctx to end. A
-// decision that ctx ends before it was sent is withdrawn: Redis never sees it.
-func (b *batcher) await(ctx context.Context, c *call) ([]int64, error) {
+// await waits for the answer to c, a decision that enter queued, or for ctx (the call's,
+// with the limiter's deadline) or its caller's context to end. A decision that ends so
+// before it was sent is withdrawn: Redis never sees it.
+func (b *batcher) await(ctx, caller context.Context, c *call) ([]int64, error) {
 	if b.queued != nil {
 		b.queued()
 	}
 	select {
 	case <-c.done:
-		return reply(ctx, c.vals, c.err)
+		return reply(ctx, caller, c.vals, c.err)
 	case <-ctx.Done():
 		b.withdraw(c)
 		return nil, fmt.Errorf("distributed: %w", context.Cause(ctx))
+	case <-caller.Done():
+		b.withdraw(c)
+		return nil, fmt.Errorf("distributed: %w", context.Cause(caller))
 	}
 }
 

@@ -381,9 +381,21 @@ func (l *Limiter) runCall(ctx context.Context, script *redis.Script, keys []stri
 }
 
 // call is runCall without the reload.
+//
+// Within the limiter's deadline (WithTimeout), the call runs under a context of its own,
+// which does not inherit the caller's cancellation: the call's own waits (the batcher's
+// queue, a guarded call) watch the caller's context beside it, and go-redis stops at the
+// deadline. Propagating the cancellation would cost every decision two allocations and a
+// lock of the caller's context (a server's request context is cancelable); what it would
+// add is that a call waiting for a free connection of the client's pool leaves when its
+// caller gives up rather than at the deadline.
 func (l *Limiter) call(ctx context.Context, script *redis.Script, keys []string, argv []any, r *request) ([]int64, error) {
+	caller := ctx
 	if l.timeout > 0 {
 		if d, ok := ctx.Deadline(); !ok || time.Until(d) > l.timeout {
+			if ctx.Done() != nil {
+				ctx = context.WithoutCancel(ctx)
+			}
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeoutCause(ctx, l.timeout, errTimeout)
 			defer cancel()
@@ -391,13 +403,13 @@ func (l *Limiter) call(ctx context.Context, script *redis.Script, keys []string,
 	}
 	if l.batch != nil {
 		if c := l.batch.enter(script, keys, argv, r); c != nil {
-			return l.batch.await(ctx, c)
+			return l.batch.await(ctx, caller, c)
 		}
 		defer l.batch.release()
 	}
 	if guard := l.guard || (l.reload != nil && !l.warm.Load()); !guard || ctx.Done() == nil {
 		vals, err := l.eval(ctx, script, keys, argv, r)
-		return reply(ctx, vals, err)
+		return reply(ctx, caller, vals, err)
 	}
 	type result struct {
 		vals []int64
@@ -410,9 +422,11 @@ func (l *Limiter) call(ctx context.Context, script *redis.Script, keys []string,
 	}()
 	select {
 	case r := <-done:
-		return reply(ctx, r.vals, r.err)
+		return reply(ctx, caller, r.vals, r.err)
 	case <-ctx.Done():
 		return nil, fmt.Errorf("distributed: %w", context.Cause(ctx))
+	case <-caller.Done():
+		return nil, fmt.Errorf("distributed: %w", context.Cause(caller))
 	}
 }
 
@@ -467,11 +481,17 @@ func ints(cmd *redis.Cmd, r *request) ([]int64, error) {
 	return r.vals[:len(vals)], nil
 }
 
-// reply checks the script's answer. An error that came from the deadline (go-redis
-// reports an i/o timeout) also wraps the context's error, so that callers can tell.
-func reply(ctx context.Context, vals []int64, err error) ([]int64, error) {
+// reply checks the script's answer to a call made under ctx for caller (see call). An
+// error that came from the deadline (go-redis reports an i/o timeout) also wraps the
+// context's error, so that callers can tell; when the caller's context has ended, its
+// cause.
+func reply(ctx, caller context.Context, vals []int64, err error) ([]int64, error) {
 	if err != nil {
-		if cause := ended(ctx); cause != nil && !errors.Is(err, cause) {
+		cause := context.Cause(caller)
+		if cause == nil {
+			cause = ended(ctx)
+		}
+		if cause != nil && !errors.Is(err, cause) {
 			if errors.Is(err, ctx.Err()) { // go-redis's report of the deadline: no news
 				return nil, fmt.Errorf("distributed: %w", cause)
 			}
