@@ -19,7 +19,8 @@ type Call struct {
 	Origin Origin
 	// Shadow marks a decision made in shadow mode.
 	Shadow bool
-	// Duration is how long the call to the limiter took.
+	// Duration is how long the call to the limiter took; negative when it was not timed,
+	// which only an observer that is a DurationSampler may be told (see Stopwatch).
 	Duration time.Duration
 }
 
