@@ -13,9 +13,8 @@ import (
 // ctx carries and Duration to the time the call to l took (for a DurationSampler, one call
 // in its n is timed: see Stopwatch); and, when l is a ratelimit.MultiLimiter, each AllowAll
 // as ReportAll does, one Decision per limit under its Request's Name (policy for one
-// without). Wait, Peek, Refund and Reset pass through
-// unobserved: how long a caller waited is not how long a decision took, and the others
-// decide nothing.
+// without). Wait, Peek, Refund and Reset pass through unobserved: how long a caller waited
+// is not how long a decision took, and the others decide nothing.
 //
 // The Limiter Wrap returns has exactly the optional interfaces of l among
 // ratelimit.MultiLimiter, ratelimit.Inspector, ratelimit.LimitValidator and
