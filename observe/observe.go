@@ -211,7 +211,7 @@ func Join(list ...Observer) Observer {
 		case nil:
 		case multiObserver:
 			m = append(m, o...)
-		case safeObserver:
+		case *safeObserver:
 			m = append(m, o.Observer)
 		default:
 			m = append(m, o)
@@ -221,29 +221,31 @@ func Join(list ...Observer) Observer {
 	case 0:
 		return nil
 	case 1:
-		return safeObserver{m[0]}
+		return &safeObserver{m[0]}
 	}
 	return m
 }
 
 // safeObserver is the Observer Join returns for one observer: the most common case, with
-// the deferred recover in the method itself, which is cheaper than a call more.
+// the deferred recover in the method itself, which is cheaper than a call more. Its methods
+// have pointer receivers: called through an interface, a method of a value receiver is
+// reached through a wrapper that copies the Decision once more.
 type safeObserver struct{ Observer }
 
 var (
-	_ DurationSampler = safeObserver{}
+	_ DurationSampler = (*safeObserver)(nil)
 	_ DurationSampler = multiObserver{}
 )
 
 // ObserveDecision tells the observer of d, recovering a panic. The deferred recover is
 // open-coded: it costs about 15 ns when nothing panics (BenchmarkJoinRecover).
-func (s safeObserver) ObserveDecision(ctx context.Context, d Decision) {
+func (s *safeObserver) ObserveDecision(ctx context.Context, d Decision) {
 	defer func() { _ = recover() }()
 	s.Observer.ObserveDecision(ctx, d)
 }
 
 // DurationSample is the observer's n (see DurationSampler): 1 unless it is one.
-func (s safeObserver) DurationSample() int { return durationSample(s.Observer) }
+func (s *safeObserver) DurationSample() int { return durationSample(s.Observer) }
 
 // multiObserver is the Observer Join returns for several observers.
 type multiObserver []Observer

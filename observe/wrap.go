@@ -77,7 +77,7 @@ func (l *observed) AllowNOrigin(ctx context.Context, key string, limit ratelimit
 		res, err = l.limiter.AllowN(ctx, key, limit, n)
 	}
 	c := Call{Policy: l.policy, Backend: l.backend, Origin: org, Duration: l.clock.Stop(start)}
-	Report(ctx, l.obs, c, limit, n, res, err)
+	report(ctx, l.obs, &c, &limit, n, &res, err)
 	return res, org, err
 }
 
