@@ -38,7 +38,7 @@ func Report(ctx context.Context, o Observer, c Call, limit ratelimit.Limit, n in
 // a Result or a Limit costs.
 func report(ctx context.Context, o Observer, c *Call, limit *ratelimit.Limit, n int, res *ratelimit.Result, err error) {
 	var d Decision
-	decide(&d, ctx, c, limit, n, res, err)
+	decide(ctx, &d, c, limit, n, res, err)
 	o.ObserveDecision(ctx, d)
 }
 
@@ -64,7 +64,7 @@ func ReportAll(ctx context.Context, o Observer, c Call, reqs []ratelimit.Request
 			c.Policy = q.Name
 		}
 		var d Decision
-		decide(&d, ctx, &c, &q.Limit, max(q.N, 1), &res, err)
+		decide(ctx, &d, &c, &q.Limit, max(q.N, 1), &res, err)
 		o.ObserveDecision(ctx, d)
 	}
 }
@@ -72,7 +72,7 @@ func ReportAll(ctx context.Context, o Observer, c Call, reqs []ratelimit.Request
 // decide fills d, zero, with the report of one decision: the one place a Decision is
 // made. It takes pointers, as Report's callers are on the hot path: a Decision and its
 // parts are a few hundred bytes, which copies would move several times.
-func decide(d *Decision, ctx context.Context, c *Call, limit *ratelimit.Limit, n int, res *ratelimit.Result, err error) {
+func decide(ctx context.Context, d *Decision, c *Call, limit *ratelimit.Limit, n int, res *ratelimit.Result, err error) {
 	d.Policy, d.Backend, d.Shadow, d.Cached = c.Policy, c.Backend, c.Shadow, c.Origin.Cached
 	d.Cost, d.Priority, d.Duration = n, ratelimit.PriorityFrom(ctx), c.Duration
 	if c.Origin.Backend != "" {

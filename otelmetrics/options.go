@@ -54,7 +54,8 @@ func WithMaxSeries(n int) Option {
 // WithDurationSample sets how many decisions ratelimit.decision.duration records: one in
 // n, as the Observer's DurationSample method tells the reporter (observe.Wrap, a
 // middleware), which times the first decision it reports, the (n+1)th, ..., and no other,
-// so that its buckets hold a systematic sample of the durations while ratelimit.requests
+// so that its buckets hold a systematic sample of the durations (of all the decisions the
+// reporter makes: a result seen rarely may have no measurement) while ratelimit.requests
 // counts every decision exactly. Recording a measurement on the OpenTelemetry SDK's
 // histogram costs a few hundred nanoseconds, more than a local decision, and timing a
 // decision two readings of the clock; one in DefaultDurationSample saves both for 15
