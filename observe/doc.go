@@ -5,8 +5,10 @@
 // The middlewares take an Observer (WithObserver); Wrap reports the decisions of a
 // ratelimit.Limiter called directly; Join composes several observers and recovers their
 // panics. Report and ReportAll build a Decision from a limiter's answer, the one way every
-// reporter of this module does, for code that reports decisions of its own. Classify sorts
-// a limiter's errors by what an operator does about them. A limiter made of several
+// reporter of this module does, for code that reports decisions of its own; a Stopwatch
+// times them, only one in n for a DurationSampler (an observer that needs no more, such
+// as otelmetrics'), saving two readings of the clock on the others. Classify sorts a
+// limiter's errors by what an operator does about them. A limiter made of several
 // (fallback) says which of them decided through OriginReporter.
 //
 // Packages otelmetrics (OpenTelemetry), prommetrics (Prometheus, a module of its own) and

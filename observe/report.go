@@ -19,7 +19,8 @@ type Call struct {
 	Origin Origin
 	// Shadow marks a decision made in shadow mode.
 	Shadow bool
-	// Duration is how long the call to the limiter took.
+	// Duration is how long the call to the limiter took; negative when it was not timed,
+	// which only an observer that is a DurationSampler may be told (see Stopwatch).
 	Duration time.Duration
 }
 
@@ -30,7 +31,15 @@ type Call struct {
 // res.Limit when set (fallback's share), limit otherwise; its Priority is the one ctx
 // carries. o must not be nil; wrap it with Join to recover its panics.
 func Report(ctx context.Context, o Observer, c Call, limit ratelimit.Limit, n int, res ratelimit.Result, err error) {
-	o.ObserveDecision(ctx, decision(ctx, c, limit, n, res, err))
+	report(ctx, o, &c, &limit, n, &res, err)
+}
+
+// report is Report, its arguments given by pointer: Wrap's hot path, where each copy of
+// a Result or a Limit costs.
+func report(ctx context.Context, o Observer, c *Call, limit *ratelimit.Limit, n int, res *ratelimit.Result, err error) {
+	var d Decision
+	decide(ctx, &d, c, limit, n, res, err)
+	o.ObserveDecision(ctx, d)
 }
 
 // ReportAll tells o of a limiter's answer, mr and err, to a call of
@@ -54,20 +63,24 @@ func ReportAll(ctx context.Context, o Observer, c Call, reqs []ratelimit.Request
 		if q.Name != "" {
 			c.Policy = q.Name
 		}
-		o.ObserveDecision(ctx, decision(ctx, c, q.Limit, max(q.N, 1), res, err))
+		var d Decision
+		decide(ctx, &d, &c, &q.Limit, max(q.N, 1), &res, err)
+		o.ObserveDecision(ctx, d)
 	}
 }
 
-// decision builds the report of one decision: the one place a Decision is made.
-func decision(ctx context.Context, c Call, limit ratelimit.Limit, n int, res ratelimit.Result, err error) Decision {
-	d := Decision{
-		Policy: c.Policy, Backend: c.Backend, Shadow: c.Shadow, Cached: c.Origin.Cached,
-		Cost: n, Priority: ratelimit.PriorityFrom(ctx), Limit: limit, Duration: c.Duration,
-	}
+// decide fills d, zero, with the report of one decision: the one place a Decision is
+// made. It takes pointers, as Report's callers are on the hot path: a Decision and its
+// parts are a few hundred bytes, which copies would move several times.
+func decide(ctx context.Context, d *Decision, c *Call, limit *ratelimit.Limit, n int, res *ratelimit.Result, err error) {
+	d.Policy, d.Backend, d.Shadow, d.Cached = c.Policy, c.Backend, c.Shadow, c.Origin.Cached
+	d.Cost, d.Priority, d.Duration = n, ratelimit.PriorityFrom(ctx), c.Duration
 	if c.Origin.Backend != "" {
 		d.Backend = c.Origin.Backend
 	}
-	if !res.Limit.IsZero() {
+	if res.Limit.IsZero() {
+		d.Limit = *limit
+	} else {
 		d.Limit = res.Limit
 	}
 	switch {
@@ -78,5 +91,4 @@ func decision(ctx context.Context, c Call, limit ratelimit.Limit, n int, res rat
 	default:
 		d.Outcome, d.Remaining = OutcomeDenied, res.Remaining
 	}
-	return d
 }

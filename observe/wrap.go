@@ -3,7 +3,6 @@ package observe
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/sluice-go/ratelimit"
 )
@@ -11,11 +10,11 @@ import (
 // Wrap returns l reporting each of its decisions to o: each Allow and AllowN as a Decision
 // with Policy set to policy, Backend to BackendName(l) (or, when l is an OriginReporter
 // such as fallback.Limiter, the backend that decided), Cost to n, Priority to the priority
-// ctx carries and Duration to the time the call to l took; and, when l is a
-// ratelimit.MultiLimiter, each AllowAll as ReportAll does, one Decision per limit under its
-// Request's Name (policy for one without). Wait, Peek, Refund and Reset pass through
-// unobserved: how long a caller waited is not how long a decision took, and the others
-// decide nothing.
+// ctx carries and Duration to the time the call to l took (for a DurationSampler, one call
+// in its n is timed: see Stopwatch); and, when l is a ratelimit.MultiLimiter, each AllowAll
+// as ReportAll does, one Decision per limit under its Request's Name (policy for one
+// without). Wait, Peek, Refund and Reset pass through unobserved: how long a caller waited
+// is not how long a decision took, and the others decide nothing.
 //
 // The Limiter Wrap returns has exactly the optional interfaces of l among
 // ratelimit.MultiLimiter, ratelimit.Inspector, ratelimit.LimitValidator and
@@ -36,7 +35,7 @@ func Wrap(l ratelimit.Limiter, o Observer, policy string) ratelimit.Limiter {
 	if obs == nil {
 		panic("observe: Wrap: nil Observer")
 	}
-	w := &observed{limiter: l, obs: obs, policy: policy, backend: BackendName(l), epoch: time.Now()}
+	w := &observed{limiter: l, obs: obs, policy: policy, backend: BackendName(l), clock: NewStopwatch(obs)}
 	w.multi, _ = l.(ratelimit.MultiLimiter)
 	w.origins, _ = l.(OriginReporter)
 	return expose(w, capabilitiesOf(l))
@@ -51,7 +50,7 @@ type observed struct {
 	obs     Observer               // wrapped by Join: panics recovered
 	policy  string
 	backend string
-	epoch   time.Time // durations are read as differences of time.Since(epoch)
+	clock   *Stopwatch
 }
 
 var _ full = (*observed)(nil)
@@ -66,8 +65,7 @@ func (l *observed) AllowN(ctx context.Context, key string, limit ratelimit.Limit
 }
 
 func (l *observed) AllowNOrigin(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, Origin, error) {
-	// Two readings of the monotonic clock; time.Now would add a reading of the wall clock.
-	start := time.Since(l.epoch)
+	start := l.clock.Start()
 	var (
 		res ratelimit.Result
 		org Origin
@@ -78,8 +76,8 @@ func (l *observed) AllowNOrigin(ctx context.Context, key string, limit ratelimit
 	} else {
 		res, err = l.limiter.AllowN(ctx, key, limit, n)
 	}
-	c := Call{Policy: l.policy, Backend: l.backend, Origin: org, Duration: time.Since(l.epoch) - start}
-	Report(ctx, l.obs, c, limit, n, res, err)
+	c := Call{Policy: l.policy, Backend: l.backend, Origin: org, Duration: l.clock.Stop(start)}
+	report(ctx, l.obs, &c, &limit, n, &res, err)
 	return res, org, err
 }
 
@@ -92,7 +90,7 @@ func (l *observed) AllowAllOrigin(ctx context.Context, reqs []ratelimit.Request)
 	if l.multi == nil {
 		return ratelimit.MultiResult{}, Origin{}, fmt.Errorf("%w: AllowAll: %s", ratelimit.ErrNotSupported, l.backend)
 	}
-	start := time.Since(l.epoch)
+	start := l.clock.Start()
 	var (
 		mr  ratelimit.MultiResult
 		org Origin
@@ -103,7 +101,7 @@ func (l *observed) AllowAllOrigin(ctx context.Context, reqs []ratelimit.Request)
 	} else {
 		mr, err = l.multi.AllowAll(ctx, reqs)
 	}
-	c := Call{Policy: l.policy, Backend: l.backend, Origin: org, Duration: time.Since(l.epoch) - start}
+	c := Call{Policy: l.policy, Backend: l.backend, Origin: org, Duration: l.clock.Stop(start)}
 	ReportAll(ctx, l.obs, c, reqs, mr, err)
 	return mr, org, err
 }

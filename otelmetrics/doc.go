@@ -16,8 +16,8 @@
 //     otherwise) and, on errors only, error.type (timeout, unavailable, invalid_input,
 //     canceled, closed).
 //   - ratelimit.decision.duration (Histogram, s, buckets from 10 µs to 250 ms):
-//     ratelimit.policy, ratelimit.backend, ratelimit.result; one decision in 16 of each
-//     series of ratelimit.requests (WithDurationSample).
+//     ratelimit.policy, ratelimit.backend, ratelimit.result; one decision in 16, timed
+//     by the reporter (WithDurationSample).
 //   - ratelimit.fallback.transitions (Counter, {transition}): ratelimit.fallback.from and
 //     ratelimit.fallback.to (closed, open, half-open).
 //   - ratelimit.denial_cache.hits (Counter, {request}): ratelimit.policy.
@@ -44,7 +44,8 @@
 //
 // # Cost
 //
-// An observed decision costs one or two atomic additions and, one time in 16, a histogram
-// measurement on a precomputed attribute set; it allocates nothing (figures:
+// An observed decision costs one or two atomic additions and, one time in 16, two readings
+// of the clock and a histogram measurement on a precomputed attribute set; it allocates
+// nothing (figures:
 // https://github.com/sluice-go/ratelimit/blob/main/docs/performance.md#observation-and-several-limits).
 package otelmetrics

@@ -53,8 +53,8 @@ const other = observe.OtherSeries
 // counter per series, and reported at each collection through asynchronous counters: the
 // SDK's synchronous instruments resolve their attributes on every call, which costs a few
 // hundred nanoseconds a measurement, while an atomic add costs a few. The duration, a
-// histogram (OpenTelemetry has no asynchronous one), records a sample of the decisions: see
-// WithDurationSample.
+// histogram (OpenTelemetry has no asynchronous one), records a sample of the decisions: the
+// Observer is an observe.DurationSampler (see WithDurationSample).
 type Observer struct {
 	requests    metric.Int64ObservableCounter
 	cacheHits   metric.Int64ObservableCounter
@@ -63,7 +63,7 @@ type Observer struct {
 
 	series *observe.Series[counters]
 	states map[[2]fallback.State]metric.AddOption // the attributes of the known transitions
-	sample int64                                  // WithDurationSample
+	sample int                                    // WithDurationSample
 
 	// permitRequests counts concurrency limits' decisions, kept in permits: see
 	// registerPermits.
@@ -72,7 +72,7 @@ type Observer struct {
 }
 
 var (
-	_ observe.Observer = (*Observer)(nil)
+	_ observe.DurationSampler = (*Observer)(nil)
 )
 
 // counters holds the counts of one (policy, backend) pair and their attribute sets, made
@@ -244,9 +244,9 @@ func registerBuckets(meter metric.Meter, sources []bucketSource) error {
 }
 
 // ObserveDecision records d: one ratelimit.requests, one ratelimit.denial_cache.hits when
-// d.Cached, and, for one decision in WithDurationSample's n, one
-// ratelimit.decision.duration. It allocates nothing once the pair
-// (d.Policy, d.Backend) has been seen, unless a name is not valid UTF-8.
+// d.Cached, and, when the reporter timed d (d.Duration is not negative), one
+// ratelimit.decision.duration. It allocates nothing once the pair (d.Policy, d.Backend)
+// has been seen, unless a name is not valid UTF-8.
 func (o *Observer) ObserveDecision(ctx context.Context, d observe.Decision) {
 	if ctx == nil {
 		ctx = context.Background()
@@ -262,25 +262,28 @@ func (o *Observer) ObserveDecision(ctx context.Context, d observe.Decision) {
 	}
 	p := priorityIndex(d.Priority)
 	out := d.Outcome
-	var n int64 // the decision's number in its series of ratelimit.requests
 	switch out {
 	case observe.OutcomeAllowed, observe.OutcomeDenied:
-		n = s.requests[p][out][shadow].n.Add(1)
+		s.requests[p][out][shadow].n.Add(1)
 	default:
 		out = observe.OutcomeError
 		kind := int(d.ErrorKind)
 		if kind >= numKinds {
 			kind = 0
 		}
-		n = s.errors[p][kind][shadow].n.Add(1)
+		s.errors[p][kind][shadow].n.Add(1)
 	}
 	if d.Cached {
 		s.cacheHits.n.Add(1)
 	}
-	if (n-1)%o.sample == 0 {
+	if d.Duration >= 0 {
 		o.duration.Record(ctx, d.Duration.Seconds(), s.duration[out]...)
 	}
 }
+
+// DurationSample returns WithDurationSample's n: reporters need time only one decision
+// in n for the Observer (observe.DurationSampler).
+func (o *Observer) DurationSample() int { return o.sample }
 
 // ObserveBreaker records c on ratelimit.fallback.transitions. Pass it to
 // fallback.WithStateHook.

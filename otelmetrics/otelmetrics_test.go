@@ -344,34 +344,42 @@ func TestPriority(t *testing.T) {
 }
 
 // TestDurationSample: ratelimit.requests counts every decision, and the histogram records
-// one in n of each of its series, the first of them included: 40 allowed decisions at one
-// priority and 3 at another, and 3 denied, under the default of 16 are recorded as the
-// 1st, 17th and 33rd allowed of the first priority, the 1st of the second, and the first
-// denied; with WithDurationSample(4), as 10 + 1 + 1.
+// those the reporter timed, one in n of the decisions it reports, the first included.
+// Through observe.Wrap on a local limiter, 40 allowed decisions at one priority, then 3
+// at another, then 3 denied: 46 decisions, of which n = 16 times the 1st, 17th and 33rd,
+// all allowed; n = 4 times the 1st, 5th, ..., 45th, 11 of them among the 43 allowed and
+// one (the 45th) among the denied.
 func TestDurationSample(t *testing.T) {
 	tests := []struct {
 		name            string
 		opts            []otelmetrics.Option
+		sample          int
 		allowed, denied uint64
 	}{
-		{"default", nil, 3 + 1, 1},
-		{"below 1 is the default", []otelmetrics.Option{otelmetrics.WithDurationSample(0)}, 3 + 1, 1},
-		{"one in 4", []otelmetrics.Option{otelmetrics.WithDurationSample(4)}, 10 + 1, 1},
-		{"every one", []otelmetrics.Option{otelmetrics.WithDurationSample(1)}, 43, 3},
+		{"default", nil, 16, 3, 0},
+		{"below 1 is the default", []otelmetrics.Option{otelmetrics.WithDurationSample(0)}, 16, 3, 0},
+		{"one in 4", []otelmetrics.Option{otelmetrics.WithDurationSample(4)}, 4, 11, 1},
+		{"every one", []otelmetrics.Option{otelmetrics.WithDurationSample(1)}, 1, 43, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			obs, reader := otelmetricstest.NewObserver(t, tt.opts...)
-			ctx := context.Background()
-			decide := func(n int, out observe.Outcome, p ratelimit.Priority) {
+			assert.Equal(t, tt.sample, obs.DurationSample())
+			l := local.New(local.WithCleanupInterval(0))
+			defer l.Close()
+			limiter := observe.Wrap(l, obs, "api")
+			decide := func(n int, key string, limit ratelimit.Limit, p ratelimit.Priority, allowed bool) {
+				ctx := ratelimit.WithPriority(context.Background(), p)
 				for range n {
-					obs.ObserveDecision(ctx, observe.Decision{Policy: "api", Backend: "local", Outcome: out,
-						Priority: p, Duration: 30 * time.Microsecond})
+					res, err := limiter.Allow(ctx, key, limit)
+					require.NoError(t, err)
+					require.Equal(t, allowed, res.Allowed)
 				}
 			}
-			decide(40, observe.OutcomeAllowed, ratelimit.Critical)
-			decide(3, observe.OutcomeAllowed, ratelimit.Sheddable)
-			decide(3, observe.OutcomeDenied, ratelimit.Critical)
+			a, b := ratelimit.Limit{Rate: 1e-3, Burst: 40}, ratelimit.Limit{Rate: 1e-3, Burst: 100}
+			decide(40, "a", a, ratelimit.Critical, true)
+			decide(3, "b", b, ratelimit.Sheddable, true)
+			decide(3, "a", a, ratelimit.Critical, false)
 
 			c := collect(t, reader)
 			assert.Equal(t, map[string]int64{
@@ -380,13 +388,27 @@ func TestDurationSample(t *testing.T) {
 				"ratelimit.policy=api,ratelimit.priority=critical,ratelimit.result=denied,ratelimit.shadow=false":   3,
 			}, c.Counts(t, "ratelimit.requests"))
 			h := c.Histogram(t)
-			allowed := h["ratelimit.backend=local,ratelimit.policy=api,ratelimit.result=allowed"]
-			denied := h["ratelimit.backend=local,ratelimit.policy=api,ratelimit.result=denied"]
-			assert.Equal(t, tt.allowed, allowed.Count)
-			assert.Equal(t, tt.denied, denied.Count)
-			// Each recorded duration, 30 µs, in the bucket (25 µs, 50 µs].
-			assert.Equal(t, tt.allowed, allowed.BucketCounts[2])
-			assert.InDelta(t, float64(tt.allowed)*30e-6, allowed.Sum, 1e-12)
+			assert.Equal(t, tt.allowed, h["ratelimit.backend=local,ratelimit.policy=api,ratelimit.result=allowed"].Count)
+			assert.Equal(t, tt.denied, h["ratelimit.backend=local,ratelimit.policy=api,ratelimit.result=denied"].Count)
 		})
 	}
+}
+
+// TestDurationRecorded: the Observer records every duration it is told, whatever its n,
+// and no negative one (a decision its reporter did not time): 5 timed and 2 untimed
+// decisions of 30 µs make 5 measurements, each in the bucket (25 µs, 50 µs].
+func TestDurationRecorded(t *testing.T) {
+	obs, reader := otelmetricstest.NewObserver(t) // one in 16
+	ctx := context.Background()
+	for _, took := range []time.Duration{30e3, -1, 30e3, 30e3, -1, 30e3, 30e3} {
+		obs.ObserveDecision(ctx, observe.Decision{Policy: "api", Backend: "local", Duration: took})
+	}
+	c := collect(t, reader)
+	assert.Equal(t, map[string]int64{
+		"ratelimit.policy=api,ratelimit.priority=critical,ratelimit.result=allowed,ratelimit.shadow=false": 7,
+	}, c.Counts(t, "ratelimit.requests"))
+	allowed := c.Histogram(t)["ratelimit.backend=local,ratelimit.policy=api,ratelimit.result=allowed"]
+	assert.Equal(t, uint64(5), allowed.Count)
+	assert.Equal(t, uint64(5), allowed.BucketCounts[2])
+	assert.InDelta(t, 5*30e-6, allowed.Sum, 1e-12)
 }

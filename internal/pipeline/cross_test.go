@@ -515,6 +515,17 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 		} else {
 			assert.NotContains(t, got, "ratelimit.concurrency.requests")
 		}
+		// WithDurationSample(1): the middleware times every decision, and the histogram
+		// has each one that ratelimit.requests counts.
+		var decisions int64
+		for _, n := range wantCounts {
+			decisions += n
+		}
+		var timed uint64
+		for _, p := range got.Histogram(t) {
+			timed += p.Count
+		}
+		assert.Equal(t, uint64(decisions), timed)
 		for attrs := range got.Histogram(t) {
 			if strings.Contains(attrs, "result=error") {
 				continue // the arguments, refused by whichever part checked them first

@@ -242,13 +242,15 @@ func (p *Pipeline[R]) acquire(ctx context.Context, r R, d *Decision, l concurren
 			return
 		}
 	}
-	var start time.Time
+	// A permit is always timed (its wait is what a concurrency limit's observer watches),
+	// with readings of the monotonic clock only.
+	var start time.Duration
 	if p.observer != nil {
-		start = time.Now()
+		start = time.Since(p.epoch)
 	}
 	permit, err := l.Acquire(ctx, BucketKey(d.Policy, d.Key, false), max)
 	if p.observer != nil {
-		p.reportPermit(ctx, r, d.Policy, err, time.Since(start))
+		p.reportPermit(ctx, r, d.Policy, err, time.Since(p.epoch)-start)
 	}
 	switch {
 	case err == nil:
@@ -328,10 +330,10 @@ func (p *Pipeline[R]) ask(ctx, rctx context.Context, d *Decision) error {
 	var (
 		origin observe.Origin
 		err    error
-		start  time.Time
+		start  time.Duration
 	)
 	if p.observer != nil {
-		start = time.Now()
+		start = p.clock.Start()
 	}
 	switch {
 	case d.Reqs != nil:
@@ -347,7 +349,7 @@ func (p *Pipeline[R]) ask(ctx, rctx context.Context, d *Decision) error {
 		d.Result, err = p.limiter.AllowN(ctx, d.bucket, d.Limit, d.Cost)
 	}
 	if p.observer != nil {
-		p.report(rctx, d, origin, err, time.Since(start))
+		p.report(rctx, d, origin, err, p.clock.Stop(start))
 	}
 	return err
 }
@@ -387,8 +389,9 @@ func (p *Pipeline[R]) reportPermit(ctx context.Context, r R, policy string, err 
 	p.observer.ObserveDecision(ctx, d)
 }
 
-// report tells the observer of d, decided in took: one report per limit, under its
-// policy's name (observe.Report, observe.ReportAll).
+// report tells the observer of d, decided in took (negative when not timed: see
+// observe.Stopwatch): one report per limit, under its policy's name (observe.Report,
+// observe.ReportAll).
 func (p *Pipeline[R]) report(ctx context.Context, d *Decision, origin observe.Origin, err error, took time.Duration) {
 	c := observe.Call{Policy: d.Policy, Backend: p.backend, Origin: origin, Shadow: d.Shadow, Duration: took}
 	if d.Reqs == nil {

@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -9,8 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/observe"
 	"github.com/sluice-go/ratelimit/otelmetrics"
 	"github.com/sluice-go/ratelimit/otelmetrics/otelmetricstest"
 	"github.com/sluice-go/ratelimit/ratelimittest"
@@ -163,6 +166,79 @@ func TestShadowBudget(t *testing.T) {
 				assert.Equal(t, "ok", do(ctx).kind)
 			}
 			assert.Len(t, stub.Keys(), 1, "asked once, then paused")
+		})
+	}
+}
+
+// sampled records, for each decision it is told of, whether it was a permit's and whether
+// it carried a duration; it needs one duration in n (observe.DurationSampler).
+type sampled struct {
+	n    int
+	mu   sync.Mutex
+	seen []string // "rate" or "permit", with "-" when the decision was not timed
+}
+
+func (s *sampled) DurationSample() int { return s.n }
+
+func (s *sampled) ObserveDecision(_ context.Context, d observe.Decision) {
+	kind := "rate"
+	if d.Concurrency {
+		kind = "permit"
+	}
+	if d.Duration < 0 {
+		kind = "-" + kind
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seen = append(s.seen, kind)
+}
+
+func (s *sampled) all() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.seen...)
+}
+
+// The middlewares time one rate decision in n for an observer that needs one in n (here
+// n = 4: the 1st, 5th and 9th of nine) and report the others with a negative duration;
+// a concurrency limit's permit is always timed; joined with an observer that is not a
+// DurationSampler, every decision is timed, for both. Through otelmetrics as built by
+// default (one in 16), the histogram has 2 of 20 decisions, the 1st and the 17th.
+func TestObservedDurationSample(t *testing.T) {
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			serve := func(o observe.Observer) func(context.Context) answer {
+				conc := concurrency.NewLocal(concurrency.WithQueue(-1, concurrency.OldestFirst))
+				t.Cleanup(func() { _ = conc.Close() })
+				return tg.serve(t, setup{limiter: localLimiter(t), limit: ratelimit.PerMinute(100), observer: o,
+					name: "login", conc: conc, inFlight: 1})
+			}
+			s4 := &sampled{n: 4}
+			do := serve(s4)
+			for range 9 {
+				require.Equal(t, "ok", do(context.Background()).kind)
+			}
+			assert.Equal(t, []string{"rate", "permit", "-rate", "permit", "-rate", "permit", "-rate", "permit",
+				"rate", "permit", "-rate", "permit", "-rate", "permit", "-rate", "permit", "rate", "permit"}, s4.all())
+
+			s16, every := &sampled{n: 16}, &sampled{n: 1}
+			do = serve(observe.Join(s16, &priorities{}))
+			for range 3 {
+				require.Equal(t, "ok", do(context.Background()).kind)
+			}
+			assert.Equal(t, []string{"rate", "permit", "rate", "permit", "rate", "permit"}, s16.all())
+			do = serve(every)
+			require.Equal(t, "ok", do(context.Background()).kind)
+			assert.Equal(t, []string{"rate", "permit"}, every.all())
+
+			obs, reader := otelmetricstest.NewObserver(t)
+			do = tg.serve(t, setup{limiter: localLimiter(t), limit: ratelimit.PerMinute(100), observer: obs, name: "login"})
+			for range 20 {
+				require.Equal(t, "ok", do(context.Background()).kind)
+			}
+			got := otelmetricstest.Collect(t, reader)
+			assert.Equal(t, map[string]int64{allowed: 20}, got.Counts(t, "ratelimit.requests"))
+			assert.Equal(t, uint64(2), got.Histogram(t)["ratelimit.backend=local,ratelimit.policy=login,ratelimit.result=allowed"].Count)
 		})
 	}
 }

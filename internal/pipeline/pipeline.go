@@ -105,8 +105,9 @@ type Pipeline[R any] struct {
 	onError func(R, error) error
 	prefix  string
 
-	// observer, when not nil, is told of each decision: see decide.
+	// observer, when not nil, is told of each decision: see decide; clock times them.
 	observer observe.Observer
+	clock    *observe.Stopwatch
 	backend  string
 	origin   observe.OriginReporter
 	// permitBackend names the concurrency limiter (WithConcurrency) to the observer.
@@ -215,6 +216,7 @@ func New[R any](prefix string, l ratelimit.Limiter, o *Options[R], onError func(
 	p := &Pipeline[R]{limiter: l, opts: *o, onError: onError, prefix: prefix, epoch: time.Now(),
 		shadowBudget: shadowBudget}
 	if p.observer = observe.Join(o.Observer); p.observer != nil {
+		p.clock = observe.NewStopwatch(p.observer)
 		p.backend = "none"
 		if l != nil {
 			p.backend = observe.BackendName(l)

@@ -62,8 +62,8 @@ func (c Collected) Counts(t testing.TB, name string) map[string]int64 {
 }
 
 // Histogram returns each series of ratelimit.decision.duration by its attributes. The
-// Observer records one decision in 16 there by default: a test that reads every one passes
-// otelmetrics.WithDurationSample(1) to NewObserver.
+// Observer's reporters time one decision in 16 by default, and it records only those: a
+// test that reads every one passes otelmetrics.WithDurationSample(1) to NewObserver.
 func (c Collected) Histogram(t testing.TB) map[string]metricdata.HistogramDataPoint[float64] {
 	t.Helper()
 	h, ok := c["ratelimit.decision.duration"].Data.(metricdata.Histogram[float64])
