@@ -25,6 +25,15 @@ type Series[S any] struct {
 	made  int        // series made, at most max; guarded by mu
 	m     atomic.Pointer[map[seriesKey]*S]
 	other *S
+	// last is the pair added last and its series, found without hashing: a service whose
+	// decisions all fall in one series (the common case) never reads the map.
+	last atomic.Pointer[lastSeries[S]]
+}
+
+// lastSeries is a Series' pair added last, and its series.
+type lastSeries[S any] struct {
+	key seriesKey
+	s   *S
 }
 
 type seriesKey struct{ policy, backend string }
@@ -43,6 +52,9 @@ func NewSeries[S any](max int, make func(policy, backend string) *S) *Series[S] 
 // the shared series of OtherSeries. A pair seen before costs one map read and allocates
 // nothing.
 func (t *Series[S]) Lookup(policy, backend string) *S {
+	if l := t.last.Load(); l != nil && l.key.policy == policy && l.key.backend == backend {
+		return l.s
+	}
 	if s, ok := (*t.m.Load())[seriesKey{policy, backend}]; ok {
 		return s
 	}
@@ -68,8 +80,10 @@ func (t *Series[S]) Lookup(policy, backend string) *S {
 	next := maps.Clone(m)
 	next[clean] = s
 	// The names as given too, so that the next lookup finds them at once.
-	next[seriesKey{strings.Clone(policy), strings.Clone(backend)}] = s
+	given := seriesKey{strings.Clone(policy), strings.Clone(backend)}
+	next[given] = s
 	t.m.Store(&next)
+	t.last.Store(&lastSeries[S]{given, s})
 	return s
 }
 

@@ -28,6 +28,13 @@ func TestSeries(t *testing.T) {
 	assert.Equal(t, []count{{"login", "local", 2}, {"bad\uFFFD", "local", 2}, {observe.OtherSeries, observe.OtherSeries, 1}},
 		sortedFirst(got))
 	assert.Zero(t, testing.AllocsPerRun(100, func() { s.Lookup("bad\xff", "local").n++ }))
+
+	// The pair added last is found first, and only when both names are the same.
+	s = observe.NewSeries(4, func(policy, backend string) *count { return &count{policy: policy, backend: backend} })
+	for _, p := range [][2]string{{"a", "local"}, {"a", "redis"}, {"b", "redis"}, {"a", "redis"}, {"a", "local"}, {"b", "redis"}} {
+		c := s.Lookup(p[0], p[1])
+		assert.Equal(t, p, [2]string{c.policy, c.backend})
+	}
 }
 
 // sortedFirst puts "login" first among the table's pairs, whose order a map does not keep;
