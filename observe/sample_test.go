@@ -139,4 +139,14 @@ func TestStopwatch(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Equal(t, 63, n)
+
+	// n not a power of two: decisions 1, 4, 7 and 10 of ten are timed.
+	three := observe.NewStopwatch(&sampler{n: 3})
+	var timed []int
+	for i := range 10 {
+		if three.Stop(three.Start()) >= 0 {
+			timed = append(timed, i+1)
+		}
+	}
+	assert.Equal(t, []int{1, 4, 7, 10}, timed)
 }
