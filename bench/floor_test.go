@@ -87,8 +87,8 @@ func BenchmarkRedisFloor(b *testing.B) {
 		}
 		return vs[0] == int64(1), nil
 	}})
-	// Ours without its own deadline (WithTimeout(-1)), to show what the deadline's timer
-	// costs a decision: a context.WithTimeoutCause per call.
+	// Ours without its own deadline (WithTimeout(-1)), to show what the deadline costs a
+	// decision.
 	unbounded, err := distributed.New(client, distributed.WithTimeout(-1))
 	if err != nil {
 		b.Fatal(err)

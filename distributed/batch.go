@@ -45,8 +45,8 @@ type call struct {
 
 // batcher sends queued decisions as pipelines. New makes one when the client can pipeline.
 type batcher struct {
-	client  pipeliner
-	timeout time.Duration // bounds each pipeline; zero means the client's own timeouts
+	client pipeliner
+	bound  *bound // bounds each pipeline; nil means the client's own timeouts
 
 	mu     sync.Mutex
 	active int     // direct calls and pipeline senders at work, at most maxDirect
@@ -127,7 +127,7 @@ func (b *batcher) await(ctx, caller context.Context, c *call) ([]int64, error) {
 		return reply(ctx, caller, c.vals, c.err)
 	case <-ctx.Done():
 		b.withdraw(c)
-		return nil, fmt.Errorf("distributed: %w", context.Cause(ctx))
+		return nil, fmt.Errorf("distributed: %w", cause(ctx))
 	case <-caller.Done():
 		b.withdraw(c)
 		return nil, fmt.Errorf("distributed: %w", context.Cause(caller))
@@ -146,11 +146,11 @@ func (b *batcher) withdraw(c *call) {
 // send runs batch as one pipeline of EVALSHAs, then, if Redis had lost a script (SCRIPT
 // FLUSH, restart, failover), sends the calls that failed with NOSCRIPT again with EVAL.
 func (b *batcher) send(batch []*call) {
-	ctx := context.Background()
-	if b.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, b.timeout)
-		defer cancel()
+	var ctx context.Context = context.Background()
+	if b.bound != nil {
+		c := new(bounded)
+		b.bound.set(c, ctx, time.Now())
+		ctx = c
 	}
 	cmds := b.pipeline(ctx, batch, true)
 	var again []*call

@@ -29,6 +29,7 @@ type Limiter struct {
 	client    redis.Scripter
 	prefix    string
 	timeout   time.Duration
+	bound     *bound // the deadline of timeout, or nil for none
 	algorithm ratelimit.Algorithm
 	clock     func() time.Time
 	// sharded: the client spreads keys over servers by hash slot (see AllowAll).
@@ -105,8 +106,11 @@ func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 		guard:     !honoursContext(client),
 		stop:      make(chan struct{}),
 	}
+	if l.timeout > 0 {
+		l.bound = newBound(l.timeout)
+	}
 	if p, ok := client.(pipeliner); ok {
-		l.batch = &batcher{client: p, timeout: o.timeout}
+		l.batch = &batcher{client: p, bound: l.bound}
 	}
 	if c, ok := client.(*redis.ClusterClient); ok {
 		l.reload = c.ReloadState
@@ -195,6 +199,7 @@ type request struct {
 	cmd  [10]any // EVALSHA, the script's SHA1, 1, KEYS[1], ARGV[1..6]
 	vals [6]int64
 	buf  [80]byte // the key's bytes, when they fit
+	ctx  bounded  // the call's context under the limiter's deadline (see call)
 }
 
 // request returns the call that decides (key, limit, n) with alg: its key (see key) and
@@ -382,23 +387,30 @@ func (l *Limiter) runCall(ctx context.Context, script *redis.Script, keys []stri
 
 // call is runCall without the reload.
 //
-// Within the limiter's deadline (WithTimeout), the call runs under a context of its own,
-// which does not inherit the caller's cancellation: the call's own waits (the batcher's
-// queue, a guarded call) watch the caller's context beside it, and go-redis stops at the
-// deadline. Propagating the cancellation would cost every decision two allocations and a
-// lock of the caller's context (a server's request context is cancelable); what it would
-// add is that a call waiting for a free connection of the client's pool leaves when its
-// caller gives up rather than at the deadline.
+// Within the limiter's deadline (WithTimeout), the call runs under a bounded context (see
+// deadline.go), which carries the caller's values but not its cancellation: the call's own
+// waits (the batcher's queue, a guarded call) watch the caller's context beside it, and
+// go-redis stops at the deadline. Propagating the cancellation would cost every decision a
+// cancel context and a channel of its own, and a lock of the caller's context (a server's
+// request context is cancelable); what it would add is that a call waiting for a free
+// connection of the client's pool leaves when its caller gives up rather than at the
+// deadline.
 func (l *Limiter) call(ctx context.Context, script *redis.Script, keys []string, argv []any, r *request) ([]int64, error) {
 	caller := ctx
-	if l.timeout > 0 {
-		if d, ok := ctx.Deadline(); !ok || time.Until(d) > l.timeout {
+	if l.bound != nil {
+		now := time.Now()
+		if d, ok := ctx.Deadline(); !ok || d.Sub(now) > l.timeout {
+			var c *bounded
+			if r != nil {
+				c = &r.ctx
+			} else {
+				c = new(bounded)
+			}
 			if ctx.Done() != nil {
 				ctx = context.WithoutCancel(ctx)
 			}
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeoutCause(ctx, l.timeout, errTimeout)
-			defer cancel()
+			l.bound.set(c, ctx, now)
+			ctx = c
 		}
 	}
 	if l.batch != nil {
@@ -424,7 +436,7 @@ func (l *Limiter) call(ctx context.Context, script *redis.Script, keys []string,
 	case r := <-done:
 		return reply(ctx, caller, r.vals, r.err)
 	case <-ctx.Done():
-		return nil, fmt.Errorf("distributed: %w", context.Cause(ctx))
+		return nil, fmt.Errorf("distributed: %w", cause(ctx))
 	case <-caller.Done():
 		return nil, fmt.Errorf("distributed: %w", context.Cause(caller))
 	}
@@ -487,15 +499,15 @@ func ints(cmd *redis.Cmd, r *request) ([]int64, error) {
 // cause.
 func reply(ctx, caller context.Context, vals []int64, err error) ([]int64, error) {
 	if err != nil {
-		cause := context.Cause(caller)
-		if cause == nil {
-			cause = ended(ctx)
+		why := context.Cause(caller)
+		if why == nil {
+			why = ended(ctx)
 		}
-		if cause != nil && !errors.Is(err, cause) {
+		if why != nil && !errors.Is(err, why) {
 			if errors.Is(err, ctx.Err()) { // go-redis's report of the deadline: no news
-				return nil, fmt.Errorf("distributed: %w", cause)
+				return nil, fmt.Errorf("distributed: %w", why)
 			}
-			return nil, fmt.Errorf("distributed: %w: %w", cause, err)
+			return nil, fmt.Errorf("distributed: %w: %w", why, err)
 		}
 		return nil, fmt.Errorf("distributed: %w", err)
 	}
@@ -509,6 +521,9 @@ func reply(ctx, caller context.Context, vals []int64, err error) ([]int64, error
 // before ctx's own timer does: a deadline in the past counts as ended, and its cause, which
 // tells the limiter's deadline from the caller's, is the one ctx is about to report.
 func ended(ctx context.Context) error {
+	if c, ok := ctx.(*bounded); ok {
+		return c.cause()
+	}
 	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
 		<-ctx.Done()
 	}

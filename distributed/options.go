@@ -53,8 +53,8 @@ func WithPrefix(p string) Option {
 // if its last dial failed ("connection refused", "no such host"), which the deadline would
 // hide; when the caller's context ends first, the error is the context's. (A caller
 // canceled while its call waits for a connection of the client's pool is answered at the
-// bound: the cancellation is not propagated into the call, which costs every decision two
-// allocations on a server's request context.)
+// bound: the cancellation is not propagated into the call, which would cost every decision
+// a cancel context and a channel of its own.)
 //
 // The bound holds whatever the client's settings. Clients built with
 // ContextTimeoutEnabled: true honour it themselves; with any other client the limiter
