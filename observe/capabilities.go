@@ -51,7 +51,7 @@ type full interface {
 // a wrapper to be found by type assertion for what its Limiter can do, and for nothing
 // more. Each part below carries one capability's methods; the switch picks the struct
 // type that embeds the parts caps names.
-func expose(f full, caps capability) ratelimit.Limiter {
+func expose(f *observed, caps capability) ratelimit.Limiter {
 	b, m, i, v, o := basePart{f}, multiPart{f}, inspectorPart{f}, validatorPart{f}, originsPart{f}
 	switch caps & (capMulti | capInspector | capValidator | capOrigins) {
 	case 0:
@@ -153,7 +153,7 @@ func expose(f full, caps capability) ratelimit.Limiter {
 
 // basePart carries the methods of every wrapper: ratelimit.Limiter's, BackendName and
 // Unwrap.
-type basePart struct{ f full }
+type basePart struct{ f *observed }
 
 func (p basePart) Allow(ctx context.Context, key string, limit ratelimit.Limit) (ratelimit.Result, error) {
 	return p.f.Allow(ctx, key, limit)
@@ -174,14 +174,14 @@ func (p basePart) BackendName() string { return p.f.BackendName() }
 func (p basePart) Unwrap() ratelimit.Limiter { return p.f.Unwrap() }
 
 // multiPart carries ratelimit.MultiLimiter's method.
-type multiPart struct{ f full }
+type multiPart struct{ f *observed }
 
 func (p multiPart) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratelimit.MultiResult, error) {
 	return p.f.AllowAll(ctx, reqs)
 }
 
 // inspectorPart carries ratelimit.Inspector's methods.
-type inspectorPart struct{ f full }
+type inspectorPart struct{ f *observed }
 
 func (p inspectorPart) Peek(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
 	return p.f.Peek(ctx, key, limit, n)
@@ -196,12 +196,12 @@ func (p inspectorPart) Reset(ctx context.Context, key string, limit ratelimit.Li
 }
 
 // validatorPart carries ratelimit.LimitValidator's method.
-type validatorPart struct{ f full }
+type validatorPart struct{ f *observed }
 
 func (p validatorPart) ValidateLimit(limit ratelimit.Limit) error { return p.f.ValidateLimit(limit) }
 
 // originsPart carries OriginReporter's methods.
-type originsPart struct{ f full }
+type originsPart struct{ f *observed }
 
 func (p originsPart) AllowNOrigin(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, Origin, error) {
 	return p.f.AllowNOrigin(ctx, key, limit, n)

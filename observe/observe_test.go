@@ -125,6 +125,20 @@ func TestBackendName(t *testing.T) {
 	assert.Equal(t, "local", observe.BackendName(observe.Wrap(l, discard{}, "api")))
 }
 
+// TestWrapPanic: a lone observer that panics (which Wrap tells of its decisions without
+// Join's wrapper) costs the caller nothing: the limiter's answer comes back, every time.
+func TestWrapPanic(t *testing.T) {
+	l := local.New(local.WithCleanupInterval(0))
+	defer l.Close()
+	o := observe.Wrap(l, panicker{}, "api")
+	limit := ratelimit.Limit{Rate: 1e-3, Burst: 2}
+	for i, want := range []bool{true, true, false} {
+		res, err := o.Allow(context.Background(), "k", limit)
+		require.NoError(t, err, "call %d", i)
+		assert.Equal(t, want, res.Allowed, "call %d", i)
+	}
+}
+
 // TestObserve runs the seed timeline (Rate 1/s, Burst 2: A and B allowed at 0.1 s, C
 // denied, D allowed at 1.5 s) through Wrap, then the errors.
 func TestWrap(t *testing.T) {

@@ -31,14 +31,8 @@ type Call struct {
 // res.Limit when set (fallback's share), limit otherwise; its Priority is the one ctx
 // carries. o must not be nil; wrap it with Join to recover its panics.
 func Report(ctx context.Context, o Observer, c Call, limit ratelimit.Limit, n int, res ratelimit.Result, err error) {
-	report(ctx, o, &c, &limit, n, &res, err)
-}
-
-// report is Report, its arguments given by pointer: Wrap's hot path, where each copy of
-// a Result or a Limit costs.
-func report(ctx context.Context, o Observer, c *Call, limit *ratelimit.Limit, n int, res *ratelimit.Result, err error) {
 	var d Decision
-	decide(ctx, &d, c, limit, n, res, err)
+	decide(ctx, &d, &c, &limit, n, &res, err)
 	o.ObserveDecision(ctx, d)
 }
 

@@ -83,7 +83,10 @@ func (t *Series[S]) Lookup(policy, backend string) *S {
 	given := seriesKey{strings.Clone(policy), strings.Clone(backend)}
 	next[given] = s
 	t.m.Store(&next)
-	t.last.Store(&lastSeries[S]{given, s})
+	// The last pair keeps the caller's own strings: a caller that passes the same ones on
+	// every decision (Wrap, the middlewares) is then found by comparing pointers, not bytes.
+	// (At most this one pair's memory stays alive that way.)
+	t.last.Store(&lastSeries[S]{seriesKey{policy, backend}, s})
 	return s
 }
 

@@ -35,7 +35,10 @@ func Wrap(l ratelimit.Limiter, o Observer, policy string) ratelimit.Limiter {
 	if obs == nil {
 		panic("observe: Wrap: nil Observer")
 	}
-	w := &observed{limiter: l, obs: obs, policy: policy, backend: BackendName(l), clock: NewStopwatch(obs)}
+	w := &observed{limiter: l, obs: obs, one: obs, policy: policy, backend: BackendName(l), clock: NewStopwatch(obs)}
+	if s, ok := obs.(*safeObserver); ok {
+		w.one = s.Observer
+	}
 	w.multi, _ = l.(ratelimit.MultiLimiter)
 	w.origins, _ = l.(OriginReporter)
 	return expose(w, capabilitiesOf(l))
@@ -48,6 +51,10 @@ type observed struct {
 	multi   ratelimit.MultiLimiter // limiter, if it decides several limits
 	origins OriginReporter         // limiter, if it reports origins
 	obs     Observer               // wrapped by Join: panics recovered
+	// one is obs's only observer when Join made obs of one, else obs. AllowN tells it of
+	// its decision through observeDecision, which recovers its panics as obs would, and
+	// spares the Decision a copy and a call through obs.
+	one     Observer
 	policy  string
 	backend string
 	clock   *Stopwatch
@@ -56,29 +63,42 @@ type observed struct {
 var _ full = (*observed)(nil)
 
 func (l *observed) Allow(ctx context.Context, key string, limit ratelimit.Limit) (ratelimit.Result, error) {
-	return l.AllowN(ctx, key, limit, 1)
+	var res ratelimit.Result
+	_, err := l.allowN(ctx, key, &limit, 1, &res)
+	return res, err
 }
 
 func (l *observed) AllowN(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
-	res, _, err := l.AllowNOrigin(ctx, key, limit, n)
+	var res ratelimit.Result
+	_, err := l.allowN(ctx, key, &limit, n, &res)
 	return res, err
 }
 
 func (l *observed) AllowNOrigin(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, Origin, error) {
+	var res ratelimit.Result
+	org, err := l.allowN(ctx, key, &limit, n, &res)
+	return res, org, err
+}
+
+// allowN is AllowNOrigin with the answer in *res: one body for the three, which pass a
+// Result and a Limit, each several words, by pointer rather than copying them from call to
+// call.
+func (l *observed) allowN(ctx context.Context, key string, limit *ratelimit.Limit, n int, res *ratelimit.Result) (Origin, error) {
 	start := l.clock.Start()
 	var (
-		res ratelimit.Result
 		org Origin
 		err error
 	)
 	if l.origins != nil {
-		res, org, err = l.origins.AllowNOrigin(ctx, key, limit, n)
+		*res, org, err = l.origins.AllowNOrigin(ctx, key, *limit, n)
 	} else {
-		res, err = l.limiter.AllowN(ctx, key, limit, n)
+		*res, err = l.limiter.AllowN(ctx, key, *limit, n)
 	}
 	c := Call{Policy: l.policy, Backend: l.backend, Origin: org, Duration: l.clock.Stop(start)}
-	report(ctx, l.obs, &c, &limit, n, &res, err)
-	return res, org, err
+	var d Decision
+	decide(ctx, &d, &c, limit, n, res, err)
+	observeDecision(ctx, l.one, &d)
+	return org, err
 }
 
 func (l *observed) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratelimit.MultiResult, error) {
