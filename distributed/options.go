@@ -56,6 +56,11 @@ func WithPrefix(p string) Option {
 // bound: the cancellation is not propagated into the call, which would cost every decision
 // a cancel context and a channel of its own.)
 //
+// The bound is the socket's deadline, exactly. A call that waits elsewhere (in the
+// limiter's queue, for the client's pool, on a client that ignores deadlines) sees it pass
+// at most a sixteenth of d, and at most 1 ms, late: the calls whose bounds are that close
+// share one timer.
+//
 // The bound holds whatever the client's settings. Clients built with
 // ContextTimeoutEnabled: true honour it themselves; with any other client the limiter
 // stops waiting at the bound and leaves the call to finish in the background, which costs a
