@@ -519,7 +519,8 @@ func reply(ctx, caller context.Context, vals []int64, err error) ([]int64, error
 
 // ended returns why ctx has ended, or nil. A socket deadline set from ctx can fire a moment
 // before ctx's own timer does: a deadline in the past counts as ended, and its cause, which
-// tells the limiter's deadline from the caller's, is the one ctx is about to report.
+// tells the limiter's deadline from the caller's, is the one ctx is about to report. A
+// bounded context (the limiter's deadline) says so itself, without waiting for its tick.
 func ended(ctx context.Context) error {
 	if c, ok := ctx.(*bounded); ok {
 		return c.cause()
