@@ -86,13 +86,16 @@ type answer struct {
 type target struct {
 	name  string
 	serve func(t *testing.T, s setup) func(ctx context.Context) answer
+	// defaultKey is the middleware's own key of every request the target sends: the
+	// client's loopback address, or the gRPC method.
+	defaultKey string
 }
 
 var targets = []target{
-	{"gin", serveGin},
-	{"http", serveHTTP},
-	{"grpc-unary", func(t *testing.T, s setup) func(context.Context) answer { return serveGRPC(t, s, false) }},
-	{"grpc-stream", func(t *testing.T, s setup) func(context.Context) answer { return serveGRPC(t, s, true) }},
+	{"gin", serveGin, "ip:127.0.0.1"},
+	{"http", serveHTTP, "ip:127.0.0.1"},
+	{"grpc-unary", func(t *testing.T, s setup) func(context.Context) answer { return serveGRPC(t, s, false) }, "rpc:" + unaryMethod},
+	{"grpc-stream", func(t *testing.T, s setup) func(context.Context) answer { return serveGRPC(t, s, true) }, "rpc:" + streamMethod},
 }
 
 var errNoKey = errors.New("no key in this request")
