@@ -21,7 +21,7 @@ const maxTick = time.Millisecond
 // ready; newBound makes one.
 type bound struct {
 	timeout time.Duration
-	tick    time.Duration
+	width   time.Duration        // of a tick
 	last    atomic.Pointer[tick] // the tick handed out last, which later calls may share
 }
 
@@ -34,7 +34,7 @@ type tick struct {
 // newBound returns the bound of timeout, positive. A tick is a sixteenth of the timeout, at
 // most maxTick: short next to the deadline it rounds up.
 func newBound(timeout time.Duration) *bound {
-	return &bound{timeout: timeout, tick: min(max(timeout/16, 1), maxTick)}
+	return &bound{timeout: timeout, width: min(max(timeout/16, 1), maxTick)}
 }
 
 // bounded is a call's context under the limiter's deadline: the values of the caller's
@@ -51,7 +51,7 @@ func (b *bound) set(c *bounded, values context.Context, now time.Time) {
 	deadline := now.Add(b.timeout)
 	t := b.last.Load()
 	if t == nil || t.end.Before(deadline) {
-		t = &tick{end: deadline.Add(b.tick), done: make(chan struct{})}
+		t = &tick{end: deadline.Add(b.width), done: make(chan struct{})}
 		time.AfterFunc(t.end.Sub(now), t.close)
 		b.last.Store(t)
 	}

@@ -28,8 +28,8 @@ func closed(ch <-chan struct{}) bool {
 func TestBound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBound(8 * time.Millisecond)
-		require.Equal(t, 500*time.Microsecond, b.tick, "a sixteenth of the timeout")
-		require.Equal(t, maxTick, newBound(time.Second).tick)
+		require.Equal(t, 500*time.Microsecond, b.width, "a sixteenth of the timeout")
+		require.Equal(t, maxTick, newBound(time.Second).width)
 
 		type key struct{}
 		values := context.WithValue(context.Background(), key{}, "v")
