@@ -12,7 +12,7 @@ import (
 // A call takes instead a bounded context, which holds its exact deadline (the one go-redis
 // sets on the socket) and a Done channel it shares with every call whose deadline falls in
 // the same tick: the channel is closed by one timer at the tick's end, at most a tick after
-// the deadline. Under load, a tick's timer and channel serve hundreds of calls.
+// the deadline. Under load one tick serves many calls: fifty at 50,000 decisions a second.
 
 // maxTick is the longest tick: how late a call's Done may close after its deadline.
 const maxTick = time.Millisecond
@@ -45,8 +45,8 @@ type bounded struct {
 	done     chan struct{}
 }
 
-// set makes c the context of a call that starts at now, on the caller's context values,
-// whose cancellation it does not inherit.
+// set makes c the context of a call that starts at now, carrying the values of values (the
+// caller's context, which call has stripped of its cancellation).
 func (b *bound) set(c *bounded, values context.Context, now time.Time) {
 	deadline := now.Add(b.timeout)
 	t := b.last.Load()
