@@ -34,8 +34,9 @@ func capabilitiesOf(l ratelimit.Limiter) capability {
 	return c
 }
 
-// full is a wrapper of a Limiter that implements every optional interface, so that expose
-// can show those of them its Limiter has; besides, it names its backend and unwraps.
+// full is every method a wrapper may show: each optional interface, its backend's name and
+// Unwrap. observed implements it (checked in wrap.go), so that expose can show the part of
+// it that its Limiter has.
 type full interface {
 	ratelimit.Limiter
 	ratelimit.MultiLimiter
