@@ -13,6 +13,7 @@ GO ?= go
 .PHONY: test bench redis
 
 test: redis
+	@.ci/check-tracked
 	@files=$$(gofmt -l .); if [ -n "$$files" ]; then echo "gofmt -l reports:"; echo "$$files"; exit 1; fi
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./...
