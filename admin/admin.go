@@ -23,20 +23,31 @@ import (
 	"time"
 
 	"github.com/sluice-go/ratelimit"
-	"github.com/sluice-go/ratelimit/internal/pipeline"
+	"github.com/sluice-go/ratelimit/internal/bucket"
 	"github.com/sluice-go/ratelimit/rules"
 )
 
-// bucketKey is the bucket key a middleware uses for key under the i-th limit of policy.
-func bucketKey(policy, key string, i int, l ratelimit.Limit) string {
-	return pipeline.BucketKeyAt(policy, key, i, l.KeepUsage, false)
+// bucketKey is the bucket key the middleware decides key with under the i-th limit of p:
+// a shadow bucket when p is in shadow mode or the middleware is (WithShadow).
+func (h *Handler) bucketKey(p rules.Policy, key string, i int, l ratelimit.Limit) string {
+	return bucket.Name{Policy: p.Name, Limit: i, Keep: l.KeepUsage, Shadow: h.shadow || p.Shadow}.Key(key)
 }
+
+// Option configures a Handler.
+type Option func(*Handler)
+
+// WithShadow says that the middleware deciding the policies runs in shadow mode (its own
+// WithShadow), so that the handler reads and adjusts the buckets it decides with: every
+// policy's shadow buckets. Without it, only a policy the rules put in shadow mode has its
+// shadow buckets read.
+func WithShadow() Option { return func(h *Handler) { h.shadow = true } }
 
 // Handler serves the admin endpoints; New builds one.
 type Handler struct {
 	limiter   ratelimit.Inspector
 	rules     *rules.Rules
 	authorize func(*http.Request) bool
+	shadow    bool
 	mux       *http.ServeMux
 }
 
@@ -44,11 +55,14 @@ type Handler struct {
 // the middleware decides with). authorize says whether a request may be served (check a
 // token, a client certificate); a request it refuses gets 403. New panics if any argument
 // is nil: there is no default that lets anyone in.
-func New(l ratelimit.Inspector, rs *rules.Rules, authorize func(*http.Request) bool) *Handler {
+func New(l ratelimit.Inspector, rs *rules.Rules, authorize func(*http.Request) bool, opts ...Option) *Handler {
 	if l == nil || rs == nil || authorize == nil {
 		panic("admin: New: nil Inspector, Rules or authorization function")
 	}
 	h := &Handler{limiter: l, rules: rs, authorize: authorize, mux: http.NewServeMux()}
+	for _, o := range opts {
+		o(h)
+	}
 	h.mux.HandleFunc("GET /policies", h.list)
 	h.mux.HandleFunc("GET /policies/{policy}/keys/{key}", h.peek)
 	h.mux.HandleFunc("POST /policies/{policy}/keys/{key}/reset", h.reset)
@@ -136,7 +150,7 @@ func (h *Handler) peek(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) states(w http.ResponseWriter, ctx context.Context, p rules.Policy, key string) {
 	out := []stateBody{}
 	for i, l := range p.Limits {
-		res, err := h.limiter.Peek(ctx, bucketKey(p.Name, key, i, l), l, 1)
+		res, err := h.limiter.Peek(ctx, h.bucketKey(p, key, i, l), l, 1)
 		if err != nil {
 			writeError(w, err)
 			return
@@ -156,7 +170,7 @@ func (h *Handler) reset(w http.ResponseWriter, r *http.Request) {
 	}
 	key := r.PathValue("key")
 	for i, l := range p.Limits {
-		if err := h.limiter.Reset(r.Context(), bucketKey(p.Name, key, i, l), l); err != nil {
+		if err := h.limiter.Reset(r.Context(), h.bucketKey(p, key, i, l), l); err != nil {
 			writeError(w, err)
 			return
 		}
@@ -177,7 +191,7 @@ func (h *Handler) refund(w http.ResponseWriter, r *http.Request) {
 	key := r.PathValue("key")
 	for i, l := range p.Limits {
 		// The zero Charge: an operator's refund, to the bucket's current state.
-		if _, err := h.limiter.Refund(r.Context(), bucketKey(p.Name, key, i, l), l, n, ratelimit.Charge{}); err != nil {
+		if _, err := h.limiter.Refund(r.Context(), h.bucketKey(p, key, i, l), l, n, ratelimit.Charge{}); err != nil {
 			writeError(w, err)
 			return
 		}

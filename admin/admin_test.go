@@ -116,3 +116,79 @@ func TestAdminTwoLimitsAcrossReload(t *testing.T) {
 		{"limit":"4/h","allowed":true,"remaining":1,"retry_after_seconds":0}]`, body)
 	assert.Equal(t, []int{200, 429}, []int{login(), login()})
 }
+
+// A shadow policy is decided on its shadow buckets: the endpoint reads, resets and refunds
+// those, not the enforced bucket of the same name that nothing spends. Two shadow logins
+// over a 1/min limit drain it (both pass: shadow mode never refuses), the endpoint shows it
+// empty, and a reset fills it so that the next shadow login is counted as allowed.
+func TestAdminShadowPolicy(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	limiter := local.New(local.WithClock(func() time.Time { return now }))
+	t.Cleanup(func() { _ = limiter.Close() })
+	live := rules.New(rules.Registry{"user": rules.HTTPKey(func(r *http.Request) (string, error) { return r.Header.Get("X-User"), nil })})
+	require.NoError(t, live.Load("rules.json", []byte(`{"version": "1", "default": "login",
+	  "policies": {"login": {"limits": ["1/min"], "key": "user", "shadow": true}}}`)))
+	app := httptest.NewServer(httpmw.New(limiter, httpmw.WithRules(live))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+	t.Cleanup(app.Close)
+	ops := httptest.NewServer(admin.New(limiter, live, func(*http.Request) bool { return true }))
+	t.Cleanup(ops.Close)
+	do := func(srv *httptest.Server, method, path string) (int, string) {
+		req, err := http.NewRequest(method, srv.URL+path, nil)
+		require.NoError(t, err)
+		req.Header.Set("X-User", "ann")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var body json.RawMessage
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, string(body)
+	}
+	login := func() int { code, _ := do(app, "POST", "/"); return code }
+	assert.Equal(t, []int{200, 200}, []int{login(), login()}, "shadow mode refuses nobody")
+	_, body := do(ops, "GET", "/policies/login/keys/ann")
+	assert.JSONEq(t, `[{"limit":"1/min","allowed":false,"remaining":0,"retry_after_seconds":60}]`, body)
+	_, body = do(ops, "POST", "/policies/login/keys/ann/reset")
+	assert.JSONEq(t, `[{"limit":"1/min","allowed":true,"remaining":0,"retry_after_seconds":0}]`, body)
+	// The enforced bucket of the same policy and key was never touched.
+	res, err := limiter.Peek(t.Context(), "login|ann", ratelimit.PerMinute(1), 1)
+	require.NoError(t, err)
+	assert.True(t, res.Allowed)
+	assert.Zero(t, res.RetryAfter)
+}
+
+// A middleware in shadow mode (its WithShadow) decides every policy on shadow buckets; the
+// endpoint built WithShadow reads those.
+func TestAdminWithShadow(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	limiter := local.New(local.WithClock(func() time.Time { return now }))
+	t.Cleanup(func() { _ = limiter.Close() })
+	live := rules.New(rules.Registry{"user": rules.HTTPKey(func(r *http.Request) (string, error) { return r.Header.Get("X-User"), nil })})
+	require.NoError(t, live.Load("rules.json", []byte(`{"version": "1", "default": "login",
+	  "policies": {"login": {"limits": ["2/min"], "key": "user"}}}`)))
+	app := httptest.NewServer(httpmw.New(limiter, httpmw.WithRules(live), httpmw.WithShadow())(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+	t.Cleanup(app.Close)
+	for _, tc := range []struct {
+		opts []admin.Option
+		want string
+	}{
+		{nil, `[{"limit":"2/min","allowed":true,"remaining":1,"retry_after_seconds":0}]`},
+		{[]admin.Option{admin.WithShadow()}, `[{"limit":"2/min","allowed":true,"remaining":0,"retry_after_seconds":0}]`},
+	} {
+		ops := httptest.NewServer(admin.New(limiter, live, func(*http.Request) bool { return true }, tc.opts...))
+		if len(tc.opts) == 0 {
+			req, err := http.NewRequest(http.MethodPost, app.URL+"/", nil)
+			require.NoError(t, err)
+			req.Header.Set("X-User", "ann")
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+		}
+		resp, err := http.Get(ops.URL + "/policies/login/keys/ann")
+		require.NoError(t, err)
+		var body json.RawMessage
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+		resp.Body.Close()
+		ops.Close()
+		assert.JSONEq(t, tc.want, string(body), "admin options %d", len(tc.opts))
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/bucket"
 	"github.com/sluice-go/ratelimit/internal/pipeline"
 )
 
@@ -64,7 +65,7 @@ func multiQuotaFailure(d *pipeline.Decision) *errdetails.QuotaFailure {
 	for i, q := range d.Reqs {
 		if i < len(d.Multi.Results) && !q.Limit.IsZero() && !d.Multi.Results[i].Allowed {
 			qf.Violations = append(qf.Violations, &errdetails.QuotaFailure_Violation{
-				Subject:     keyKind(pipeline.KeyOf(q.Key)),
+				Subject:     keyKind(bucket.KeyOf(q.Key)),
 				Description: fmt.Sprintf("rate limit %q (%v) exceeded", q.Name, q.Limit),
 			})
 		}

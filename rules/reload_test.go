@@ -19,7 +19,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/httpmw"
-	"github.com/sluice-go/ratelimit/internal/pipeline"
+	"github.com/sluice-go/ratelimit/internal/bucket"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 	"github.com/sluice-go/ratelimit/rules"
 )
@@ -113,7 +113,7 @@ func TestReloadRace(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, policy(101, "2/day burst 1000"), 0o600))
 	require.NoError(t, live.LoadFile(path))
 	p, _ := live.Set().Policy("api")
-	res, err := limiter.Peek(context.Background(), pipeline.BucketKey("api", "user:42", false), p.Limits[0], 1)
+	res, err := limiter.Peek(context.Background(), bucket.Name{Policy: "api"}.Key("user:42"), p.Limits[0], 1)
 	require.NoError(t, err)
 	// What one more request would leave: 1000 − admitted − 1.
 	assert.Equal(t, ratelimit.Result{Allowed: true, Limit: p.Limits[0], Remaining: 1000 - n - 1, ResetAfter: res.ResetAfter}, res)

@@ -13,7 +13,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/admin"
 	"github.com/sluice-go/ratelimit/concurrency"
-	"github.com/sluice-go/ratelimit/internal/pipeline"
+	"github.com/sluice-go/ratelimit/internal/bucket"
 	"github.com/sluice-go/ratelimit/local"
 	"github.com/sluice-go/ratelimit/rules"
 )
@@ -37,7 +37,7 @@ func TestCommands(t *testing.T) {
 	t.Cleanup(srv.Close)
 	// Two logins of the user "u/1" (a key with a slash), as the middleware takes them.
 	for range 2 {
-		res, err := limiter.Allow(t.Context(), pipeline.BucketKey("login", "u/1", false), mustLimit(t, "2/min keep-usage")) // as the rules give it
+		res, err := limiter.Allow(t.Context(), bucket.Name{Policy: "login"}.Key("u/1"), mustLimit(t, "2/min keep-usage")) // as the rules give it
 		require.NoError(t, err)
 		require.True(t, res.Allowed)
 	}

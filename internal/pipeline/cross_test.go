@@ -20,6 +20,7 @@ import (
 	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/fallback"
+	"github.com/sluice-go/ratelimit/internal/bucket"
 	"github.com/sluice-go/ratelimit/internal/pipeline"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 	"github.com/sluice-go/ratelimit/local"
@@ -372,8 +373,8 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 							index = i
 						}
 					}
-					bucket := pipeline.BucketKeyAt(policy, key, index, lim.KeepUsage, shadow)
-					res, err := l.AllowN(context.Background(), bucket, lim, 1)
+					name := bucket.Name{Policy: policy, Limit: index, Keep: lim.KeepUsage, Shadow: shadow}
+					res, err := l.AllowN(context.Background(), name.Key(key), lim, 1)
 					require.NoError(t, err)
 					require.True(t, res.Allowed)
 				}

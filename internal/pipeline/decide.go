@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/concurrency"
+	"github.com/sluice-go/ratelimit/internal/bucket"
 	"github.com/sluice-go/ratelimit/internal/wait"
 	"github.com/sluice-go/ratelimit/observe"
 	"github.com/sluice-go/ratelimit/rules"
@@ -61,17 +62,17 @@ func (p *Pipeline[R]) decideRules(ctx context.Context, r R, d *Decision) {
 	case 1:
 		d.Limit = pol.Limits[0]
 		if d.bucket == "" {
-			d.bucket = BucketKey(pol.Name, d.Key, d.Shadow)
+			d.bucket = bucket.Name{Policy: pol.Name, Shadow: d.Shadow}.Key(d.Key)
 		}
 	default:
 		d.Reqs = make([]ratelimit.Request, len(pol.Limits))
 		for i, l := range pol.Limits {
 			// Each limit with KeepUsage after the first has a bucket key of its own.
-			bucket := d.bucket
-			if i > 0 || bucket == "" {
-				bucket = BucketKeyAt(pol.Name, d.Key, i, l.KeepUsage, d.Shadow)
+			key := d.bucket
+			if i > 0 || key == "" {
+				key = bucket.Name{Policy: pol.Name, Limit: i, Keep: l.KeepUsage, Shadow: d.Shadow}.Key(d.Key)
 			}
-			d.Reqs[i] = ratelimit.Request{Key: bucket, Limit: l, N: pol.Cost, Name: pol.Name}
+			d.Reqs[i] = ratelimit.Request{Key: key, Limit: l, N: pol.Cost, Name: pol.Name}
 		}
 		d.bucket = ""
 	}
@@ -101,7 +102,7 @@ func (p *Pipeline[R]) policyKey(r R, req rules.Request, pol *rules.Policy, d *De
 	}
 	key, err := pol.KeyOf(req)
 	if err == nil {
-		err = checkKey(pol.Name, key, d.Shadow)
+		err = checkKey(bucket.Name{Policy: pol.Name, Shadow: d.Shadow}, key)
 	}
 	if err != nil {
 		if herr := p.onError(r, fmt.Errorf("%sno key (%s), limiting as %q: %w", p.prefix, pol.Name, UnkeyedKey, err)); herr != nil {
@@ -165,23 +166,13 @@ func (p *Pipeline[R]) prepare(r R, d *Decision) (ok bool) {
 	if d.Policy == "" {
 		d.Policy = p.opts.PolicyName
 	}
-	if d.Limit.KeepUsage {
-		if err := checkKeepName(d.Policy); err != nil {
-			// A mistake of the program, refused as one whatever the error policy.
-			d.Verdict, d.Err = Invalid, fmt.Errorf("%w: %w", ratelimit.ErrInvalidRequest, err)
-			if herr := p.onError(r, fmt.Errorf("%s%w", p.prefix, d.Err)); herr != nil {
-				d.Verdict, d.Err = Handled, herr
-			}
-			return false
-		}
-	}
 	if p.bucketOfParts(r, d) {
 		return true
 	}
 	if !p.key(r, d) {
 		return false
 	}
-	d.bucket = BucketKey(d.Policy, d.Key, d.Shadow)
+	d.bucket = bucket.Name{Policy: d.Policy, Shadow: d.Shadow}.Key(d.Key)
 	return true
 }
 
@@ -195,14 +186,11 @@ func (p *Pipeline[R]) bucketOfParts(r R, d *Decision) bool {
 	}
 	prefix, value, ok := p.opts.KeyParts(r)
 	n := len(prefix) + len(value)
-	if !ok || n == 0 || checkKeyLen(d.Policy, n, d.Shadow) != nil {
+	name := bucket.Name{Policy: d.Policy, Shadow: d.Shadow}
+	if !ok || n == 0 || checkKeyLen(name, n) != nil {
 		return false
 	}
-	if d.Shadow {
-		d.bucket = ShadowPrefix + d.Policy + "|" + prefix + value
-	} else {
-		d.bucket = d.Policy + "|" + prefix + value
-	}
+	d.bucket = name.KeyOfParts(prefix, value)
 	d.Key = d.bucket[len(d.bucket)-n:]
 	return true
 }
@@ -213,7 +201,7 @@ func (p *Pipeline[R]) bucketOfParts(r R, d *Decision) bool {
 func (p *Pipeline[R]) key(r R, d *Decision) (ok bool) {
 	key, err := p.opts.Key(r)
 	if err == nil {
-		err = checkKey(d.Policy, key, d.Shadow)
+		err = checkKey(bucket.Name{Policy: d.Policy, Shadow: d.Shadow}, key)
 	}
 	if err != nil {
 		if herr := p.onError(r, fmt.Errorf("%sno key, limiting as %q: %w", p.prefix, UnkeyedKey, err)); herr != nil {
@@ -248,7 +236,7 @@ func (p *Pipeline[R]) acquire(ctx context.Context, r R, d *Decision, l concurren
 	if p.observer != nil {
 		start = time.Since(p.epoch)
 	}
-	permit, err := l.Acquire(ctx, BucketKey(d.Policy, d.Key, false), max)
+	permit, err := l.Acquire(ctx, bucket.Name{Policy: d.Policy}.Key(d.Key), max)
 	if p.observer != nil {
 		p.reportPermit(ctx, r, d.Policy, err, time.Since(p.epoch)-start)
 	}
@@ -278,11 +266,7 @@ func (p *Pipeline[R]) prepareAll(r R, d *Decision) (ok bool) {
 			if q.Name == "" {
 				q.Name = p.opts.PolicyName
 			}
-			err := checkName(q.Name)
-			if err == nil && q.Limit.KeepUsage {
-				err = checkKeepName(q.Name)
-			}
-			if err != nil {
+			if err := checkName(q.Name); err != nil {
 				// A mistake of the program, refused as one whatever the error policy.
 				err = fmt.Errorf("%w: limit %d: %w", ratelimit.ErrInvalidRequest, i, err)
 				d.Verdict, d.Err = Invalid, err
@@ -297,8 +281,8 @@ func (p *Pipeline[R]) prepareAll(r R, d *Decision) (ok bool) {
 					index++
 				}
 			}
-			policy := bucketPolicy(q.Name, index, q.Limit.KeepUsage)
-			err = checkKey(policy, q.Key, d.Shadow)
+			name := bucket.Name{Policy: q.Name, Limit: index, Keep: q.Limit.KeepUsage, Shadow: d.Shadow}
+			err := checkKey(name, q.Key)
 			if err != nil && !reported {
 				reported = true
 				if herr := p.onError(r, fmt.Errorf("%sno key for limit %d (%s), limiting as %q: %w",
@@ -310,7 +294,7 @@ func (p *Pipeline[R]) prepareAll(r R, d *Decision) (ok bool) {
 			if err != nil {
 				q.Key = UnkeyedKey
 			}
-			q.Key = BucketKey(policy, q.Key, d.Shadow)
+			q.Key = name.Key(q.Key)
 		}
 		reqs = append(reqs, q)
 	}
@@ -362,7 +346,7 @@ func (d *Decision) bind() {
 		return
 	}
 	q := d.Reqs[b]
-	d.Key, d.Limit, d.Policy, d.Cost = KeyOf(q.Key), q.Limit, q.Name, max(q.N, 1)
+	d.Key, d.Limit, d.Policy, d.Cost = bucket.KeyOf(q.Key), q.Limit, q.Name, max(q.N, 1)
 	if b < len(d.Multi.Results) {
 		d.Result = d.Multi.Results[b]
 	}
@@ -523,41 +507,30 @@ func (p *Pipeline[R]) pauseShadowOn(rctx context.Context, err error) {
 	}
 }
 
-// checkKey returns the error a limiter would return for the bucket key of key under
-// policy, or nil.
-func checkKey(policy, key string, shadow bool) error {
+// checkKey returns the error a limiter would return for the bucket key of key under name,
+// or nil.
+func checkKey(name bucket.Name, key string) error {
 	if key == "" {
 		return ratelimit.ErrKeyEmpty
 	}
-	return checkKeyLen(policy, len(key), shadow)
+	return checkKeyLen(name, len(key))
 }
 
 // checkKeyLen returns the error a limiter would return for the bucket key of a key of n
-// bytes under policy for being too long, or nil.
-func checkKeyLen(policy string, n int, shadow bool) error {
-	n += len(policy) + 1
-	if shadow {
-		n += len(ShadowPrefix)
-	}
+// bytes under name for being too long, or nil.
+func checkKeyLen(name bucket.Name, n int) error {
+	n += name.HeadLen()
 	if n > ratelimit.MaxKeyLen {
 		return fmt.Errorf("%w: %d bytes with the policy's name", ratelimit.ErrKeyTooLong, n)
 	}
 	return nil
 }
 
-// checkName returns an error for a policy name a bucket key cannot carry: one with a '|'.
+// checkName returns an error for a policy name a bucket key cannot carry: one with a '|'
+// (see bucket.Separator).
 func checkName(name string) error {
-	if strings.Contains(name, "|") {
+	if strings.IndexByte(name, bucket.Separator) >= 0 {
 		return fmt.Errorf("policy name %q has a '|', which separates a bucket key's policy from its key", name)
-	}
-	return nil
-}
-
-// checkKeepName returns an error for the name of a policy with a limit with KeepUsage that
-// has a '#', which separates its name from the index of its limit (see BucketKeyAt).
-func checkKeepName(name string) error {
-	if strings.Contains(name, "#") {
-		return fmt.Errorf("policy name %q of a limit with KeepUsage has a '#', which separates a bucket key's policy from its limit's index", name)
 	}
 	return nil
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
-	"github.com/sluice-go/ratelimit/internal/pipeline"
+	"github.com/sluice-go/ratelimit/internal/bucket"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 	"github.com/sluice-go/ratelimit/local"
 	"github.com/sluice-go/ratelimit/otelmetrics"
@@ -187,8 +187,8 @@ func allowedPolicy(name string) string {
 }
 
 // Two limits with KeepUsage of one policy keep two buckets, "policy|key" and
-// "policy#1|key" (BucketKeyAt), each across a change of its numbers; a policy name with a
-// '#' is refused for such a limit, as it could name another policy's second limit.
+// "policy#1|key" (bucket.Name), each across a change of its numbers; a policy whose name
+// spells another's second limit, "login#1", has a bucket of its own.
 func TestKeepUsageLimitsOfOnePolicy(t *testing.T) {
 	keep := func(l ratelimit.Limit) ratelimit.Limit { l.KeepUsage = true; return l }
 	for _, tg := range targets {
@@ -205,14 +205,39 @@ func TestKeepUsageLimitsOfOnePolicy(t *testing.T) {
 			got = do(context.Background())
 			require.Equal(t, "ok", got.kind)
 			assert.Equal(t, "0", got.fields["x-ratelimit-remaining"])
-			res, err := l.(ratelimit.Inspector).Peek(context.Background(), pipeline.BucketKeyAt("login", "k", 1, true, false), hour, 1)
+			res, err := l.(ratelimit.Inspector).Peek(context.Background(), bucket.Name{Policy: "login", Limit: 1, Keep: true}.Key("k"), hour, 1)
 			require.NoError(t, err)
 			assert.Equal(t, 7, res.Remaining, "the hour's bucket, under its first numbers: 10 − 2 − 1")
-			assert.Equal(t, "login#1|k", pipeline.BucketKeyAt("login", "k", 1, true, false))
-			assert.Equal(t, "login|k", pipeline.BucketKeyAt("login", "k", 1, false, false))
 
-			limits = []ratelimit.Request{{Key: "k", Limit: minute, Name: "a#1"}}
-			assert.Equal(t, "invalid", do(context.Background()).kind)
+			// The hour's bucket is drained (7 left under 2/h: none); "login#1"'s is new.
+			limits = []ratelimit.Request{{Key: "k", Limit: keep(ratelimit.PerHour(2)), Name: "login#1"}}
+			got = do(context.Background())
+			require.Equal(t, "ok", got.kind)
+			assert.Equal(t, "1", got.fields["x-ratelimit-remaining"])
+		})
+	}
+}
+
+// A policy named "shadow" deciding the key "login|victim" and the policy "login" deciding
+// "victim" in shadow mode have buckets of their own: a caller who picks the name and the key
+// cannot spend another policy's shadow bucket.
+func TestShadowBucketIsNoPolicyBucket(t *testing.T) {
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			l := localLimiter(t)
+			attack := tg.serve(t, setup{limiter: l, limit: ratelimit.PerMinute(1), name: "shadow", key: "login|victim"})
+			victim := tg.serve(t, setup{limiter: l, limit: ratelimit.PerMinute(1), name: "login", key: "victim", shadow: true})
+			require.Equal(t, "ok", attack(context.Background()).kind)
+			require.Equal(t, "denied", attack(context.Background()).kind)
+			for _, key := range []string{"login#shadow|victim", "login|victim"} {
+				res, err := l.(ratelimit.Inspector).Peek(context.Background(), key, ratelimit.PerMinute(1), 1)
+				require.NoError(t, err)
+				assert.True(t, res.Allowed, "%s untouched by the attacker", key)
+			}
+			require.Equal(t, "ok", victim(context.Background()).kind)
+			res, err := l.(ratelimit.Inspector).Peek(context.Background(), "login#shadow|victim", ratelimit.PerMinute(1), 1)
+			require.NoError(t, err)
+			assert.False(t, res.Allowed, "the victim's shadow request was counted in its own bucket")
 		})
 	}
 }

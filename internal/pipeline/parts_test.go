@@ -9,11 +9,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/bucket"
 	"github.com/sluice-go/ratelimit/local"
 )
 
 // TestKeyParts: a middleware's default key given in parts (Options.KeyParts) makes the
-// bucket key and the key BucketKey and the key function make, with one allocation instead
+// bucket key and the key bucket.Name and the key function make, with one allocation instead
 // of two; parts that are refused, a key function of the user's, and a key too long for
 // the limiter take the key function's path, which reports what it must.
 func TestKeyParts(t *testing.T) {
@@ -34,7 +35,7 @@ func TestKeyParts(t *testing.T) {
 		wantErr    error // reported to the error handler
 	}{
 		{"parts", "192.0.2.1", false, false, "default|ip:192.0.2.1", "ip:192.0.2.1", 1, nil},
-		{"parts, shadow", "192.0.2.1", true, false, "shadow|default|ip:192.0.2.1", "ip:192.0.2.1", 1, nil},
+		{"parts, shadow", "192.0.2.1", true, false, "default#shadow|ip:192.0.2.1", "ip:192.0.2.1", 1, nil},
 		{"no parts", "noparts", false, false, "default|ip:noparts", "ip:noparts", 2, nil},
 		{"the user's key", "192.0.2.1", false, true, "default|user:192.0.2.1", "user:192.0.2.1", 2, nil},
 		{"too long", long, false, false, "default|" + UnkeyedKey, UnkeyedKey, -1, ratelimit.ErrKeyTooLong},
@@ -60,7 +61,7 @@ func TestKeyParts(t *testing.T) {
 				assert.True(t, errors.Is(reported, tt.wantErr), "reported %v", reported)
 			} else {
 				assert.NoError(t, reported)
-				assert.Equal(t, BucketKey(d.Policy, d.Key, tt.shadow), d.bucket)
+				assert.Equal(t, bucket.Name{Policy: d.Policy, Shadow: tt.shadow}.Key(d.Key), d.bucket)
 			}
 			if tt.wantAllocs >= 0 {
 				assert.Equal(t, tt.wantAllocs, testing.AllocsPerRun(100, func() { p.prepare(tt.r, &Decision{}) }))

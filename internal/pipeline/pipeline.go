@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -77,7 +76,7 @@ type Decision struct {
 	// Err is the error behind the verdict, if any.
 	Err error
 	// Reqs are the request's limits with WithLimits, as the limiter was asked them (each
-	// with its bucket key: see BucketKey), and Multi their decision; nil for one limit.
+	// with its bucket key: see bucket.Name), and Multi their decision; nil for one limit.
 	Reqs  []ratelimit.Request
 	Multi ratelimit.MultiResult
 	// Charged reports whether the limiter took tokens for the request: what a refund gives
@@ -134,49 +133,6 @@ const (
 	ShadowBudget = 10 * time.Millisecond
 	ShadowPause  = time.Second
 )
-
-// ShadowPrefix starts the key of every bucket a middleware in shadow mode uses, so that
-// shadow buckets never share a bucket with enforced ones.
-const ShadowPrefix = "shadow|"
-
-// BucketKey returns the key of the bucket a middleware asks its limiter for, for a request
-// limited under key by the policy named policy: "policy|key", after ShadowPrefix in shadow
-// mode. Policies own their buckets: two policies (two routes of a table, two limits of
-// WithLimits) never share one, whatever their numbers, unless they share a name. A policy
-// name has no '|' (see checkName), so the bucket key names policy and key unambiguously.
-func BucketKey(policy, key string, shadow bool) string {
-	if shadow {
-		return ShadowPrefix + policy + "|" + key
-	}
-	return policy + "|" + key
-}
-
-// BucketKeyAt is BucketKey for the limit at index i of the limits a request asks for under
-// one policy name. A limit with KeepUsage is one bucket per key and algorithm whatever its
-// numbers (see ratelimit.Limit.KeepUsage), so that of index i > 0 has the bucket
-// "policy#i|key": two limits of one policy keep two buckets, and a reload that changes
-// their numbers keeps each one's usage with it. A policy name with a limit with KeepUsage
-// has no '#' (see checkKeepName), so no policy's bucket is another's.
-func BucketKeyAt(policy, key string, i int, keep, shadow bool) string {
-	return BucketKey(bucketPolicy(policy, i, keep), key, shadow)
-}
-
-// bucketPolicy is the policy part of the bucket key of BucketKeyAt.
-func bucketPolicy(policy string, i int, keep bool) string {
-	if keep && i > 0 {
-		return policy + "#" + strconv.Itoa(i)
-	}
-	return policy
-}
-
-// KeyOf returns the key part of a bucket key made by BucketKey.
-func KeyOf(bucket string) string {
-	bucket = strings.TrimPrefix(bucket, ShadowPrefix)
-	if _, key, ok := strings.Cut(bucket, "|"); ok {
-		return key
-	}
-	return bucket
-}
 
 // New returns the pipeline of a middleware whose errors begin with prefix ("ginmw: "),
 // after settling what o leaves to it (shadow mode's header style), so that the middleware
