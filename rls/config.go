@@ -88,6 +88,8 @@ type Rule struct {
 	// that a reload that changes the numbers keeps what was used; the zero Limit when
 	// Unlimited or RequestsPerUnit is 0.
 	Limit ratelimit.Limit
+
+	multiplier uint32 // a descriptor's own limit's unit_multiplier, when above 1
 }
 
 // node is one descriptor of the tree, or a domain's root.
