@@ -142,6 +142,7 @@ func scenarios() []scenario {
 			{req: rq("api", 0), code: codes.InvalidArgument},
 			{req: rq("api", 0, override(desc("user", "x"), 3, typev3.RateLimitUnit_UNKNOWN, 0)), code: codes.InvalidArgument},
 			{req: rq("api", 0, &rlv3.RateLimitDescriptor{}), want: resp(ok, none())},
+			{req: rq("api", 0, make([]*rlv3.RateLimitDescriptor, MaxDescriptors+1)...), code: codes.InvalidArgument},
 		}},
 	}
 }

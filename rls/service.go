@@ -88,14 +88,17 @@ func (s *Service) Config() *Config { return s.config.Load() }
 // ratelimit.MultiLimiter.AllowAll, all or nothing: when one descriptor is over its limit,
 // the request is charged to none, and the others report the remaining they had (see
 // https://github.com/sluice-go/ratelimit/blob/main/docs/rls.md for the rules of shadow
-// mode, replaces, refunds and hits_addend). An empty domain or no descriptors is an
-// InvalidArgument error.
+// mode, replaces, refunds and hits_addend). An empty domain, no descriptors or more than
+// MaxDescriptors is an InvalidArgument error.
 func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
 	if req.GetDomain() == "" {
 		return nil, status.Error(codes.InvalidArgument, "rate limit domain must not be empty")
 	}
 	if len(req.GetDescriptors()) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "rate limit descriptor list must not be empty")
+	}
+	if len(req.GetDescriptors()) > MaxDescriptors {
+		return nil, status.Errorf(codes.InvalidArgument, "more than %d descriptors", MaxDescriptors)
 	}
 	resp := &pb.RateLimitResponse{
 		OverallCode: pb.RateLimitResponse_OK,
@@ -125,6 +128,10 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 	resp.ResponseHeadersToAdd = s.responseHeaders(plan, now)
 	return resp, nil
 }
+
+// MaxDescriptors is the most descriptors a request may carry: Envoy sends one per rate
+// limit action of a route, a handful.
+const MaxDescriptors = 256
 
 // kind is what the service does with one descriptor.
 type kind int
@@ -162,7 +169,7 @@ type plan struct {
 // plan resolves each descriptor of req to its limit, bucket and hits.
 func (s *Service) plan(top *node, req *pb.RateLimitRequest) (*plan, error) {
 	p := &plan{items: make([]item, len(req.GetDescriptors()))}
-	replaced := make(map[string]bool)
+	var replaced map[string]bool // allocated by the first replaces
 	for i, d := range req.GetDescriptors() {
 		it := &p.items[i]
 		m, err := s.resolve(top, req.GetDomain(), d)
@@ -174,6 +181,9 @@ func (s *Service) plan(top *node, req *pb.RateLimitRequest) (*plan, error) {
 		}
 		it.rule = m.rule
 		for _, r := range m.rule.Replaces {
+			if replaced == nil {
+				replaced = make(map[string]bool)
+			}
 			replaced[r] = true
 		}
 		if m.rule.Unlimited {
