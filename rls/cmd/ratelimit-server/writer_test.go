@@ -1,0 +1,18 @@
+package main
+
+import (
+	"io"
+	"sync"
+)
+
+// lockedWriter serializes writes to w, which the server's goroutines share.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
