@@ -250,6 +250,11 @@ func (p *Pipeline[R]) acquire(ctx context.Context, r R, d *Decision, l concurren
 	default:
 		p.fail(ctx, r, d, err)
 	}
+	if d.Verdict != Proceed && d.Charged {
+		// The request never runs: its rate-limit charge is given back, so that refusals for
+		// lack of a permit do not spend the key's quota.
+		p.giveBack(ctx, r, d)
+	}
 }
 
 // prepareAll is prepare for several limits (WithLimits). Each entry is settled as one limit
@@ -425,7 +430,17 @@ func (p *Pipeline[R]) Refund(ctx context.Context, r R, d *Decision) {
 	if p.opts.Refund == nil || !d.Charged || !p.opts.Refund(r) {
 		return
 	}
-	ins := p.limiter.(ratelimit.Inspector)
+	p.giveBack(ctx, r, d)
+}
+
+// giveBack refunds what d charged, when the limiter can refund (an Inspector), and marks d
+// uncharged so that nothing is given back twice.
+func (p *Pipeline[R]) giveBack(ctx context.Context, r R, d *Decision) {
+	ins, ok := p.limiter.(ratelimit.Inspector)
+	if !ok {
+		return
+	}
+	d.Charged = false
 	ctx = context.WithoutCancel(ctx)
 	var err error
 	if d.Reqs == nil {

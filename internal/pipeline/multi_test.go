@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/internal/bucket"
 	"github.com/sluice-go/ratelimit/internal/redistest"
@@ -238,6 +239,36 @@ func TestShadowBucketIsNoPolicyBucket(t *testing.T) {
 			res, err := l.(ratelimit.Inspector).Peek(context.Background(), "login#shadow|victim", ratelimit.PerMinute(1), 1)
 			require.NoError(t, err)
 			assert.False(t, res.Allowed, "the victim's shadow request was counted in its own bucket")
+		})
+	}
+}
+
+// A request refused for lack of a permit never runs, and its rate-limit charge is given
+// back: with the key's one permit held, four refusals leave a 5/h quota whole, and the
+// five requests after the permit's release all run. A request whose context ends while it
+// waits for a permit is refunded too.
+func TestPermitRefusalRefundsRate(t *testing.T) {
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			l := localLimiter(t)
+			conc := concurrency.NewLocal(concurrency.WithQueue(-1, concurrency.OldestFirst))
+			t.Cleanup(func() { _ = conc.Close() })
+			do := tg.serve(t, setup{limiter: l, limit: ratelimit.PerHour(5), name: "export", key: "user:1", conc: conc, inFlight: 1})
+			held, err := conc.Acquire(context.Background(), bucket.Name{Policy: "export"}.Key("user:1"), 1)
+			require.NoError(t, err)
+			for range 4 {
+				got := do(context.Background())
+				require.NotEqual(t, "ok", got.kind)
+				require.False(t, got.ran)
+			}
+			res, err := l.(ratelimit.Inspector).Peek(context.Background(), bucket.Name{Policy: "export"}.Key("user:1"), ratelimit.PerHour(5), 1)
+			require.NoError(t, err)
+			assert.Equal(t, 4, res.Remaining, "5 − the one a request would take: the refusals took nothing")
+			held.Release()
+			for range 5 {
+				require.Equal(t, "ok", do(context.Background()).kind)
+			}
+			assert.Equal(t, "denied", do(context.Background()).kind)
 		})
 	}
 }
