@@ -9,7 +9,7 @@ require (
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/sethvargo/go-limiter v0.7.1
-	github.com/sluice-go/ratelimit v0.0.0
+	github.com/sluice-go/ratelimit v0.1.0
 	github.com/stretchr/testify v1.12.1
 	github.com/ulule/limiter/v3 v3.11.2
 	go.opentelemetry.io/otel v1.45.0

@@ -6,7 +6,7 @@ replace github.com/sluice-go/ratelimit => ../..
 
 require (
 	github.com/go-chi/chi/v5 v5.5.0
-	github.com/sluice-go/ratelimit v0.0.0
+	github.com/sluice-go/ratelimit v0.1.0
 	github.com/stretchr/testify v1.12.1
 )
 

@@ -11,8 +11,8 @@ require (
 	github.com/gin-gonic/gin v1.12.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/sluice-go/ratelimit v0.0.0
-	github.com/sluice-go/ratelimit/prommetrics v0.0.0-00010101000000-000000000000
+	github.com/sluice-go/ratelimit v0.1.0
+	github.com/sluice-go/ratelimit/prommetrics v0.1.0
 	github.com/stretchr/testify v1.12.1
 )
 

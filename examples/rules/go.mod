@@ -9,8 +9,8 @@ replace (
 
 require (
 	github.com/gin-gonic/gin v1.12.0
-	github.com/sluice-go/ratelimit v0.0.0
-	github.com/sluice-go/ratelimit/rules/rulesyaml v0.0.0
+	github.com/sluice-go/ratelimit v0.1.0
+	github.com/sluice-go/ratelimit/rules/rulesyaml v0.1.0
 	github.com/stretchr/testify v1.12.1
 )
 
