@@ -5,7 +5,7 @@
 #             (a Gin service whose limits all come from a reloaded rules.yaml),
 #             examples/production/ (the recommended setup, against a real Redis), faults/,
 #             which stops and slows real Redis servers under load, and
-#             prommetrics/, the Prometheus collector).
+#             prommetrics/, the Prometheus collector; internal/release builds the modules as a user gets them).
 # make bench — the benchmarks, ours and the peers' (bench/ is a module of its own).
 
 GO ?= go
