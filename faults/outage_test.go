@@ -35,8 +35,8 @@ const outageWorkers = 8
 //   - no request fails (do reports a status other than 200 or 429 for a failure), whether
 //     a secondary decides while Redis is away or, without one, the middleware fails open;
 //   - the outage adds at most the primary's deadline (50 ms) to the 99th percentile of the
-//     time a decision takes (the limiter's part of a request's latency, which do must
-//     obtain from s.timed);
+//     time a decision takes, less stalls (the limiter's part of a request's latency, which
+//     do must obtain from s.timed);
 //   - with a secondary, its share of the limit is enforced while Redis is away: at most
 //     Burst + Rate × the time away requests pass, and some are refused;
 //   - limiting through Redis resumes within resume of Redis answering again, not counting
@@ -74,7 +74,13 @@ func outage(t *testing.T, server *redistest.Server, s *stack, degrade bool, work
 	away := summarize("away", samples, stopped, restarting)
 	after := summarize("after", samples, up, end)
 	all := summarize("all", samples, start, end)
+	// Decisions less the time within each that this process was kept from running: a
+	// restart on a loaded machine stalls the test for tenths of a second, and that is no
+	// decision's doing (as in faultRun.latencies).
 	decisions := s.timed.all()
+	for i, d := range decisions {
+		decisions[i].took = d.took - stalled.within(d.at, d.at.Add(d.took))
+	}
 	dBefore := summarize("", decisions, start, down)
 	dAway := summarize("", decisions, stopped, restarting)
 	dAfter := summarize("", decisions, up, end)
@@ -98,7 +104,7 @@ func outage(t *testing.T, server *redistest.Server, s *stack, degrade bool, work
 		}
 	}
 	require.Zero(t, all.failed, "failed requests")
-	require.LessOrEqual(t, dAway.p99, max(dBefore.p99, dAfter.p99)+distributed.DefaultTimeout, "p99 of decisions while Redis was away")
+	require.LessOrEqual(t, dAway.p99, max(dBefore.p99, dAfter.p99)+distributed.DefaultTimeout, "p99 of decisions while Redis was away, less stalls")
 	if degrade {
 		most := float64(outageShare.Burst) + outageShare.Rate*restarting.Sub(stopped).Seconds() + 1
 		require.LessOrEqual(t, float64(away.ok), most, "requests admitted while Redis was away")

@@ -51,9 +51,11 @@ const partitionSlack = 2 * distributed.DefaultTimeout
 //
 //   - no decision takes longer than the primary's deadline and partitionSlack, not
 //     counting stalls: go-redis's own timeouts (5 s, retried) never show;
-//   - Redis decides again within a cooldown and a second of the network being mended (less
-//     stalls; go-redis may have stopped dialing after PoolSize failed dials, and re-dials
-//     once a second, see TestGinSaturatedPool);
+//   - Redis decides again, less stalls, before go-redis's own dial timeout (5 s) has passed
+//     since the network was mended: through the breaker's probes and go-redis's re-dials
+//     (once a second after PoolSize failed dials, see TestGinSaturatedPool), not by waiting
+//     out a timeout. It takes about a second on a quiet machine; on one so loaded that calls
+//     miss the primary's deadline the breaker opens again, and recovery takes longer;
 //   - Redis lost no charge, and took none twice: every command sent during the partition
 //     was swallowed, never run.
 func TestPartition(t *testing.T) {
@@ -80,7 +82,7 @@ func TestPartition(t *testing.T) {
 		lat[len(lat)/2].Round(time.Microsecond), lat[(len(lat)-1)*99/100].Round(time.Microsecond), slowest.Round(time.Microsecond))
 	require.LessOrEqual(t, slowest, distributed.DefaultTimeout+partitionSlack, "the slowest decision while the network was cut, less stalls")
 	lost := r.stalled.within(r.healed, r.recovered)
-	require.LessOrEqual(t, r.recovered.Sub(r.healed)-lost, time.Second+fallback.DefaultCooldown, "Redis deciding again after the network was mended")
+	require.LessOrEqual(t, r.recovered.Sub(r.healed)-lost, 5*time.Second, "Redis deciding again after the network was mended")
 
 	c := r.charges(t, client, true)
 	t.Logf("counter keys: %d charges acknowledged, %d held by Redis, %d calls failed", c.acked, c.stored, c.failed)
