@@ -90,23 +90,29 @@ func registerConcurrency(meter metric.Meter, sources []concurrencySource) error 
 // (observe.Decision.Concurrency) and their attribute sets.
 type permitCounters struct {
 	policy string
-	counts [2]counter        // [allowed, denied]
-	errors [numKinds]counter // by error kind
+	cells  [observe.NumCells]counter // by permitCell
+}
+
+// permitCell is the cell of a concurrency limit's decision: counted by outcome (and an
+// error's kind) alone, without its priority or shadow flag.
+func permitCell(d observe.Decision) int {
+	cell, _ := observe.CellOf(observe.Decision{Outcome: d.Outcome, ErrorKind: d.ErrorKind})
+	return cell
 }
 
 func newPermitCounters(policy, _ string) *permitCounters {
 	p := attribute.String(attrPolicy, policy)
 	s := &permitCounters{policy: policy}
-	for _, out := range []observe.Outcome{observe.OutcomeAllowed, observe.OutcomeDenied} {
-		s.counts[out].attrs = metric.WithAttributeSet(attribute.NewSet(p, attribute.String(attrResult, out.String())))
-	}
-	for kind := range numKinds {
-		name := observe.ErrorKind(kind).String()
-		if kind == 0 {
-			name = other
+	for i := range s.cells {
+		c := observe.CellAt(i)
+		if c.Priority != 0 || c.Shadow {
+			continue // never counted: see permitCell
 		}
-		s.errors[kind].attrs = metric.WithAttributeSet(attribute.NewSet(p,
-			attribute.String(attrResult, observe.OutcomeError.String()), attribute.String(attrErrorType, name)))
+		kv := []attribute.KeyValue{p, attribute.String(attrResult, c.Outcome.String())}
+		if c.Outcome == observe.OutcomeError {
+			kv = append(kv, attribute.String(attrErrorType, observe.ErrorType(c.Kind)))
+		}
+		s.cells[i].attrs = metric.WithAttributeSet(attribute.NewSet(kv...))
 	}
 	return s
 }
@@ -125,8 +131,7 @@ func (o *Observer) registerPermits(meter metric.Meter, maxSeries int) error {
 	_, err = meter.RegisterCallback(func(_ context.Context, obs metric.Observer) error {
 		type sums struct {
 			series *permitCounters
-			counts [2]int64
-			errors [numKinds]int64
+			cells  [observe.NumCells]int64
 		}
 		byPolicy := make(map[string]*sums)
 		o.permits.All(func(s *permitCounters) {
@@ -135,22 +140,14 @@ func (o *Observer) registerPermits(meter metric.Meter, maxSeries int) error {
 				sum = &sums{series: s}
 				byPolicy[s.policy] = sum
 			}
-			for i := range s.counts {
-				sum.counts[i] += s.counts[i].n.Load()
-			}
-			for i := range s.errors {
-				sum.errors[i] += s.errors[i].n.Load()
+			for i := range s.cells {
+				sum.cells[i] += s.cells[i].n.Load()
 			}
 		})
 		for _, sum := range byPolicy {
-			for i, n := range sum.counts {
+			for i, n := range sum.cells {
 				if n > 0 {
-					obs.ObserveInt64(o.permitRequests, n, sum.series.counts[i].attrs)
-				}
-			}
-			for i, n := range sum.errors {
-				if n > 0 {
-					obs.ObserveInt64(o.permitRequests, n, sum.series.errors[i].attrs)
+					obs.ObserveInt64(o.permitRequests, n, sum.series.cells[i].attrs)
 				}
 			}
 		}
@@ -161,15 +158,5 @@ func (o *Observer) registerPermits(meter metric.Meter, maxSeries int) error {
 
 // observePermit counts d, a concurrency limit's decision.
 func (o *Observer) observePermit(d observe.Decision) {
-	s := o.permits.Lookup(d.Policy, d.Backend)
-	switch d.Outcome {
-	case observe.OutcomeAllowed, observe.OutcomeDenied:
-		s.counts[d.Outcome].n.Add(1)
-	default:
-		kind := int(d.ErrorKind)
-		if kind >= numKinds {
-			kind = 0
-		}
-		s.errors[kind].n.Add(1)
-	}
+	o.permits.Lookup(d.Policy, d.Backend).cells[permitCell(d)].n.Add(1)
 }

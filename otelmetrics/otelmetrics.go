@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/observe"
 )
@@ -40,10 +39,6 @@ const (
 	attrFrom      = "ratelimit.fallback.from"
 	attrTo        = "ratelimit.fallback.to"
 )
-
-// other is the policy and backend of the decisions past WithMaxSeries, and the error.type
-// of an error of no known kind (as OpenTelemetry's semantic conventions name such values).
-const other = observe.OtherSeries
 
 // Observer is an observe.Observer that records decisions, and the breaker transitions
 // given to ObserveBreaker, on OpenTelemetry instruments; see the package documentation for
@@ -79,23 +74,9 @@ var (
 // once, so that recording a decision allocates nothing.
 type counters struct {
 	policy    string
-	requests  [numPriorities][2][2]counter // [priority][allowed, denied][shadow]
-	errors    [numPriorities][numKinds][2]counter
+	cells     [observe.NumCells]counter // by observe.CellOf
 	cacheHits counter
 	duration  [3][]metric.RecordOption // [allowed, denied, error]
-}
-
-// numKinds is the number of observe.ErrorKind values; index 0 (KindNone) stands for an
-// error of no known kind.
-const numKinds = int(observe.KindClosed) + 1
-
-// numPriorities is the number of ratelimit.Priority values, Critical to Sheddable.
-const numPriorities = int(ratelimit.Sheddable) + 1
-
-// priorityIndex is the index of d's priority; a value out of range counts as the nearest
-// priority, as ratelimit.WithPriority takes it.
-func priorityIndex(p ratelimit.Priority) int {
-	return min(max(int(p), 0), numPriorities-1)
 }
 
 // counter is a count and the attributes it is reported with.
@@ -175,23 +156,13 @@ func (o *Observer) report(_ context.Context, obs metric.Observer) error {
 // the policy for their attributes.
 type counts struct {
 	series    *counters
-	requests  [numPriorities][2][2]int64
-	errors    [numPriorities][numKinds][2]int64
+	cells     [observe.NumCells]int64
 	cacheHits int64
 }
 
 func (c *counts) add(s *counters) {
-	for p := range c.requests {
-		for out := range c.requests[p] {
-			for shadow := range c.requests[p][out] {
-				c.requests[p][out][shadow] += s.requests[p][out][shadow].n.Load()
-			}
-		}
-		for kind := range c.errors[p] {
-			for shadow := range c.errors[p][kind] {
-				c.errors[p][kind][shadow] += s.errors[p][kind][shadow].n.Load()
-			}
-		}
+	for i := range c.cells {
+		c.cells[i] += s.cells[i].n.Load()
 	}
 	c.cacheHits += s.cacheHits.n.Load()
 }
@@ -204,17 +175,8 @@ func (c *counts) report(obs metric.Observer, requests, cacheHits metric.Int64Obs
 			obs.ObserveInt64(inst, n, attrs)
 		}
 	}
-	for p := range c.requests {
-		for out := range c.requests[p] {
-			for shadow := range c.requests[p][out] {
-				observe(requests, c.requests[p][out][shadow], c.series.requests[p][out][shadow].attrs)
-			}
-		}
-		for kind := range c.errors[p] {
-			for shadow := range c.errors[p][kind] {
-				observe(requests, c.errors[p][kind][shadow], c.series.errors[p][kind][shadow].attrs)
-			}
-		}
+	for i, n := range c.cells {
+		observe(requests, n, c.series.cells[i].attrs)
 	}
 	observe(cacheHits, c.cacheHits, c.series.cacheHits.attrs)
 }
@@ -256,23 +218,8 @@ func (o *Observer) ObserveDecision(ctx context.Context, d observe.Decision) {
 		return
 	}
 	s := o.series.Lookup(d.Policy, d.Backend)
-	shadow := 0
-	if d.Shadow {
-		shadow = 1
-	}
-	p := priorityIndex(d.Priority)
-	out := d.Outcome
-	switch out {
-	case observe.OutcomeAllowed, observe.OutcomeDenied:
-		s.requests[p][out][shadow].n.Add(1)
-	default:
-		out = observe.OutcomeError
-		kind := int(d.ErrorKind)
-		if kind >= numKinds {
-			kind = 0
-		}
-		s.errors[p][kind][shadow].n.Add(1)
-	}
+	cell, out := observe.CellOf(d)
+	s.cells[cell].n.Add(1)
 	if d.Cached {
 		s.cacheHits.n.Add(1)
 	}
@@ -318,21 +265,14 @@ func newCounters(policy, backend string) *counters {
 	}
 	s := &counters{policy: policy}
 	s.cacheHits.attrs = set(p)
-	for prio := range numPriorities {
-		pr := attribute.String(attrPriority, ratelimit.Priority(prio).String())
-		for shadow, sh := range []attribute.KeyValue{attribute.Bool(attrShadow, false), attribute.Bool(attrShadow, true)} {
-			for _, out := range []observe.Outcome{observe.OutcomeAllowed, observe.OutcomeDenied} {
-				s.requests[prio][out][shadow].attrs = set(p, pr, attribute.String(attrResult, out.String()), sh)
-			}
-			for kind := range numKinds {
-				name := observe.ErrorKind(kind).String()
-				if kind == 0 {
-					name = other
-				}
-				s.errors[prio][kind][shadow].attrs = set(p, pr, attribute.String(attrResult, observe.OutcomeError.String()), sh,
-					attribute.String(attrErrorType, name))
-			}
+	for i := range s.cells {
+		c := observe.CellAt(i)
+		kv := []attribute.KeyValue{p, attribute.String(attrPriority, c.Priority.String()),
+			attribute.String(attrResult, c.Outcome.String()), attribute.Bool(attrShadow, c.Shadow)}
+		if c.Outcome == observe.OutcomeError {
+			kv = append(kv, attribute.String(attrErrorType, observe.ErrorType(c.Kind)))
 		}
+		s.cells[i].attrs = set(kv...)
 	}
 	for _, out := range []observe.Outcome{observe.OutcomeAllowed, observe.OutcomeDenied, observe.OutcomeError} {
 		s.duration[out] = []metric.RecordOption{metric.WithAttributeSet(

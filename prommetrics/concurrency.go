@@ -92,60 +92,46 @@ var (
 // (observe.Decision.Concurrency).
 type permitCounters struct {
 	policy string
-	counts [2]atomic.Int64        // [allowed, denied]
-	errors [numKinds]atomic.Int64 // by error kind
+	cells  [observe.NumCells]atomic.Int64 // by observe.CellOf, of the outcome alone
+}
+
+// permitCell is the cell of a concurrency limit's decision: counted by outcome (and an
+// error's kind) alone, without its priority or shadow flag.
+func permitCell(d observe.Decision) int {
+	cell, _ := observe.CellOf(observe.Decision{Outcome: d.Outcome, ErrorKind: d.ErrorKind})
+	return cell
 }
 
 // observePermit counts d, a concurrency limit's decision.
 func (c *Collector) observePermit(d observe.Decision) {
-	s := c.permits.Lookup(d.Policy, d.Backend)
-	switch d.Outcome {
-	case observe.OutcomeAllowed, observe.OutcomeDenied:
-		s.counts[d.Outcome].Add(1)
-	default:
-		kind := int(d.ErrorKind)
-		if kind >= numKinds {
-			kind = 0
-		}
-		s.errors[kind].Add(1)
-	}
+	c.permits.Lookup(d.Policy, d.Backend).cells[permitCell(d)].Add(1)
 }
 
 // collectPermits sends the counts of concurrency decisions, summed by policy.
 func (c *Collector) collectPermits(ch chan<- prometheus.Metric) {
-	type sums struct {
-		counts [2]int64
-		errors [numKinds]int64
-	}
-	byPolicy := make(map[string]*sums)
+	byPolicy := make(map[string]*[observe.NumCells]int64)
 	c.permits.All(func(s *permitCounters) {
 		sum := byPolicy[s.policy]
 		if sum == nil {
-			sum = &sums{}
+			sum = new([observe.NumCells]int64)
 			byPolicy[s.policy] = sum
 		}
-		for i := range s.counts {
-			sum.counts[i] += s.counts[i].Load()
-		}
-		for i := range s.errors {
-			sum.errors[i] += s.errors[i].Load()
+		for i := range s.cells {
+			sum[i] += s.cells[i].Load()
 		}
 	})
 	for policy, sum := range byPolicy {
-		for i, n := range sum.counts {
-			if n > 0 {
-				ch <- prometheus.MustNewConstMetric(permitsDesc, prometheus.CounterValue, float64(n),
-					policy, observe.Outcome(i).String())
+		for i, n := range sum {
+			if n == 0 {
+				continue
 			}
-		}
-		for kind, n := range sum.errors {
-			if n > 0 {
-				name := observe.ErrorKind(kind).String()
-				if kind == 0 {
-					name = other
-				}
+			cell := observe.CellAt(i)
+			if cell.Outcome == observe.OutcomeError {
 				ch <- prometheus.MustNewConstMetric(permitErrorsDesc, prometheus.CounterValue, float64(n),
-					name, policy, observe.OutcomeError.String())
+					observe.ErrorType(cell.Kind), policy, cell.Outcome.String())
+			} else {
+				ch <- prometheus.MustNewConstMetric(permitsDesc, prometheus.CounterValue, float64(n),
+					policy, cell.Outcome.String())
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/observe"
 )
@@ -21,23 +21,6 @@ import (
 var durationBuckets = [...]float64{
 	0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005,
 	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-}
-
-// other is the policy and backend of the decisions past WithMaxSeries, and the error_type
-// of an error of no known kind.
-const other = observe.OtherSeries
-
-// numKinds is the number of observe.ErrorKind values; index 0 (KindNone) stands for an
-// error of no known kind.
-const numKinds = int(observe.KindClosed) + 1
-
-// numPriorities is the number of ratelimit.Priority values, Critical to Sheddable.
-const numPriorities = int(ratelimit.Sheddable) + 1
-
-// priorityIndex is the index of a decision's priority; a value out of range counts as the
-// nearest priority, as ratelimit.WithPriority takes it.
-func priorityIndex(p ratelimit.Priority) int {
-	return min(max(int(p), 0), numPriorities-1)
 }
 
 // The descriptors of the metrics, with the help texts of otelmetrics' instruments.
@@ -83,8 +66,7 @@ var (
 // counters holds the counts of one (policy, backend) pair.
 type counters struct {
 	policy, backend string
-	requests        [numPriorities][2][2]atomic.Int64 // [priority][allowed, denied][shadow]
-	errors          [numPriorities][numKinds][2]atomic.Int64
+	cells           [observe.NumCells]atomic.Int64 // by observe.CellOf
 	cacheHits       atomic.Int64
 	duration        [3]histogram // [allowed, denied, error]
 }
@@ -135,23 +117,8 @@ func (c *Collector) ObserveDecision(_ context.Context, d observe.Decision) {
 		return
 	}
 	s := c.series.Lookup(d.Policy, d.Backend)
-	shadow := 0
-	if d.Shadow {
-		shadow = 1
-	}
-	p := priorityIndex(d.Priority)
-	out := d.Outcome
-	switch out {
-	case observe.OutcomeAllowed, observe.OutcomeDenied:
-		s.requests[p][out][shadow].Add(1)
-	default:
-		out = observe.OutcomeError
-		kind := int(d.ErrorKind)
-		if kind >= numKinds {
-			kind = 0
-		}
-		s.errors[p][kind][shadow].Add(1)
-	}
+	cell, out := observe.CellOf(d)
+	s.cells[cell].Add(1)
 	if d.Cached {
 		s.cacheHits.Add(1)
 	}
@@ -213,51 +180,29 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 
 // counts are the counts of a policy's decisions, summed over its backends.
 type counts struct {
-	requests  [numPriorities][2][2]int64
-	errors    [numPriorities][numKinds][2]int64
+	cells     [observe.NumCells]int64
 	cacheHits int64
 }
 
 func (c *counts) add(s *counters) {
-	for p := range c.requests {
-		for out := range c.requests[p] {
-			for shadow := range c.requests[p][out] {
-				c.requests[p][out][shadow] += s.requests[p][out][shadow].Load()
-			}
-		}
-		for kind := range c.errors[p] {
-			for shadow := range c.errors[p][kind] {
-				c.errors[p][kind][shadow] += s.errors[p][kind][shadow].Load()
-			}
-		}
+	for i := range c.cells {
+		c.cells[i] += s.cells[i].Load()
 	}
 	c.cacheHits += s.cacheHits.Load()
 }
 
-var shadows = [2]string{"false", "true"}
-
 func (c *counts) collect(ch chan<- prometheus.Metric, policy string) {
-	for p := range numPriorities {
-		prio := ratelimit.Priority(p).String()
-		for _, out := range []observe.Outcome{observe.OutcomeAllowed, observe.OutcomeDenied} {
-			for shadow := range 2 {
-				if n := c.requests[p][out][shadow]; n > 0 {
-					ch <- prometheus.MustNewConstMetric(requestsDesc, prometheus.CounterValue, float64(n),
-						policy, prio, out.String(), shadows[shadow])
-				}
-			}
+	for i, n := range c.cells {
+		if n == 0 {
+			continue
 		}
-		for kind := range numKinds {
-			name := observe.ErrorKind(kind).String()
-			if kind == 0 {
-				name = other
-			}
-			for shadow := range 2 {
-				if n := c.errors[p][kind][shadow]; n > 0 {
-					ch <- prometheus.MustNewConstMetric(errorsDesc, prometheus.CounterValue, float64(n),
-						name, policy, prio, observe.OutcomeError.String(), shadows[shadow])
-				}
-			}
+		cell := observe.CellAt(i)
+		prio, out, shadow := cell.Priority.String(), cell.Outcome.String(), strconv.FormatBool(cell.Shadow)
+		if cell.Outcome == observe.OutcomeError {
+			ch <- prometheus.MustNewConstMetric(errorsDesc, prometheus.CounterValue, float64(n),
+				observe.ErrorType(cell.Kind), policy, prio, out, shadow)
+		} else {
+			ch <- prometheus.MustNewConstMetric(requestsDesc, prometheus.CounterValue, float64(n), policy, prio, out, shadow)
 		}
 	}
 	if c.cacheHits > 0 {
