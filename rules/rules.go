@@ -192,15 +192,16 @@ func (s *Set) Match(r Request) *Policy {
 }
 
 // AppendLimits appends the limits r is under to dst and returns the result: one per limit
-// of the policy Match finds, each with the policy's name, cost and r's key under it (a key
-// function that fails gives an empty Key, which a middleware limits under its UnkeyedKey
-// and reports). It allocates nothing when dst has room.
+// of the policy Match finds, each with the policy's name, cost and r's key under it. The
+// Key is empty for a policy that names none (the middleware gives its default key) and
+// when the key function fails (a middleware limits it under its UnkeyedKey and reports
+// it). It allocates nothing when dst has room.
 func (s *Set) AppendLimits(dst []ratelimit.Request, r Request) []ratelimit.Request {
 	p := s.Match(r)
 	if p == nil {
 		return dst
 	}
-	key, err := p.key(r)
+	key, err := p.KeyOf(r)
 	if err != nil {
 		key = ""
 	}

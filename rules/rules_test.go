@@ -496,3 +496,15 @@ func TestNoAllocationOverGo(t *testing.T) {
 	twoByRules := allocs(httpmw.New(limiter, httpmw.WithRules(live))(mux), "/two")
 	assert.Less(t, twoByRules, twoInGo, "the key's parts spare the key of its own")
 }
+
+// A policy that names no key has no key function: AppendLimits gives its limits an empty
+// Key, which the middleware fills with its default key, as its doc says, and never panics.
+func TestAppendLimitsNoKey(t *testing.T) {
+	live := rules.New(rules.Registry{})
+	require.NoError(t, live.Load("rules.json", []byte(`{"default": "all", "policies": {"all": {"limits": ["3/min", "9/h"]}}}`)))
+	got := live.Set().AppendLimits(nil, rules.FromHTTP(httptest.NewRequest(http.MethodGet, "/", nil), "GET /"))
+	assert.Equal(t, []ratelimit.Request{
+		{Key: "", Limit: kept(ratelimit.PerMinute(3)), Name: "all"},
+		{Key: "", Limit: kept(ratelimit.PerHour(9)), Name: "all"},
+	}, got)
+}
