@@ -134,6 +134,15 @@ func TestInvalidFiles(t *testing.T) {
     {"match": {}, "policy": "a"},
     {"match": {"key": {"tier": "gold"}}, "policy": "a"}
   ]}`,
+		"trailing word":        `{"policies": {}} trailing`,
+		"second object":        "{\"policies\": {}}\n{\"x\": 1}",
+		"two limits":           "{\"policies\": {\"a\": {\"limits\": [\"1/s\"], \"key\": \"user\",\n\n  \"limits\": [\"100/s\"]}}}",
+		"two policies fields":  "{\"policies\": {},\n\n\"policies\": {}}",
+		"two routes":           "{\"policies\": {}, \"rules\": [\n{\"match\": {\"route\": \"/a\",\n \"route\": \"/b\"}, \"policy\": \"a\"}]}",
+		"two header values":    "{\"policies\": {}, \"rules\": [{\"match\": {\"header\": {\"X-A\": \"1\",\n\"X-A\": \"2\"}}, \"policy\": \"a\"}]}",
+		"no policies":          `{"version": "7", "default": "free"}`,
+		"empty":                " \n",
+		"a fraction of a cost": `{"policies": {"a": {"limits": ["1/s"], "cost": 1.9}}}`,
 		"policy fields": `{"policies": {
   "a": {"limits": ["1/s"], "key": "user", "priority": "urgent"},
   "b": {"limits": ["1/s"], "key": "user", "concurrency": -1},
@@ -148,7 +157,16 @@ rules: invalid rules: rules.json:4: policy "c": shadow and concurrency: a shadow
 rules: invalid rules: rules.json:5: policy "d": concurrency 2 needs a concurrency limiter (rules.WithConcurrency)
 rules: invalid rules: rules.json:6: policy "e": no limits and no concurrency`,
 		"unknown top field":    "rules: invalid rules: rules.json:1: unknown field polices (version, default, policies, rules)",
-		"unknown policy field": `rules: invalid rules: rules.json:2: policy "a": json: unknown field "burst"`,
+		"unknown policy field": `rules: invalid rules: rules.json:2: policy "a": unknown field "burst" (limits, key, cost, priority, shadow, concurrency)`,
+		"trailing word":        "rules: invalid rules: rules.json:1: data after the file's object",
+		"second object":        "rules: invalid rules: rules.json:2: data after the file's object",
+		"two limits":           `rules: invalid rules: rules.json:3: policy "a": field "limits" given twice`,
+		"two policies fields":  `rules: invalid rules: rules.json:3: field "policies" given twice`,
+		"two routes":           `rules: invalid rules: rules.json:3: rule 1: field "route" given twice`,
+		"two header values":    `rules: invalid rules: rules.json:2: rule 1: field "X-A" given twice`,
+		"no policies":          `rules: invalid rules: rules.json:1: no "policies" (a file read while it was written?)`,
+		"empty":                "rules: invalid rules: rules.json:1: an empty file",
+		"a fraction of a cost": `rules: invalid rules: rules.json:1: policy "a": json: cannot unmarshal number 1.9 into Go value of type int`,
 		"everything else": `rules: invalid rules: rules.json:3: policy "a": ratelimit: invalid limit: "10/week": unknown unit "week" (s, min, h or day)
 rules: invalid rules: rules.json:3: policy "a": key function "nobody" is not registered
 rules: invalid rules: rules.json:4: policy "b": ratelimit: invalid limit: burst 20000 is above the sliding window log's maximum of 10000 (ratelimit.MaxLogBurst)
