@@ -209,8 +209,8 @@ func TestThroughHTTPMiddleware(t *testing.T) {
 		status("GET", "/items"), status("GET", "/items")}, "the free plan: 3 a minute, a bucket of its own")
 }
 
-// Watch puts a changed file in force, and keeps the set in force when the new content
-// fails, telling the error handler once.
+// Watch puts a changed file in force once two reads agree, and keeps the set in force when
+// the new content fails, telling the error handler once.
 func TestWatch(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rules.json")
 	require.NoError(t, os.WriteFile(path, []byte(file), 0o600))
@@ -226,7 +226,10 @@ func TestWatch(t *testing.T) {
 		require.NoError(t, os.WriteFile(path, next, 0o600))
 		time.Sleep(time.Second)
 		synctest.Wait()
-		assert.Equal(t, "8", live.Set().Version)
+		assert.Equal(t, "7", live.Set().Version, "one read of a content is not enough")
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Equal(t, "8", live.Set().Version, "the same bytes one interval later: in force")
 
 		require.NoError(t, os.WriteFile(path, []byte(`{"version": "9", "default": "nope"}`), 0o600))
 		for range 3 {
