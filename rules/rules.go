@@ -121,7 +121,10 @@ func (p *Policy) KeyOf(r Request) (string, error) {
 
 // Match says which requests a rule applies to: every field given must hold.
 type Match struct {
-	Route      string            // the route pattern, exactly
+	// Route is the route pattern, with or without a method: "POST /login" holds for a POST
+	// routed by "POST /login" or "/login" (net/http), or by "/login" (Gin's FullPath, which
+	// has no method: the request's is read); "/login" holds whatever the method.
+	Route      string
 	Method     string            // the HTTP method, exactly
 	FullMethod string            // the gRPC full method, exactly
 	Header     map[string]string // header (or metadata) name → value, each exactly
@@ -134,8 +137,19 @@ type Rule struct {
 	Match  Match
 	Policy string
 
-	policy *Policy
-	keys   []namedKey
+	policy       *Policy
+	method, path string // of Match.Route
+	keys         []namedKey
+}
+
+// splitRoute returns the method and the rest of a route pattern: "POST /login" is "POST"
+// and "/login", "/login" has no method.
+func splitRoute(route string) (method, path string) {
+	i := strings.IndexAny(route, " \t")
+	if i < 0 {
+		return "", route
+	}
+	return route[:i], strings.TrimLeft(route[i+1:], " \t")
 }
 
 type namedKey struct {
@@ -165,6 +179,10 @@ type Set struct {
 	names    []string
 	rules    []Rule
 	def      *Policy
+	// The rules that name a route (or a full method) by its path, and the others, in
+	// order: a request is tried against those of its path and the others only.
+	byPath map[string][]int
+	others []int
 }
 
 // Policies returns the names of the set's policies, sorted.
@@ -181,9 +199,18 @@ func (s *Set) Policy(name string) (Policy, bool) {
 
 // Match returns the policy r is under: that of the first rule that matches it, or the
 // default policy; nil when none applies. The policy is the set's own: read it, never change
-// it. Match allocates nothing.
+// it. Match allocates nothing, and tries only the rules of r's route and those that name
+// none: its cost does not grow with the rules of other routes.
 func (s *Set) Match(r Request) *Policy {
-	for i := range s.rules {
+	_, path := splitRoute(r.Route())
+	mine, others := s.byPath[path], s.others
+	for len(mine) > 0 || len(others) > 0 {
+		var i int
+		if len(others) == 0 || len(mine) > 0 && mine[0] < others[0] {
+			i, mine = mine[0], mine[1:]
+		} else {
+			i, others = others[0], others[1:]
+		}
 		if s.rules[i].matches(r) {
 			return s.rules[i].policy
 		}
@@ -213,8 +240,16 @@ func (s *Set) AppendLimits(dst []ratelimit.Request, r Request) []ratelimit.Reque
 
 func (rule *Rule) matches(r Request) bool {
 	m := &rule.Match
-	if m.Route != "" && r.Route() != m.Route ||
-		m.Method != "" && r.Method() != m.Method ||
+	if rule.path != "" {
+		method, path := splitRoute(r.Route())
+		if method == "" {
+			method = r.Method() // Gin's FullPath, a pattern without a method
+		}
+		if path != rule.path || rule.method != "" && method != rule.method {
+			return false
+		}
+	}
+	if m.Method != "" && r.Method() != m.Method ||
 		m.FullMethod != "" && r.FullMethod() != m.FullMethod {
 		return false
 	}
@@ -279,7 +314,7 @@ func Compile(doc Document, reg Registry, opts ...Option) (*Set, error) {
 		}
 	}
 	v := o.validator
-	s := &Set{Version: doc.Version, policies: map[string]*Policy{}}
+	s := &Set{Version: doc.Version, policies: map[string]*Policy{}, byPath: map[string][]int{}}
 	var errs []error
 	fail := func(line int, what string, err error) {
 		errs = append(errs, fmt.Errorf("%w: %s:%d: %s: %w", ErrInvalid, doc.File, line, what, err))
@@ -353,6 +388,23 @@ func Compile(doc Document, reg Registry, opts ...Option) (*Set, error) {
 		m := rd.Match
 		if m.Route == "" && m.Method == "" && m.FullMethod == "" && len(m.Header) == 0 && len(m.Key) == 0 {
 			fail(rd.Line, what, errors.New("matches every request: give the default policy (\"default\") instead"))
+		}
+		if m.Route != "" {
+			rule.method, rule.path = splitRoute(m.Route)
+			switch {
+			case !strings.Contains(rule.path, "/"):
+				fail(rd.Line, what, fmt.Errorf("route %q has no path: a pattern (\"POST /login\", \"/items/:id\") or a gRPC full method", m.Route))
+			case rule.method != "" && m.Method != "" && rule.method != m.Method:
+				fail(rd.Line, what, fmt.Errorf("route %q and method %q never both hold", m.Route, m.Method))
+			}
+		}
+		switch {
+		case rule.path != "":
+			s.byPath[rule.path] = append(s.byPath[rule.path], i)
+		case m.FullMethod != "": // a call's route is its full method
+			s.byPath[m.FullMethod] = append(s.byPath[m.FullMethod], i)
+		default:
+			s.others = append(s.others, i)
 		}
 		for name, value := range m.Key {
 			fn := reg[name]

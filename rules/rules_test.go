@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/gin-gonic/gin"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/concurrency"
+	"github.com/sluice-go/ratelimit/ginmw"
 	"github.com/sluice-go/ratelimit/grpcmw"
 	"github.com/sluice-go/ratelimit/httpmw"
 	"github.com/sluice-go/ratelimit/keyfuncs/httpkeys"
@@ -134,13 +136,17 @@ func TestInvalidFiles(t *testing.T) {
     {"match": {}, "policy": "a"},
     {"match": {"key": {"tier": "gold"}}, "policy": "a"}
   ]}`,
-		"trailing word":        `{"policies": {}} trailing`,
-		"second object":        "{\"policies\": {}}\n{\"x\": 1}",
-		"two limits":           "{\"policies\": {\"a\": {\"limits\": [\"1/s\"], \"key\": \"user\",\n\n  \"limits\": [\"100/s\"]}}}",
-		"two policies fields":  "{\"policies\": {},\n\n\"policies\": {}}",
-		"two routes":           "{\"policies\": {}, \"rules\": [\n{\"match\": {\"route\": \"/a\",\n \"route\": \"/b\"}, \"policy\": \"a\"}]}",
-		"two header values":    "{\"policies\": {}, \"rules\": [{\"match\": {\"header\": {\"X-A\": \"1\",\n\"X-A\": \"2\"}}, \"policy\": \"a\"}]}",
-		"no policies":          `{"version": "7", "default": "free"}`,
+		"trailing word":       `{"policies": {}} trailing`,
+		"second object":       "{\"policies\": {}}\n{\"x\": 1}",
+		"two limits":          "{\"policies\": {\"a\": {\"limits\": [\"1/s\"], \"key\": \"user\",\n\n  \"limits\": [\"100/s\"]}}}",
+		"two policies fields": "{\"policies\": {},\n\n\"policies\": {}}",
+		"two routes":          "{\"policies\": {}, \"rules\": [\n{\"match\": {\"route\": \"/a\",\n \"route\": \"/b\"}, \"policy\": \"a\"}]}",
+		"two header values":   "{\"policies\": {}, \"rules\": [{\"match\": {\"header\": {\"X-A\": \"1\",\n\"X-A\": \"2\"}}, \"policy\": \"a\"}]}",
+		"no policies":         `{"version": "7", "default": "free"}`,
+		"routes that cannot match": `{"policies": {"a": {"limits": ["1/s"]}}, "rules": [
+  {"match": {"route": "POST"}, "policy": "a"},
+  {"match": {"route": "POST /login", "method": "GET"}, "policy": "a"},
+  {"match": {"route": "POST /login", "method": "POST"}, "policy": "a"}]}`,
 		"empty":                " \n",
 		"a fraction of a cost": `{"policies": {"a": {"limits": ["1/s"], "cost": 1.9}}}`,
 		"policy fields": `{"policies": {
@@ -165,6 +171,8 @@ rules: invalid rules: rules.json:6: policy "e": no limits and no concurrency`,
 		"two routes":           `rules: invalid rules: rules.json:3: rule 1: field "route" given twice`,
 		"two header values":    `rules: invalid rules: rules.json:2: rule 1: field "X-A" given twice`,
 		"no policies":          `rules: invalid rules: rules.json:1: no "policies" (a file read while it was written?)`,
+		"routes that cannot match": `rules: invalid rules: rules.json:2: rule 1: route "POST" has no path: a pattern ("POST /login", "/items/:id") or a gRPC full method
+rules: invalid rules: rules.json:3: rule 2: route "POST /login" and method "GET" never both hold`,
 		"empty":                "rules: invalid rules: rules.json:1: an empty file",
 		"a fraction of a cost": `rules: invalid rules: rules.json:1: policy "a": json: cannot unmarshal number 1.9 into Go value of type int`,
 		"everything else": `rules: invalid rules: rules.json:3: policy "a": ratelimit: invalid limit: "10/week": unknown unit "week" (s, min, h or day)
@@ -528,4 +536,69 @@ func TestAppendLimitsNoKey(t *testing.T) {
 		{Key: "", Limit: kept(ratelimit.PerMinute(3)), Name: "all"},
 		{Key: "", Limit: kept(ratelimit.PerHour(9)), Name: "all"},
 	}, got)
+}
+
+// One route form holds on every framework: "POST /login" for a POST routed by Gin's
+// "/login" (whose FullPath has no method), by net/http's "POST /login" or "/login"; a
+// route without a method for any method of its path; a gRPC full method for that call.
+// Each policy is 1 an hour on the middleware's key: the second request a rule matches is
+// denied, and a request no rule matches (a GET of /login; no default) is not limited.
+func TestRouteFormsEveryFramework(t *testing.T) {
+	const file = `{"policies": {"login": {"limits": ["1/h"]}, "export": {"limits": ["1/h"]}, "call": {"limits": ["1/h"]}},
+  "rules": [
+    {"match": {"route": "POST /login"}, "policy": "login"},
+    {"match": {"route": "/export"}, "policy": "export"},
+    {"match": {"route": "/pkg.S/M"}, "policy": "call"}]}`
+	setup := func() (*local.Limiter, *rules.Rules) { // buckets of its own
+		limiter := local.New(local.WithClock(func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }))
+		t.Cleanup(func() { _ = limiter.Close() })
+		live := rules.New(rules.Registry{})
+		require.NoError(t, live.Load("rules.json", []byte(file)))
+		return limiter, live
+	}
+	ok := func(http.ResponseWriter, *http.Request) {}
+	gin.SetMode(gin.ReleaseMode)
+	for name, handler := range map[string]func(*local.Limiter, *rules.Rules) http.Handler{
+		"gin": func(l *local.Limiter, live *rules.Rules) http.Handler {
+			e := gin.New()
+			e.Use(ginmw.New(l, ginmw.WithRules(live)))
+			e.POST("/login", func(*gin.Context) {})
+			e.GET("/login", func(*gin.Context) {})
+			e.Any("/export", func(*gin.Context) {})
+			return e
+		},
+		"net/http, patterns with methods": func(l *local.Limiter, live *rules.Rules) http.Handler {
+			mux := http.NewServeMux()
+			mux.HandleFunc("POST /login", ok)
+			mux.HandleFunc("GET /login", ok)
+			mux.HandleFunc("GET /export", ok)
+			mux.HandleFunc("DELETE /export", ok)
+			return httpmw.New(l, httpmw.WithRules(live))(mux)
+		},
+		"net/http, patterns without": func(l *local.Limiter, live *rules.Rules) http.Handler {
+			mux := http.NewServeMux()
+			mux.HandleFunc("/login", ok)
+			mux.HandleFunc("/export", ok)
+			return httpmw.New(l, httpmw.WithRules(live))(mux)
+		},
+	} {
+		h := handler(setup())
+		var got []int
+		for _, r := range [][2]string{{"POST", "/login"}, {"POST", "/login"}, {"GET", "/login"}, {"GET", "/login"},
+			{"GET", "/export"}, {"DELETE", "/export"}} {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest(r[0], r[1], nil))
+			got = append(got, w.Code)
+		}
+		assert.Equal(t, []int{200, 429, 200, 200, 200, 429}, got, name)
+	}
+	l, live := setup()
+	icpt := grpcmw.UnaryServerInterceptor(l, grpcmw.WithRules(live))
+	call := func(method string) codes.Code {
+		_, err := icpt(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: method},
+			func(context.Context, any) (any, error) { return nil, nil })
+		return status.Code(err)
+	}
+	assert.Equal(t, []codes.Code{codes.OK, codes.ResourceExhausted, codes.OK},
+		[]codes.Code{call("/pkg.S/M"), call("/pkg.S/M"), call("/pkg.S/Other")}, "grpc")
 }
