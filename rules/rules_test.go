@@ -146,7 +146,9 @@ func TestInvalidFiles(t *testing.T) {
 		"routes that cannot match": `{"policies": {"a": {"limits": ["1/s"]}}, "rules": [
   {"match": {"route": "POST"}, "policy": "a"},
   {"match": {"route": "POST /login", "method": "GET"}, "policy": "a"},
-  {"match": {"route": "POST /login", "method": "POST"}, "policy": "a"}]}`,
+  {"match": {"route": "POST /login", "method": "POST"}, "policy": "a"},
+  {"match": {"route": "/pkg.S/M", "full_method": "/pkg.S/N"}, "policy": "a"},
+  {"match": {"route": "/pkg.S/M", "full_method": "/pkg.S/M"}, "policy": "a"}]}`,
 		"empty":                " \n",
 		"a fraction of a cost": `{"policies": {"a": {"limits": ["1/s"], "cost": 1.9}}}`,
 		"policy fields": `{"policies": {
@@ -172,7 +174,8 @@ rules: invalid rules: rules.json:6: policy "e": no limits and no concurrency`,
 		"two header values":    `rules: invalid rules: rules.json:2: rule 1: field "X-A" given twice`,
 		"no policies":          `rules: invalid rules: rules.json:1: no "policies" (a file read while it was written?)`,
 		"routes that cannot match": `rules: invalid rules: rules.json:2: rule 1: route "POST" has no path: a pattern ("POST /login", "/items/:id") or a gRPC full method
-rules: invalid rules: rules.json:3: rule 2: route "POST /login" and method "GET" never both hold`,
+rules: invalid rules: rules.json:3: rule 2: route "POST /login" and method "GET" never both hold
+rules: invalid rules: rules.json:5: rule 4: route "/pkg.S/M" and full method "/pkg.S/N" never both hold`,
 		"empty":                "rules: invalid rules: rules.json:1: an empty file",
 		"a fraction of a cost": `rules: invalid rules: rules.json:1: policy "a": json: cannot unmarshal number 1.9 into Go value of type int`,
 		"everything else": `rules: invalid rules: rules.json:3: policy "a": ratelimit: invalid limit: "10/week": unknown unit "week" (s, min, h or day)
