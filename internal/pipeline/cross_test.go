@@ -520,7 +520,7 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 		}
 	}
 	if s.rules != nil {
-		e.checkAdmin(t, l, s, name(fs), key, m)
+		e.checkAdmin(t, l, s, rulesPolicy(fs), key, m)
 	}
 	if reader != nil {
 		got := reader.collect()
@@ -568,10 +568,7 @@ func (c collector) collect() otelmetricstest.Collected { return c() }
 // limits, or nil when the case ends here: a cost function beside the rules, or a shadow
 // policy with a concurrency, are refused.
 func (e *crossEnv) rulesCase(t *testing.T, tg target, fs feature, s *setup, key string, limits []ratelimit.Limit, noKey bool) func([]ratelimit.Limit) {
-	name := "single"
-	if fs&withLimits != 0 {
-		name = "pair"
-	}
+	name := rulesPolicy(fs)
 	policy := map[string]any{"key": "k"}
 	if noKey {
 		delete(policy, "key") // the middleware's default key
@@ -617,8 +614,8 @@ func (e *crossEnv) rulesCase(t *testing.T, tg target, fs feature, s *setup, key 
 	return func(limits []ratelimit.Limit) { require.NoError(t, rs.Load("cross.json", file(limits))) }
 }
 
-// name is the policy of a rules case.
-func name(fs feature) string {
+// rulesPolicy is the policy of a rules case.
+func rulesPolicy(fs feature) string {
 	if fs&withLimits != 0 {
 		return "pair"
 	}
