@@ -250,6 +250,23 @@ func TestWatch(t *testing.T) {
 		assert.Equal(t, "8", live.Set().Version, "a bad file changes nothing")
 		require.Len(t, errs, 1)
 		assert.True(t, errors.Is(errs[0], rules.ErrInvalid))
+
+		// A file gone for one read (an editor that deletes and writes anew) is not an error;
+		// gone for good, it is one, however many reads miss it.
+		require.NoError(t, os.Remove(path))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.NoError(t, os.WriteFile(path, next, 0o600))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.NoError(t, os.Remove(path))
+		for range 4 {
+			time.Sleep(time.Second)
+			synctest.Wait()
+		}
+		require.Len(t, errs, 2)
+		assert.ErrorIs(t, errs[1], os.ErrNotExist)
+		assert.Equal(t, "8", live.Set().Version)
 		cancel()
 		<-done
 	})
