@@ -2,10 +2,11 @@ package rls
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
 	"sync"
 	"time"
+
+	"github.com/sluice-go/ratelimit/internal/settle"
 )
 
 // DefaultPollInterval is how often a Watcher reads the configuration.
@@ -39,12 +40,12 @@ func Watch(s *Service, path string, interval time.Duration, onLoad func(*Config)
 	return w
 }
 
-func (w *Watcher) loop(s *Service, path string, every time.Duration, current [32]byte,
+func (w *Watcher) loop(s *Service, path string, every time.Duration, current settle.Sum,
 	onLoad func(*Config), onError func(error)) {
 	defer close(w.done)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	var pending, failed [32]byte
+	var state settle.State
 	for {
 		select {
 		case <-w.stop:
@@ -52,29 +53,22 @@ func (w *Watcher) loop(s *Service, path string, every time.Duration, current [32
 		case <-tick.C:
 		}
 		sum, files := digest(path)
-		switch {
-		case files == nil && sum == [32]byte{}: // unreadable now: try again later
-			continue
-		case sum == current || sum == failed:
-			pending = [32]byte{}
-			continue
-		case sum != pending:
-			pending = sum // changed since the last read: wait for it to settle
-			continue
+		if files == nil && sum == (settle.Sum{}) || !state.Next(sum, current) {
+			continue // unreadable now, or not a content to load (yet)
 		}
-		pending = [32]byte{}
 		c, err := Parse(files...)
 		if err == nil {
 			err = s.SetConfig(c)
 		}
 		if err != nil {
-			failed = sum
+			state.Failed(sum)
 			if onError != nil {
 				onError(err)
 			}
 			continue
 		}
-		current, failed = sum, [32]byte{}
+		current = sum
+		state.Loaded()
 		if onLoad != nil {
 			onLoad(c)
 		}
@@ -83,10 +77,10 @@ func (w *Watcher) loop(s *Service, path string, every time.Duration, current [32
 
 // digest reads the files at path and returns a digest of their names and contents; the
 // zero digest and no files when they cannot be read.
-func digest(path string) ([32]byte, []File) {
+func digest(path string) (settle.Sum, []File) {
 	files, err := ReadFiles(path)
 	if err != nil {
-		return [32]byte{}, nil
+		return settle.Sum{}, nil
 	}
 	var b bytes.Buffer
 	for _, f := range files {
@@ -98,7 +92,7 @@ func digest(path string) ([32]byte, []File) {
 	if files == nil {
 		files = []File{} // a directory without files is a content too
 	}
-	return sha256.Sum256(b.Bytes()), files
+	return settle.Of(b.Bytes()), files
 }
 
 // Close stops the Watcher and waits for its goroutine; a second Close does nothing.

@@ -15,7 +15,8 @@
 // default policy, or is not limited. Every error of a file names the file, the line and
 // the rule or policy, unknown fields included, and a limit the limiter would refuse is
 // refused at load (WithValidator), never at request time. A reload swaps the whole set at
-// once, without a lock on the request path, and a file that fails keeps the set in force.
+// once, without a lock on the request path; a file that fails keeps the set in force, and
+// Watch never loads one caught half-written (Rules.Watch).
 //
 // # Security
 //

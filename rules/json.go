@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 )
 
 // ParseJSON reads a rules file in JSON, named file in errors:
@@ -23,49 +25,38 @@ import (
 //	  ]
 //	}
 //
-// Unknown fields are errors, which name the file and the line. Compile checks the result.
+// Unknown fields, a field given twice, a file with no "policies" (an empty file, or one
+// read while it was written) and anything after the object are errors, which name the file
+// and the line. Compile checks the result. It reads the file once: its time is linear in
+// the file's size.
 func ParseJSON(file string, data []byte) (Document, error) {
-	doc := Document{File: file}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	at := func() int { return lineAt(data, dec.InputOffset()) }
-	fail := func(line int, err error) (Document, error) {
-		return Document{}, fmt.Errorf("%w: %s:%d: %w", ErrInvalid, file, line, err)
-	}
-	if err := expect(dec, '{'); err != nil {
-		return fail(at(), err)
-	}
-	for dec.More() {
-		line := at()
-		tok, err := dec.Token()
-		if err != nil {
-			return fail(line, err)
-		}
-		switch tok {
-		case "version":
-			err = dec.Decode(&doc.Version)
-		case "default":
-			err = dec.Decode(&doc.Default)
-		case "policies":
-			err = parsePolicies(dec, data, &doc)
-		case "rules":
-			err = parseRules(dec, data, &doc)
-		default:
-			err = fmt.Errorf("unknown field %v (version, default, policies, rules)", tok)
-		}
-		if err != nil {
-			var le lineError
-			if errors.As(err, &le) {
-				return fail(le.line, le.err)
-			}
-			return fail(line, err)
-		}
-	}
-	if err := expect(dec, '}'); err != nil {
-		return fail(at(), err)
-	}
-	return doc, nil
+	doc, _, err := parseJSON(file, data)
+	return doc, err
 }
+
+// parseJSON is ParseJSON, and the number of bytes it scanned for line numbers.
+func parseJSON(file string, data []byte) (Document, int, error) {
+	p := &jsonParser{dec: json.NewDecoder(bytes.NewReader(data)), lines: lines{data: data, line: 1}}
+	doc, err := p.document(file)
+	if err != nil {
+		var le lineError
+		if !errors.As(err, &le) {
+			le = lineError{p.at(), err}
+		}
+		return Document{}, p.lines.scanned, fmt.Errorf("%w: %s:%d: %w", ErrInvalid, file, le.line, le.err)
+	}
+	return doc, p.lines.scanned, nil
+}
+
+// jsonParser reads a rules file token by token, so that each field is seen, and its line
+// known.
+type jsonParser struct {
+	dec   *json.Decoder
+	lines lines
+}
+
+// at returns the line where the next value starts.
+func (p *jsonParser) at() int { return p.lines.at(p.dec.InputOffset()) }
 
 // lineError is an error at a line of its own.
 type lineError struct {
@@ -75,61 +66,174 @@ type lineError struct {
 
 func (e lineError) Error() string { return e.err.Error() }
 
-func parsePolicies(dec *json.Decoder, data []byte, doc *Document) error {
-	if err := expect(dec, '{'); err != nil {
+func (p *jsonParser) document(file string) (Document, error) {
+	doc := Document{File: file}
+	if len(bytes.TrimSpace(p.lines.data)) == 0 {
+		return doc, lineError{1, errors.New("an empty file")}
+	}
+	var policies bool
+	err := p.object(func(name string) error {
+		switch name {
+		case "version":
+			return p.dec.Decode(&doc.Version)
+		case "default":
+			return p.dec.Decode(&doc.Default)
+		case "policies":
+			policies = true
+			return p.policies(&doc)
+		case "rules":
+			return p.rules(&doc)
+		}
+		return fmt.Errorf("unknown field %s (version, default, policies, rules)", name)
+	})
+	if err != nil {
+		return doc, err
+	}
+	line := p.at()
+	if _, err := p.dec.Token(); err != io.EOF {
+		return doc, lineError{line, errors.New("data after the file's object")}
+	}
+	if !policies {
+		return doc, lineError{line, errors.New(`no "policies" (a file read while it was written?)`)}
+	}
+	return doc, nil
+}
+
+// object reads an object, each field's value by field (given its name), and refuses a field
+// given twice: an error of field, or of a value it reads, is at the field's line.
+func (p *jsonParser) object(field func(name string) error) error {
+	if err := p.expect('{'); err != nil {
 		return err
 	}
-	for dec.More() {
-		line := lineAt(data, dec.InputOffset())
-		tok, err := dec.Token()
+	var seen map[string]bool
+	for p.dec.More() {
+		line := p.at()
+		tok, err := p.dec.Token()
 		if err != nil {
 			return lineError{line, err}
 		}
-		name, _ := tok.(string)
-		var p struct {
-			Limits      []string `json:"limits"`
-			Key         string   `json:"key"`
-			Cost        int      `json:"cost"`
-			Priority    string   `json:"priority"`
-			Shadow      bool     `json:"shadow"`
-			Concurrency int      `json:"concurrency"`
+		name, _ := tok.(string) // a key, always a string
+		if seen[name] {
+			return lineError{line, fmt.Errorf("field %q given twice", name)}
 		}
-		if err := dec.Decode(&p); err != nil {
-			return lineError{line, fmt.Errorf("policy %q: %w", name, err)}
+		if seen == nil {
+			seen = map[string]bool{}
 		}
-		doc.Policies = append(doc.Policies, PolicyDoc{Line: line, Name: name, Limits: p.Limits, Key: p.Key, Cost: p.Cost,
-			Priority: p.Priority, Shadow: p.Shadow, Concurrency: p.Concurrency})
+		seen[name] = true
+		if err := field(name); err != nil {
+			var le lineError
+			if errors.As(err, &le) {
+				return err
+			}
+			return lineError{line, err}
+		}
 	}
-	return expect(dec, '}')
+	return p.expect('}')
 }
 
-func parseRules(dec *json.Decoder, data []byte, doc *Document) error {
-	if err := expect(dec, '['); err != nil {
+// policies reads the policies' object. A name given twice is Compile's to refuse, at both
+// lines' policies.
+func (p *jsonParser) policies(doc *Document) error {
+	if err := p.expect('{'); err != nil {
 		return err
 	}
-	for dec.More() {
-		line := lineAt(data, dec.InputOffset())
-		var r struct {
-			Match struct {
-				Route      string            `json:"route"`
-				Method     string            `json:"method"`
-				FullMethod string            `json:"full_method"`
-				Header     map[string]string `json:"header"`
-				Key        map[string]string `json:"key"`
-			} `json:"match"`
-			Policy string `json:"policy"`
+	for p.dec.More() {
+		line := p.at()
+		tok, err := p.dec.Token()
+		if err != nil {
+			return lineError{line, err}
 		}
-		if err := dec.Decode(&r); err != nil {
-			return lineError{line, fmt.Errorf("rule %d: %w", len(doc.Rules)+1, err)}
+		pd := PolicyDoc{Line: line}
+		pd.Name, _ = tok.(string)
+		err = p.object(func(field string) error {
+			switch field {
+			case "limits":
+				return p.dec.Decode(&pd.Limits)
+			case "key":
+				return p.dec.Decode(&pd.Key)
+			case "cost":
+				return p.dec.Decode(&pd.Cost)
+			case "priority":
+				return p.dec.Decode(&pd.Priority)
+			case "shadow":
+				return p.dec.Decode(&pd.Shadow)
+			case "concurrency":
+				return p.dec.Decode(&pd.Concurrency)
+			}
+			return fmt.Errorf("unknown field %q (limits, key, cost, priority, shadow, concurrency)", field)
+		})
+		if err != nil {
+			return within(fmt.Sprintf("policy %q", pd.Name), line, err)
 		}
-		doc.Rules = append(doc.Rules, RuleDoc{Line: line, Policy: r.Policy, Match: Match(r.Match)})
+		doc.Policies = append(doc.Policies, pd)
 	}
-	return expect(dec, ']')
+	return p.expect('}')
+}
+
+func (p *jsonParser) rules(doc *Document) error {
+	if err := p.expect('['); err != nil {
+		return err
+	}
+	for p.dec.More() {
+		rd := RuleDoc{Line: p.at()}
+		err := p.object(func(field string) error {
+			switch field {
+			case "match":
+				return p.match(&rd.Match)
+			case "policy":
+				return p.dec.Decode(&rd.Policy)
+			}
+			return fmt.Errorf("unknown field %q (match, policy)", field)
+		})
+		if err != nil {
+			return within(fmt.Sprintf("rule %d", len(doc.Rules)+1), rd.Line, err)
+		}
+		doc.Rules = append(doc.Rules, rd)
+	}
+	return p.expect(']')
+}
+
+func (p *jsonParser) match(m *Match) error {
+	return p.object(func(field string) error {
+		switch field {
+		case "route":
+			return p.dec.Decode(&m.Route)
+		case "method":
+			return p.dec.Decode(&m.Method)
+		case "full_method":
+			return p.dec.Decode(&m.FullMethod)
+		case "header":
+			return p.strings(&m.Header)
+		case "key":
+			return p.strings(&m.Key)
+		}
+		return fmt.Errorf("unknown field %q of a match (route, method, full_method, header, key)", field)
+	})
+}
+
+// strings reads an object of strings into *m, refusing a name given twice.
+func (p *jsonParser) strings(m *map[string]string) error {
+	*m = map[string]string{}
+	return p.object(func(name string) error {
+		var v string
+		err := p.dec.Decode(&v)
+		(*m)[name] = v
+		return err
+	})
+}
+
+// within says that err is of what, at line unless it names its own.
+func within(what string, line int, err error) error {
+	var le lineError
+	if errors.As(err, &le) {
+		line, err = le.line, le.err
+	}
+	return lineError{line, fmt.Errorf("%s: %w", what, err)}
 }
 
 // expect reads the delimiter d.
-func expect(dec *json.Decoder, d json.Delim) error {
-	tok, err := dec.Token()
+func (p *jsonParser) expect(d json.Delim) error {
+	tok, err := p.dec.Token()
 	if err != nil {
 		return err
 	}
@@ -139,12 +243,27 @@ func expect(dec *json.Decoder, d json.Delim) error {
 	return nil
 }
 
-// lineAt returns the line of the first byte of data after offset that is not a space, a
-// comma or a colon: where the next value starts.
-func lineAt(data []byte, offset int64) int {
-	i := int(min(max(offset, 0), int64(len(data))))
-	for i < len(data) && bytes.IndexByte([]byte(" \t\r\n,:"), data[i]) >= 0 {
+// lines finds the line of an offset of data, counting each newline once: offsets are asked
+// in order, and each count starts where the last ended.
+type lines struct {
+	data    []byte
+	off     int // the offset counted to
+	line    int // the line at off
+	scanned int // bytes counted, in all
+}
+
+// at returns the line of the first byte of data from offset on that is not a space, a comma
+// or a colon: where the next value starts.
+func (l *lines) at(offset int64) int {
+	i := int(min(max(offset, 0), int64(len(l.data))))
+	for i < len(l.data) && strings.IndexByte(" \t\r\n,:", l.data[i]) >= 0 {
 		i++
 	}
-	return bytes.Count(data[:i], []byte("\n")) + 1
+	if i < l.off { // never, as offsets only grow; counted again from the start
+		l.off, l.line = 0, 1
+	}
+	l.line += bytes.Count(l.data[l.off:i], []byte("\n"))
+	l.scanned += i - l.off
+	l.off = i
+	return l.line
 }

@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/concurrency"
+	"github.com/sluice-go/ratelimit/internal/settle"
 )
 
 // Parser reads a rules file into a Document: ParseJSON, or a YAML reader (package
@@ -25,8 +25,8 @@ type Rules struct {
 	opts    options
 	current atomic.Pointer[Set]
 
-	mu   sync.Mutex // serializes loads
-	last []byte     // the text of the set in force
+	mu     sync.Mutex // serializes loads
+	loaded settle.Sum // the content of the set in force
 }
 
 // Option configures Rules.
@@ -92,7 +92,7 @@ func (r *Rules) Load(file string, data []byte) error {
 		return err
 	}
 	r.current.Store(set)
-	r.last = bytes.Clone(data)
+	r.loaded = settle.Of(data)
 	return nil
 }
 
@@ -105,13 +105,18 @@ func (r *Rules) LoadFile(path string) error {
 	return r.Load(path, data)
 }
 
-// Watch reloads the file at path whenever its content changes, reading it every interval,
-// until ctx ends; a reload that fails keeps the set in force and is told to the error
-// handler (WithErrorHandler), once per content. It returns when ctx ends.
+// Watch reloads the file at path when its content changes, reading it every interval,
+// until ctx ends; it returns then. A content takes effect once two reads one interval apart
+// give the same bytes, so that a file read while it is written in place is never loaded
+// half-written: a change takes effect one to two intervals after it is written. Write the
+// new file beside the old and rename it over it (atomic: no read sees a part); written in
+// place, a file is safe unless its writer pauses for a whole interval mid-file. A content that fails (an unreadable file too) keeps the
+// set in force and is told to the error handler (WithErrorHandler) once, however many
+// reads find it.
 func (r *Rules) Watch(ctx context.Context, path string, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	var failed []byte // the content that failed last, not to report it again
+	var state settle.State
 	for {
 		select {
 		case <-ctx.Done():
@@ -119,23 +124,27 @@ func (r *Rules) Watch(ctx context.Context, path string, interval time.Duration) 
 		case <-t.C:
 		}
 		data, err := os.ReadFile(path)
+		sum := settle.Of(data)
+		if err != nil {
+			err = fmt.Errorf("rules: %w", err)
+			sum = settle.Of([]byte(err.Error())) // an error is a content, reported once
+		}
 		r.mu.Lock()
-		same := err == nil && bytes.Equal(data, r.last)
+		loaded := r.loaded
 		r.mu.Unlock()
-		if same || err == nil && failed != nil && bytes.Equal(data, failed) {
+		if !state.Next(sum, loaded) {
 			continue
 		}
 		if err == nil {
 			err = r.Load(path, data)
-		} else {
-			err = fmt.Errorf("rules: %w", err)
 		}
-		failed = nil
-		if err != nil {
-			failed = data
-			if r.opts.onError != nil {
-				r.opts.onError(err)
-			}
+		if err == nil {
+			state.Loaded()
+			continue
+		}
+		state.Failed(sum)
+		if r.opts.onError != nil {
+			r.opts.onError(err)
 		}
 	}
 }

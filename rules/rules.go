@@ -3,9 +3,7 @@ package rules
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/sluice-go/ratelimit"
@@ -121,7 +119,10 @@ func (p *Policy) KeyOf(r Request) (string, error) {
 
 // Match says which requests a rule applies to: every field given must hold.
 type Match struct {
-	Route      string            // the route pattern, exactly
+	// Route is the route pattern, with or without a method: "POST /login" holds for a POST
+	// routed by "POST /login" or "/login" (net/http), or by "/login" (Gin's FullPath, which
+	// has no method: the request's is read); "/login" holds whatever the method.
+	Route      string
 	Method     string            // the HTTP method, exactly
 	FullMethod string            // the gRPC full method, exactly
 	Header     map[string]string // header (or metadata) name → value, each exactly
@@ -134,8 +135,19 @@ type Rule struct {
 	Match  Match
 	Policy string
 
-	policy *Policy
-	keys   []namedKey
+	policy       *Policy
+	method, path string // of Match.Route
+	keys         []namedKey
+}
+
+// splitRoute returns the method and the rest of a route pattern: "POST /login" is "POST"
+// and "/login", "/login" has no method.
+func splitRoute(route string) (method, path string) {
+	i := strings.IndexAny(route, " \t")
+	if i < 0 {
+		return "", route
+	}
+	return route[:i], strings.TrimLeft(route[i+1:], " \t")
 }
 
 type namedKey struct {
@@ -165,6 +177,10 @@ type Set struct {
 	names    []string
 	rules    []Rule
 	def      *Policy
+	// The rules that name a route (or a full method) by its path, and the others, in
+	// order: a request is tried against those of its path and the others only.
+	byPath map[string][]int
+	others []int
 }
 
 // Policies returns the names of the set's policies, sorted.
@@ -181,10 +197,22 @@ func (s *Set) Policy(name string) (Policy, bool) {
 
 // Match returns the policy r is under: that of the first rule that matches it, or the
 // default policy; nil when none applies. The policy is the set's own: read it, never change
-// it. Match allocates nothing.
+// it. Match allocates nothing, and tries only the rules of r's route and those that name
+// none: its cost does not grow with the rules of other routes.
 func (s *Set) Match(r Request) *Policy {
-	for i := range s.rules {
-		if s.rules[i].matches(r) {
+	method, path := splitRoute(r.Route())
+	if method == "" {
+		method = r.Method() // Gin's FullPath, a pattern without a method
+	}
+	mine, others := s.byPath[path], s.others
+	for len(mine) > 0 || len(others) > 0 {
+		var i int
+		if len(others) == 0 || len(mine) > 0 && mine[0] < others[0] {
+			i, mine = mine[0], mine[1:]
+		} else {
+			i, others = others[0], others[1:]
+		}
+		if s.rules[i].matches(r, method, path) {
 			return s.rules[i].policy
 		}
 	}
@@ -192,15 +220,16 @@ func (s *Set) Match(r Request) *Policy {
 }
 
 // AppendLimits appends the limits r is under to dst and returns the result: one per limit
-// of the policy Match finds, each with the policy's name, cost and r's key under it (a key
-// function that fails gives an empty Key, which a middleware limits under its UnkeyedKey
-// and reports). It allocates nothing when dst has room.
+// of the policy Match finds, each with the policy's name, cost and r's key under it. The
+// Key is empty for a policy that names none (the middleware gives its default key) and
+// when the key function fails (a middleware limits it under its UnkeyedKey and reports
+// it). It allocates nothing when dst has room.
 func (s *Set) AppendLimits(dst []ratelimit.Request, r Request) []ratelimit.Request {
 	p := s.Match(r)
 	if p == nil {
 		return dst
 	}
-	key, err := p.key(r)
+	key, err := p.KeyOf(r)
 	if err != nil {
 		key = ""
 	}
@@ -210,10 +239,13 @@ func (s *Set) AppendLimits(dst []ratelimit.Request, r Request) []ratelimit.Reque
 	return dst
 }
 
-func (rule *Rule) matches(r Request) bool {
+// matches reports whether the rule holds for r, routed by method and path (its route's).
+func (rule *Rule) matches(r Request, method, path string) bool {
 	m := &rule.Match
-	if m.Route != "" && r.Route() != m.Route ||
-		m.Method != "" && r.Method() != m.Method ||
+	if rule.path != "" && (path != rule.path || rule.method != "" && method != rule.method) {
+		return false
+	}
+	if m.Method != "" && r.Method() != m.Method ||
 		m.FullMethod != "" && r.FullMethod() != m.FullMethod {
 		return false
 	}
@@ -228,149 +260,4 @@ func (rule *Rule) matches(r Request) bool {
 		}
 	}
 	return true
-}
-
-// Document is a rules file as read, before it is checked: what Parse reads of JSON, and
-// what a YAML reader (package rulesyaml) makes of YAML. Line numbers are 1-based, 0 when
-// unknown.
-type Document struct {
-	File     string
-	Version  string
-	Default  string // the policy of requests no rule matches; "" for none
-	Policies []PolicyDoc
-	Rules    []RuleDoc
-}
-
-// PolicyDoc is a policy as written: its limits as text (ratelimit.ParseLimit).
-type PolicyDoc struct {
-	Line   int
-	Name   string
-	Limits []string
-	Key    string
-	Cost   int
-	// Priority is "critical", "normal", "sheddable" (ratelimit.Priority's names), or ""
-	// for none.
-	Priority    string
-	Shadow      bool
-	Concurrency int
-}
-
-// RuleDoc is a rule as written.
-type RuleDoc struct {
-	Line   int
-	Match  Match
-	Policy string
-}
-
-// Compile checks doc and returns its Set, with the options of New that concern a set
-// (WithValidator, WithConcurrency; the others are ignored). Every error wraps ErrInvalid
-// and names the file, the line and the policy or rule: a limit ParseLimit cannot read, or
-// that the validator refuses; a key function the registry lacks; a priority that is not
-// one of ratelimit.Priority's names; a concurrency below 0, or above 0 without a
-// concurrency limiter or in a shadow policy; a policy with neither limits nor concurrency;
-// a rule without a match or naming no known policy; the same policy twice. Compile checks
-// everything before returning, and returns every error it found, joined.
-func Compile(doc Document, reg Registry, opts ...Option) (*Set, error) {
-	var o options
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
-	v := o.validator
-	s := &Set{Version: doc.Version, policies: map[string]*Policy{}}
-	var errs []error
-	fail := func(line int, what string, err error) {
-		errs = append(errs, fmt.Errorf("%w: %s:%d: %s: %w", ErrInvalid, doc.File, line, what, err))
-	}
-	for _, pd := range doc.Policies {
-		what := fmt.Sprintf("policy %q", pd.Name)
-		switch {
-		case pd.Name == "":
-			fail(pd.Line, "policy", errors.New("no name"))
-			continue
-		case strings.ContainsAny(pd.Name, "|#"):
-			fail(pd.Line, what, errors.New("a name with '|' or '#', which separate a bucket key's policy from its limit's index and its key"))
-			continue
-		case s.policies[pd.Name] != nil:
-			fail(pd.Line, what, errors.New("defined twice"))
-			continue
-		}
-		p := &Policy{Name: pd.Name, Key: pd.Key, Cost: pd.Cost, Shadow: pd.Shadow, Concurrency: pd.Concurrency}
-		if len(pd.Limits) == 0 && pd.Concurrency == 0 {
-			fail(pd.Line, what, errors.New("no limits and no concurrency"))
-		}
-		if pd.Priority != "" {
-			var ok bool
-			if p.Priority, ok = parsePriority(pd.Priority); !ok {
-				fail(pd.Line, what, fmt.Errorf("priority %q is not one of critical, normal, sheddable", pd.Priority))
-			}
-			p.HasPriority = true
-		}
-		switch {
-		case pd.Concurrency < 0:
-			fail(pd.Line, what, fmt.Errorf("concurrency %d is below 0", pd.Concurrency))
-		case pd.Concurrency > 0 && pd.Shadow:
-			fail(pd.Line, what, errors.New("shadow and concurrency: a shadow policy decides rate limits only, and a permit would be held for real"))
-		case pd.Concurrency > 0 && o.concurrency == nil:
-			fail(pd.Line, what, fmt.Errorf("concurrency %d needs a concurrency limiter (rules.WithConcurrency)", pd.Concurrency))
-		}
-		for _, text := range pd.Limits {
-			l, err := ratelimit.ParseLimit(text)
-			// A policy's buckets keep their usage across a reload that changes its numbers
-			// (but for a warm-up, whose cold start has none to keep).
-			l.KeepUsage = l.Warmup == 0
-			if err == nil && v != nil {
-				err = v.ValidateLimit(l)
-			}
-			if err != nil {
-				fail(pd.Line, what, err)
-				continue
-			}
-			p.Limits = append(p.Limits, l)
-		}
-		for _, l := range p.Limits {
-			if pd.Cost > l.Burst {
-				fail(pd.Line, what, fmt.Errorf("cost %d is above the burst of %v", pd.Cost, l))
-			}
-		}
-		if pd.Cost < 0 {
-			fail(pd.Line, what, fmt.Errorf("cost %d is below 0", pd.Cost))
-		}
-		if p.key = reg[pd.Key]; p.key == nil && pd.Key != "" {
-			fail(pd.Line, what, fmt.Errorf("key function %q is not registered", pd.Key))
-		}
-		s.policies[p.Name] = p
-		s.names = append(s.names, p.Name)
-	}
-	for i, rd := range doc.Rules {
-		what := fmt.Sprintf("rule %d", i+1)
-		rule := Rule{Match: rd.Match, Policy: rd.Policy, policy: s.policies[rd.Policy]}
-		if rule.policy == nil {
-			fail(rd.Line, what, fmt.Errorf("policy %q is not defined", rd.Policy))
-		}
-		m := rd.Match
-		if m.Route == "" && m.Method == "" && m.FullMethod == "" && len(m.Header) == 0 && len(m.Key) == 0 {
-			fail(rd.Line, what, errors.New("matches every request: give the default policy (\"default\") instead"))
-		}
-		for name, value := range m.Key {
-			fn := reg[name]
-			if fn == nil {
-				fail(rd.Line, what, fmt.Errorf("key function %q is not registered", name))
-				continue
-			}
-			rule.keys = append(rule.keys, namedKey{fn, value})
-		}
-		s.rules = append(s.rules, rule)
-	}
-	if doc.Default != "" {
-		if s.def = s.policies[doc.Default]; s.def == nil {
-			fail(0, "default", fmt.Errorf("policy %q is not defined", doc.Default))
-		}
-	}
-	slices.Sort(s.names)
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return s, nil
 }

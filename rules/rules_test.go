@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/gin-gonic/gin"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/concurrency"
+	"github.com/sluice-go/ratelimit/ginmw"
 	"github.com/sluice-go/ratelimit/grpcmw"
 	"github.com/sluice-go/ratelimit/httpmw"
 	"github.com/sluice-go/ratelimit/keyfuncs/httpkeys"
@@ -134,6 +136,21 @@ func TestInvalidFiles(t *testing.T) {
     {"match": {}, "policy": "a"},
     {"match": {"key": {"tier": "gold"}}, "policy": "a"}
   ]}`,
+		"trailing word":       `{"policies": {}} trailing`,
+		"second object":       "{\"policies\": {}}\n{\"x\": 1}",
+		"two limits":          "{\"policies\": {\"a\": {\"limits\": [\"1/s\"], \"key\": \"user\",\n\n  \"limits\": [\"100/s\"]}}}",
+		"two policies fields": "{\"policies\": {},\n\n\"policies\": {}}",
+		"two routes":          "{\"policies\": {}, \"rules\": [\n{\"match\": {\"route\": \"/a\",\n \"route\": \"/b\"}, \"policy\": \"a\"}]}",
+		"two header values":   "{\"policies\": {}, \"rules\": [{\"match\": {\"header\": {\"X-A\": \"1\",\n\"X-A\": \"2\"}}, \"policy\": \"a\"}]}",
+		"no policies":         `{"version": "7", "default": "free"}`,
+		"routes that cannot match": `{"policies": {"a": {"limits": ["1/s"]}}, "rules": [
+  {"match": {"route": "POST"}, "policy": "a"},
+  {"match": {"route": "POST /login", "method": "GET"}, "policy": "a"},
+  {"match": {"route": "POST /login", "method": "POST"}, "policy": "a"},
+  {"match": {"route": "/pkg.S/M", "full_method": "/pkg.S/N"}, "policy": "a"},
+  {"match": {"route": "/pkg.S/M", "full_method": "/pkg.S/M"}, "policy": "a"}]}`,
+		"empty":                " \n",
+		"a fraction of a cost": `{"policies": {"a": {"limits": ["1/s"], "cost": 1.9}}}`,
 		"policy fields": `{"policies": {
   "a": {"limits": ["1/s"], "key": "user", "priority": "urgent"},
   "b": {"limits": ["1/s"], "key": "user", "concurrency": -1},
@@ -148,7 +165,19 @@ rules: invalid rules: rules.json:4: policy "c": shadow and concurrency: a shadow
 rules: invalid rules: rules.json:5: policy "d": concurrency 2 needs a concurrency limiter (rules.WithConcurrency)
 rules: invalid rules: rules.json:6: policy "e": no limits and no concurrency`,
 		"unknown top field":    "rules: invalid rules: rules.json:1: unknown field polices (version, default, policies, rules)",
-		"unknown policy field": `rules: invalid rules: rules.json:2: policy "a": json: unknown field "burst"`,
+		"unknown policy field": `rules: invalid rules: rules.json:2: policy "a": unknown field "burst" (limits, key, cost, priority, shadow, concurrency)`,
+		"trailing word":        "rules: invalid rules: rules.json:1: data after the file's object",
+		"second object":        "rules: invalid rules: rules.json:2: data after the file's object",
+		"two limits":           `rules: invalid rules: rules.json:3: policy "a": field "limits" given twice`,
+		"two policies fields":  `rules: invalid rules: rules.json:3: field "policies" given twice`,
+		"two routes":           `rules: invalid rules: rules.json:3: rule 1: field "route" given twice`,
+		"two header values":    `rules: invalid rules: rules.json:2: rule 1: field "X-A" given twice`,
+		"no policies":          `rules: invalid rules: rules.json:1: no "policies" (a file read while it was written?)`,
+		"routes that cannot match": `rules: invalid rules: rules.json:2: rule 1: route "POST" has no path: a pattern ("POST /login", "/items/:id") or a gRPC full method
+rules: invalid rules: rules.json:3: rule 2: route "POST /login" and method "GET" never both hold
+rules: invalid rules: rules.json:5: rule 4: route "/pkg.S/M" and full method "/pkg.S/N" never both hold`,
+		"empty":                "rules: invalid rules: rules.json:1: an empty file",
+		"a fraction of a cost": `rules: invalid rules: rules.json:1: policy "a": json: cannot unmarshal number 1.9 into Go value of type int`,
 		"everything else": `rules: invalid rules: rules.json:3: policy "a": ratelimit: invalid limit: "10/week": unknown unit "week" (s, min, h or day)
 rules: invalid rules: rules.json:3: policy "a": key function "nobody" is not registered
 rules: invalid rules: rules.json:4: policy "b": ratelimit: invalid limit: burst 20000 is above the sliding window log's maximum of 10000 (ratelimit.MaxLogBurst)
@@ -191,8 +220,8 @@ func TestThroughHTTPMiddleware(t *testing.T) {
 		status("GET", "/items"), status("GET", "/items")}, "the free plan: 3 a minute, a bucket of its own")
 }
 
-// Watch puts a changed file in force, and keeps the set in force when the new content
-// fails, telling the error handler once.
+// Watch puts a changed file in force once two reads agree, and keeps the set in force when
+// the new content fails, telling the error handler once.
 func TestWatch(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rules.json")
 	require.NoError(t, os.WriteFile(path, []byte(file), 0o600))
@@ -208,7 +237,10 @@ func TestWatch(t *testing.T) {
 		require.NoError(t, os.WriteFile(path, next, 0o600))
 		time.Sleep(time.Second)
 		synctest.Wait()
-		assert.Equal(t, "8", live.Set().Version)
+		assert.Equal(t, "7", live.Set().Version, "one read of a content is not enough")
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Equal(t, "8", live.Set().Version, "the same bytes one interval later: in force")
 
 		require.NoError(t, os.WriteFile(path, []byte(`{"version": "9", "default": "nope"}`), 0o600))
 		for range 3 {
@@ -218,6 +250,23 @@ func TestWatch(t *testing.T) {
 		assert.Equal(t, "8", live.Set().Version, "a bad file changes nothing")
 		require.Len(t, errs, 1)
 		assert.True(t, errors.Is(errs[0], rules.ErrInvalid))
+
+		// A file gone for one read (an editor that deletes and writes anew) is not an error;
+		// gone for good, it is one, however many reads miss it.
+		require.NoError(t, os.Remove(path))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.NoError(t, os.WriteFile(path, next, 0o600))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.NoError(t, os.Remove(path))
+		for range 4 {
+			time.Sleep(time.Second)
+			synctest.Wait()
+		}
+		require.Len(t, errs, 2)
+		assert.ErrorIs(t, errs[1], os.ErrNotExist)
+		assert.Equal(t, "8", live.Set().Version)
 		cancel()
 		<-done
 	})
@@ -495,4 +544,81 @@ func TestNoAllocationOverGo(t *testing.T) {
 	}))(mux), "/two")
 	twoByRules := allocs(httpmw.New(limiter, httpmw.WithRules(live))(mux), "/two")
 	assert.Less(t, twoByRules, twoInGo, "the key's parts spare the key of its own")
+}
+
+// A policy that names no key has no key function: AppendLimits gives its limits an empty
+// Key, which the middleware fills with its default key, as its doc says, and never panics.
+func TestAppendLimitsNoKey(t *testing.T) {
+	live := rules.New(rules.Registry{})
+	require.NoError(t, live.Load("rules.json", []byte(`{"default": "all", "policies": {"all": {"limits": ["3/min", "9/h"]}}}`)))
+	got := live.Set().AppendLimits(nil, rules.FromHTTP(httptest.NewRequest(http.MethodGet, "/", nil), "GET /"))
+	assert.Equal(t, []ratelimit.Request{
+		{Key: "", Limit: kept(ratelimit.PerMinute(3)), Name: "all"},
+		{Key: "", Limit: kept(ratelimit.PerHour(9)), Name: "all"},
+	}, got)
+}
+
+// One route form holds on every framework: "POST /login" for a POST routed by Gin's
+// "/login" (whose FullPath has no method), by net/http's "POST /login" or "/login"; a
+// route without a method for any method of its path; a gRPC full method for that call.
+// Each policy is 1 an hour on the middleware's key: the second request a rule matches is
+// denied, and a request no rule matches (a GET of /login; no default) is not limited.
+func TestRouteFormsEveryFramework(t *testing.T) {
+	const file = `{"policies": {"login": {"limits": ["1/h"]}, "export": {"limits": ["1/h"]}, "call": {"limits": ["1/h"]}},
+  "rules": [
+    {"match": {"route": "POST /login"}, "policy": "login"},
+    {"match": {"route": "/export"}, "policy": "export"},
+    {"match": {"route": "/pkg.S/M"}, "policy": "call"}]}`
+	setup := func() (*local.Limiter, *rules.Rules) { // buckets of its own
+		limiter := local.New(local.WithClock(func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }))
+		t.Cleanup(func() { _ = limiter.Close() })
+		live := rules.New(rules.Registry{})
+		require.NoError(t, live.Load("rules.json", []byte(file)))
+		return limiter, live
+	}
+	ok := func(http.ResponseWriter, *http.Request) {}
+	gin.SetMode(gin.ReleaseMode)
+	for name, handler := range map[string]func(*local.Limiter, *rules.Rules) http.Handler{
+		"gin": func(l *local.Limiter, live *rules.Rules) http.Handler {
+			e := gin.New()
+			e.Use(ginmw.New(l, ginmw.WithRules(live)))
+			e.POST("/login", func(*gin.Context) {})
+			e.GET("/login", func(*gin.Context) {})
+			e.Any("/export", func(*gin.Context) {})
+			return e
+		},
+		"net/http, patterns with methods": func(l *local.Limiter, live *rules.Rules) http.Handler {
+			mux := http.NewServeMux()
+			mux.HandleFunc("POST /login", ok)
+			mux.HandleFunc("GET /login", ok)
+			mux.HandleFunc("GET /export", ok)
+			mux.HandleFunc("DELETE /export", ok)
+			return httpmw.New(l, httpmw.WithRules(live))(mux)
+		},
+		"net/http, patterns without": func(l *local.Limiter, live *rules.Rules) http.Handler {
+			mux := http.NewServeMux()
+			mux.HandleFunc("/login", ok)
+			mux.HandleFunc("/export", ok)
+			return httpmw.New(l, httpmw.WithRules(live))(mux)
+		},
+	} {
+		h := handler(setup())
+		var got []int
+		for _, r := range [][2]string{{"POST", "/login"}, {"POST", "/login"}, {"GET", "/login"}, {"GET", "/login"},
+			{"GET", "/export"}, {"DELETE", "/export"}} {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest(r[0], r[1], nil))
+			got = append(got, w.Code)
+		}
+		assert.Equal(t, []int{200, 429, 200, 200, 200, 429}, got, name)
+	}
+	l, live := setup()
+	icpt := grpcmw.UnaryServerInterceptor(l, grpcmw.WithRules(live))
+	call := func(method string) codes.Code {
+		_, err := icpt(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: method},
+			func(context.Context, any) (any, error) { return nil, nil })
+		return status.Code(err)
+	}
+	assert.Equal(t, []codes.Code{codes.OK, codes.ResourceExhausted, codes.OK},
+		[]codes.Code{call("/pkg.S/M"), call("/pkg.S/M"), call("/pkg.S/Other")}, "grpc")
 }

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/admin"
 	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/fallback"
@@ -515,6 +519,9 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 			wantPermits["ratelimit.policy=single,ratelimit.result=allowed"]++
 		}
 	}
+	if s.rules != nil {
+		e.checkAdmin(t, l, s, rulesPolicy(fs), key, m)
+	}
 	if reader != nil {
 		got := reader.collect()
 		assert.Equal(t, wantCounts, got.Counts(t, "ratelimit.requests"))
@@ -557,14 +564,11 @@ func (c collector) collect() otelmetricstest.Collected { return c() }
 // say of shadow mode, priority and concurrency, come from a rules file (WithRules); the
 // options that give the same in Go are not passed, but for WithPriorityFunc, which the
 // policy's priority beats; with noKey, the policy names no key and takes the middleware's
-// default. It returns the function that reloads the file with other
+// default; shadow mode is the policy's, or in every other case the middleware's. It returns the function that reloads the file with other
 // limits, or nil when the case ends here: a cost function beside the rules, or a shadow
 // policy with a concurrency, are refused.
 func (e *crossEnv) rulesCase(t *testing.T, tg target, fs feature, s *setup, key string, limits []ratelimit.Limit, noKey bool) func([]ratelimit.Limit) {
-	name := "single"
-	if fs&withLimits != 0 {
-		name = "pair"
-	}
+	name := rulesPolicy(fs)
 	policy := map[string]any{"key": "k"}
 	if noKey {
 		delete(policy, "key") // the middleware's default key
@@ -579,7 +583,10 @@ func (e *crossEnv) rulesCase(t *testing.T, tg target, fs feature, s *setup, key 
 		require.NoError(t, err)
 		return data
 	}
-	if fs&withShadow != 0 {
+	// Shadow mode from the file, or (every other case) from the middleware's WithShadow over
+	// a policy that does not say: the admin endpoint must read the same buckets either way.
+	wide := fs&withShadow != 0 && e.serial%2 == 1
+	if fs&withShadow != 0 && !wide {
 		policy["shadow"] = true
 	}
 	if fs&withPriority != 0 {
@@ -603,6 +610,51 @@ func (e *crossEnv) rulesCase(t *testing.T, tg target, fs feature, s *setup, key 
 		assert.Panics(t, func() { tg.serve(t, setup{limiter: s.limiter, rules: rs, cost: func() int { return 1 }}) })
 		return nil
 	}
-	s.rules, s.shadow, s.limitsFn, s.limit, s.key = rs, false, nil, ratelimit.Limit{}, ""
+	s.rules, s.shadow, s.limitsFn, s.limit, s.key = rs, wide, nil, ratelimit.Limit{}, ""
 	return func(limits []ratelimit.Limit) { require.NoError(t, rs.Load("cross.json", file(limits))) }
+}
+
+// rulesPolicy is the policy of a rules case.
+func rulesPolicy(fs feature) string {
+	if fs&withLimits != 0 {
+		return "pair"
+	}
+	return "single"
+}
+
+// checkAdmin reads the case's buckets through the admin endpoint, as an operator would,
+// after the requests: each limit's bucket holds what the model charged (in shadow mode, the
+// shadow buckets: the file's shadow policy, or every policy with admin.WithShadow beside
+// the middleware's WithShadow); a reset empties the usage of each.
+func (e *crossEnv) checkAdmin(t *testing.T, l ratelimit.Limiter, s setup, policy, key string, m *crossModel) {
+	t.Helper()
+	var opts []admin.Option
+	if s.shadow {
+		opts = append(opts, admin.WithShadow())
+	}
+	h := admin.New(l.(ratelimit.Inspector), s.rules, func(*http.Request) bool { return true }, opts...)
+	states := func(method, path string) []int {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(method, "/policies/"+policy+"/keys/"+url.PathEscape(key)+path, nil))
+		require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+		var got []struct {
+			Allowed   bool `json:"allowed"`
+			Remaining int  `json:"remaining"`
+		}
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &got))
+		var remaining []int
+		for _, st := range got {
+			assert.Equal(t, st.Remaining > 0 || st.Allowed, st.Allowed)
+			remaining = append(remaining, st.Remaining)
+		}
+		return remaining
+	}
+	// What a request of cost 1 would leave now: the burst less what was charged, less 1.
+	var want, full []int
+	for i := range m.charged {
+		want = append(want, max(m.usable(i, ratelimit.Critical)-m.charged[i]-1, 0))
+		full = append(full, m.usable(i, ratelimit.Critical)-1)
+	}
+	assert.Equal(t, want, states(http.MethodGet, ""), "admin: the buckets the middleware decided with")
+	assert.Equal(t, full, states(http.MethodPost, "/reset"), "admin: reset")
 }

@@ -16,13 +16,16 @@
 //	  - match: {key: {plan: pro}}
 //	    policy: pro
 //
-// Unknown fields are errors, which name the file and the line, as every error does.
+// Unknown fields, a count that is not a whole number (cost: 1.9), a second document after
+// "---" and a file with no policies (an empty file, or one read while it was written) are
+// errors, which name the file and the line, as every error does.
 package rulesyaml
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -34,10 +37,26 @@ import (
 type policy struct {
 	Limits      []string `yaml:"limits"`
 	Key         string   `yaml:"key"`
-	Cost        int      `yaml:"cost"`
+	Cost        whole    `yaml:"cost"`
 	Priority    string   `yaml:"priority"`
 	Shadow      bool     `yaml:"shadow"`
-	Concurrency int      `yaml:"concurrency"`
+	Concurrency whole    `yaml:"concurrency"`
+}
+
+// whole is a count: an integer as written, never a fraction rounded (yaml.v3 would read
+// 1.9 as 1).
+type whole int
+
+func (w *whole) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
+		return lineError{fmt.Errorf("%q is not a whole number", n.Value), n.Line}
+	}
+	var i int
+	if err := n.Decode(&i); err != nil {
+		return lineError{err, n.Line}
+	}
+	*w = whole(i)
+	return nil
 }
 
 type rule struct {
@@ -65,8 +84,17 @@ func Parse(file string, data []byte) (rules.Document, error) {
 		Rules    yaml.Node `yaml:"rules"`
 	}
 	var root yaml.Node
-	if err := decode(data, &root); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	switch err := dec.Decode(&root); {
+	case err == io.EOF:
+		return fail(1, errors.New("an empty file"))
+	case err != nil:
 		return fail(lineOf(err), err)
+	}
+	var next yaml.Node
+	if err := dec.Decode(&next); err != io.EOF {
+		return fail(lineOr(err, next.Line), errors.New("a second document (---): a rules file is one"))
 	}
 	if len(root.Content) == 1 {
 		if err := decodeNode(root.Content[0], "file", &top); err != nil {
@@ -85,8 +113,8 @@ func Parse(file string, data []byte) (rules.Document, error) {
 				return fail(lineOr(err, name.Line), fmt.Errorf("policy %q: %w", name.Value, err))
 			}
 			doc.Policies = append(doc.Policies, rules.PolicyDoc{Line: name.Line, Name: name.Value,
-				Limits: pd.Limits, Key: pd.Key, Cost: pd.Cost, Priority: pd.Priority, Shadow: pd.Shadow,
-				Concurrency: pd.Concurrency})
+				Limits: pd.Limits, Key: pd.Key, Cost: int(pd.Cost), Priority: pd.Priority, Shadow: pd.Shadow,
+				Concurrency: int(pd.Concurrency)})
 		}
 	}
 	if r := &top.Rules; r.Kind != 0 {
@@ -101,14 +129,10 @@ func Parse(file string, data []byte) (rules.Document, error) {
 			doc.Rules = append(doc.Rules, rules.RuleDoc{Line: body.Line, Policy: rd.Policy, Match: rules.Match(rd.Match)})
 		}
 	}
+	if top.Policies.Kind == 0 {
+		return fail(1, errors.New("no policies (a file read while it was written?)"))
+	}
 	return doc, nil
-}
-
-// decode decodes data into v, refusing unknown fields.
-func decode(data []byte, v any) error {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	return dec.Decode(v)
 }
 
 // fields are the fields each kind of node may have.
@@ -135,6 +159,9 @@ func decodeNode(n *yaml.Node, kind string, v any) error {
 		}
 	}
 	if err := n.Decode(v); err != nil {
+		if lineOf(err) > 0 {
+			return err // a field's own line (whole's)
+		}
 		return lineError{err, n.Line}
 	}
 	return nil
@@ -162,8 +189,11 @@ type lineError struct {
 
 func (e lineError) Error() string { return e.err.Error() }
 
-// lineOf returns the line err is at, 0 when it says none.
+// lineOf returns the line err is at, 0 when it says none (or err is nil).
 func lineOf(err error) int {
+	if err == nil {
+		return 0
+	}
 	var le lineError
 	if errors.As(err, &le) {
 		return le.line

@@ -66,6 +66,19 @@ func TestErrors(t *testing.T) {
 		"policies:\n  x: {limits: [1/s], key: user}\n  a: {key: user, priority: urgent, concurrency: 2}\n": `rules: invalid rules: rules.yaml:3: policy "a": priority "urgent" is not one of critical, normal, sheddable
 rules: invalid rules: rules.yaml:3: policy "a": concurrency 2 needs a concurrency limiter (rules.WithConcurrency)`,
 	}
+	// A count is a whole number as written, never a fraction rounded down.
+	cases["policies:\n  a:\n    limits: [1/s]\n    cost: 1.9\n"] = `rules: invalid rules: rules.yaml:4: policy "a": "1.9" is not a whole number`
+	cases["policies:\n  a: {limits: [1/s], cost: 0.5}\n"] = `rules: invalid rules: rules.yaml:2: policy "a": "0.5" is not a whole number`
+	cases["policies:\n  a: {limits: [1/s], cost: 1e0}\n"] = `rules: invalid rules: rules.yaml:2: policy "a": "1e0" is not a whole number`
+	cases["policies:\n  a: {concurrency: \"2\"}\n"] = `rules: invalid rules: rules.yaml:2: policy "a": "2" is not a whole number`
+	// A rules file is one document: a second, after "---", is refused, not ignored.
+	cases["policies:\n  a: {limits: [1/s]}\n---\npolicies:\n  a: {limits: [100/s]}\n"] = `rules: invalid rules: rules.yaml:3: a second document (---): a rules file is one`
+	// An empty file, or a prefix of one caught while it is written, has no policies.
+	cases[""] = "rules: invalid rules: rules.yaml:1: an empty file"
+	cases["# nothing yet\n"] = "rules: invalid rules: rules.yaml:1: an empty file"
+	cases["version: \"7\"\ndefault: free\n"] = "rules: invalid rules: rules.yaml:1: no policies (a file read while it was written?)"
+	cases["version:"] = "rules: invalid rules: rules.yaml:1: no policies (a file read while it was written?)"
+	cases["policies:\n"] = "rules: invalid rules: rules.yaml:1: policies: a map of names to policies is expected"
 	for text, want := range cases {
 		err := live.Load("rules.yaml", []byte(text))
 		require.ErrorIs(t, err, rules.ErrInvalid, text)
