@@ -34,6 +34,7 @@ type Limiter struct {
 	cache     *denialCache // nil when off
 	onError   func(ctx context.Context, key string, err error)
 	origins   origins
+	parts     parts
 	clock     func() time.Time // nil: the monotonic clock
 	epoch     time.Time
 	closed    atomic.Bool
@@ -68,6 +69,7 @@ func New(primary, secondary ratelimit.Limiter, opts ...Option) *Limiter {
 		reserves:  o.reserves,
 		onError:   o.onError,
 		origins:   originsOf(primary, secondary),
+		parts:     partsOf(primary, secondary),
 		clock:     o.clock,
 	}
 	setBreaker(&l.breaker, int32(o.threshold), int64(o.cooldown), o.stateHook())
@@ -275,12 +277,12 @@ func (l *Limiter) ValidateLimit(limit ratelimit.Limit) error {
 	if err := limit.Validate(); err != nil {
 		return err
 	}
-	if v, ok := l.primary.(ratelimit.LimitValidator); ok {
+	if v, ok := ratelimit.As[ratelimit.LimitValidator](l.primary); ok {
 		if err := v.ValidateLimit(limit); err != nil {
 			return err
 		}
 	}
-	if v, ok := l.secondary.(ratelimit.LimitValidator); ok {
+	if v, ok := ratelimit.As[ratelimit.LimitValidator](l.secondary); ok {
 		return v.ValidateLimit(l.share(limit))
 	}
 	return nil

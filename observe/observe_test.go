@@ -203,7 +203,8 @@ func TestWrap(t *testing.T) {
 	}
 
 	assert.Equal(t, l, o.(interface{ Unwrap() ratelimit.Limiter }).Unwrap())
-	v := o.(ratelimit.LimitValidator)
+	v, ok := ratelimit.As[ratelimit.LimitValidator](o)
+	require.True(t, ok)
 	require.NoError(t, v.ValidateLimit(limit))
 	require.ErrorIs(t, v.ValidateLimit(ratelimit.Limit{Rate: 1}), ratelimit.ErrInvalidLimit)
 	assert.Panics(t, func() { observe.Wrap(nil, rec, "api") })
@@ -227,7 +228,9 @@ func TestWrapOrigin(t *testing.T) {
 	defer l.Close()
 	rec := &recorder{}
 	o := observe.Wrap(originLimiter{l}, rec, "api")
-	_, org, err := o.(observe.OriginReporter).AllowNOrigin(context.Background(), "k", ratelimit.PerSecond(1), 1)
+	or, ok := ratelimit.As[observe.OriginReporter](o)
+	require.True(t, ok)
+	_, org, err := or.AllowNOrigin(context.Background(), "k", ratelimit.PerSecond(1), 1)
 	require.NoError(t, err)
 	assert.Equal(t, observe.Origin{Backend: "inner", Cached: true}, org)
 	require.Len(t, rec.decisions, 1)

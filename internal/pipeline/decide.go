@@ -329,7 +329,7 @@ func (p *Pipeline[R]) ask(ctx, rctx context.Context, d *Decision) error {
 		if p.observer != nil && p.origin != nil {
 			d.Multi, origin, err = p.origin.AllowAllOrigin(ctx, d.Reqs)
 		} else {
-			d.Multi, err = p.limiter.(ratelimit.MultiLimiter).AllowAll(ctx, d.Reqs)
+			d.Multi, err = p.multi.AllowAll(ctx, d.Reqs)
 		}
 		d.bind()
 	case p.observer != nil && p.origin != nil:
@@ -436,8 +436,8 @@ func (p *Pipeline[R]) Refund(ctx context.Context, r R, d *Decision) {
 // giveBack refunds what d charged, when the limiter can refund (an Inspector), and marks d
 // uncharged so that nothing is given back twice.
 func (p *Pipeline[R]) giveBack(ctx context.Context, r R, d *Decision) {
-	ins, ok := p.limiter.(ratelimit.Inspector)
-	if !ok {
+	ins := p.inspector
+	if ins == nil {
 		return
 	}
 	d.Charged = false

@@ -235,10 +235,9 @@ func (o *Options[R]) conflicts() error {
 	return nil
 }
 
-// check returns an error for the first fixed limit that is not accepted by l, or is zero
-// where zero is not a choice.
-func (o *Options[R]) check(l ratelimit.Limiter) error {
-	v, _ := l.(ratelimit.LimitValidator)
+// check returns an error for the first fixed limit that is not accepted by v, the
+// limiter's validator (nil for none), or is zero where zero is not a choice.
+func (o *Options[R]) check(v ratelimit.LimitValidator) error {
 	for _, f := range o.fixed {
 		if f.limit.IsZero() {
 			if f.zeroOK {
