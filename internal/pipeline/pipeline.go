@@ -105,9 +105,9 @@ type Pipeline[R any] struct {
 	multi     ratelimit.MultiLimiter
 	inspector ratelimit.Inspector
 	validator ratelimit.LimitValidator
-	opts    Options[R]
-	onError func(R, error) error
-	prefix  string
+	opts      Options[R]
+	onError   func(R, error) error
+	prefix    string
 
 	// observer, when not nil, is told of each decision: see decide; clock times them.
 	observer observe.Observer
