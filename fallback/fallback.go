@@ -268,21 +268,19 @@ func isFailure(ctx context.Context, err error) bool {
 	return false
 }
 
-var _ ratelimit.LimitValidator = (*Limiter)(nil)
-
-// ValidateLimit returns nil if both limiters accept limit (the secondary, its share of it:
-// see WithInstances), or the first one's error. A limiter that cannot say is taken to
-// accept it.
-func (l *Limiter) ValidateLimit(limit ratelimit.Limit) error {
+// validateLimit is the ValidateLimit of the Limiter's ratelimit.LimitValidator (see As): nil
+// if both limiters accept limit (the secondary, its share of it: see WithInstances), or the
+// first one's error. A limiter that cannot say is taken to accept it.
+func (l *Limiter) validateLimit(limit ratelimit.Limit) error {
 	if err := limit.Validate(); err != nil {
 		return err
 	}
-	if v, ok := ratelimit.As[ratelimit.LimitValidator](l.primary); ok {
+	if v := l.parts.primaryVal; v != nil {
 		if err := v.ValidateLimit(limit); err != nil {
 			return err
 		}
 	}
-	if v, ok := ratelimit.As[ratelimit.LimitValidator](l.secondary); ok {
+	if v := l.parts.secondaryVal; v != nil {
 		return v.ValidateLimit(l.share(limit))
 	}
 	return nil

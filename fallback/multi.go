@@ -14,24 +14,28 @@ import (
 type parts struct {
 	primaryMulti, secondaryMulti ratelimit.MultiLimiter
 	primaryIns, secondaryIns     ratelimit.Inspector
+	primaryVal, secondaryVal     ratelimit.LimitValidator
 }
 
 func partsOf(primary, secondary ratelimit.Limiter) parts {
 	var p parts
 	p.primaryMulti, _ = ratelimit.As[ratelimit.MultiLimiter](primary)
 	p.primaryIns, _ = ratelimit.As[ratelimit.Inspector](primary)
+	p.primaryVal, _ = ratelimit.As[ratelimit.LimitValidator](primary)
 	if secondary != nil {
 		p.secondaryMulti, _ = ratelimit.As[ratelimit.MultiLimiter](secondary)
 		p.secondaryIns, _ = ratelimit.As[ratelimit.Inspector](secondary)
+		p.secondaryVal, _ = ratelimit.As[ratelimit.LimitValidator](secondary)
 	}
 	return p
 }
 
 // As gives what ratelimit.As asks of the capabilities the Limiter has when its parts have
-// them, the primary and the secondary (if any) both: a ratelimit.MultiLimiter, whose
-// AllowAll is the Limiter's AllowAllOrigin without the origin, and a ratelimit.Inspector
-// (Peek, Refund, Reset below). The Limiter claims neither otherwise, so that a middleware
-// that needs one refuses to start rather than fail every request.
+// them: a ratelimit.MultiLimiter, whose AllowAll is AllowAllOrigin without the origin, and a
+// ratelimit.Inspector (Peek, Refund, Reset below), when the primary and the secondary (if
+// any) both have one; a ratelimit.LimitValidator, which checks a limit with both, when
+// either has one. The Limiter claims none otherwise, so that a middleware that needs one
+// refuses to start rather than fail every request.
 func (l *Limiter) As(target any) bool {
 	switch t := target.(type) {
 	case *ratelimit.MultiLimiter:
@@ -42,6 +46,11 @@ func (l *Limiter) As(target any) bool {
 	case *ratelimit.Inspector:
 		if l.parts.primaryIns != nil && (l.secondary == nil || l.parts.secondaryIns != nil) {
 			*t = inspector{l}
+			return true
+		}
+	case *ratelimit.LimitValidator:
+		if l.parts.primaryVal != nil || l.parts.secondaryVal != nil {
+			*t = validator{l}
 			return true
 		}
 	}
@@ -55,6 +64,11 @@ func (m multi) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratelimi
 	mr, _, err := m.l.AllowAllOrigin(ctx, reqs)
 	return mr, err
 }
+
+// validator is a Limiter's ratelimit.LimitValidator.
+type validator struct{ l *Limiter }
+
+func (v validator) ValidateLimit(limit ratelimit.Limit) error { return v.l.validateLimit(limit) }
 
 // inspector is a Limiter's ratelimit.Inspector.
 type inspector struct{ l *Limiter }
