@@ -143,8 +143,9 @@ const (
 // after settling what o leaves to it (shadow mode's header style), so that the middleware
 // reads the same options. onError is told about key and limiter failures and returns nil
 // to let the pipeline go on, or an error when it has ended the request itself. New fails
-// on a configuration that cannot work: a nil limiter, no limit, or a fixed limit that is
-// neither zero nor accepted by l.
+// on a configuration that cannot work: a nil limiter, no limit, a fixed limit that is
+// neither zero nor accepted by l, or rules in force that l cannot decide; and makes every
+// later set of the rules pass the same check to come into force (see checkRules).
 func New[R any](prefix string, l ratelimit.Limiter, o *Options[R], onError func(R, error) error) (*Pipeline[R], error) {
 	rateless := o.Limit == nil && o.Limits == nil && o.Rules == nil
 	if isNil(l) && !(rateless && o.Concurrency != nil) {
@@ -180,6 +181,11 @@ func New[R any](prefix string, l ratelimit.Limiter, o *Options[R], onError func(
 	}
 	p := &Pipeline[R]{limiter: l, multi: multi, inspector: inspector, validator: validator, opts: *o,
 		onError: onError, prefix: prefix, epoch: time.Now(), shadowBudget: shadowBudget}
+	if o.Rules != nil {
+		if err := p.requireRules(o.Rules); err != nil {
+			return nil, fmt.Errorf("WithRules: the set in force: %w", err)
+		}
+	}
 	if p.observer = observe.Join(o.Observer); p.observer != nil {
 		p.clock = observe.NewStopwatch(p.observer)
 		p.backend = "none"
