@@ -23,8 +23,8 @@ var errOpen = fmt.Errorf("%w: circuit breaker open", ErrUnavailable)
 // Limiter is a ratelimit.Limiter that asks a primary limiter (typically Redis, package
 // distributed) and, while the primary is unavailable, a secondary one (typically in-process,
 // package local). A circuit breaker stops calling a failing primary for a while, and a
-// denial cache answers requests the primary is known to deny without asking it. It is safe
-// for concurrent use.
+// denial cache answers requests the primary is known to deny without asking it. Its
+// capabilities are those its limiters have (see As). It is safe for concurrent use.
 type Limiter struct {
 	primary   ratelimit.Limiter
 	secondary ratelimit.Limiter // nil: fail with ErrUnavailable instead

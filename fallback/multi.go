@@ -32,10 +32,18 @@ func partsOf(primary, secondary ratelimit.Limiter) parts {
 
 // As gives what ratelimit.As asks of the capabilities the Limiter has when its parts have
 // them: a ratelimit.MultiLimiter, whose AllowAll is AllowAllOrigin without the origin, and a
-// ratelimit.Inspector (Peek, Refund, Reset below), when the primary and the secondary (if
-// any) both have one; a ratelimit.LimitValidator, which checks a limit with both, when
+// ratelimit.Inspector, when the primary and the secondary (if any) both have one; a
+// ratelimit.LimitValidator, which checks a limit with both (the secondary, its share), when
 // either has one. The Limiter claims none otherwise, so that a middleware that needs one
 // refuses to start rather than fail every request.
+//
+// The Inspector's Peek and Reset go to the primary through the breaker, or while it is
+// unavailable to the secondary under the scaled limit; Reset and Refund make the denial
+// cache forget the bucket. Refund gives tokens back to the part the Charge names, the one
+// that took them, and nowhere else: to the primary through the breaker, refunding nothing
+// (an error wrapping ErrUnavailable) while it cannot be reached; to the secondary under the
+// scaled limit. The zero Charge refunds the bucket that would decide now, and a Charge that
+// names no part of the Limiter is refused (ratelimit.ErrInvalidRequest).
 func (l *Limiter) As(target any) bool {
 	switch t := target.(type) {
 	case *ratelimit.MultiLimiter:
