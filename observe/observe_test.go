@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/local"
 	"github.com/sluice-go/ratelimit/observe"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 // recorder is an Observer that keeps what it is told.
@@ -272,4 +273,20 @@ func BenchmarkJoinRecover(b *testing.B) {
 			}
 		})
 	}
+}
+
+// An observed limiter passes every rule of the contract that the limiter it wraps passes,
+// its capabilities found through ratelimit.As as the suite finds them.
+func TestWrapConformance(t *testing.T) {
+	ratelimittest.Run(t, ratelimittest.Harness{
+		New: func(t testing.TB, c ratelimittest.Config) ratelimit.Limiter {
+			l := local.New(local.WithClock(c.Clock.Now), local.WithAlgorithm(c.Algorithm), local.WithReserves(c.Reserves))
+			t.Cleanup(func() { _ = l.Close() })
+			return observe.Wrap(l, discard{}, "p")
+		},
+		Reserves:  true,
+		Warmup:    true,
+		Quotas:    true,
+		KeepUsage: true,
+	})
 }
