@@ -153,8 +153,8 @@ func charged(mr ratelimit.MultiResult, reqs []ratelimit.Request, part string) ra
 	return mr
 }
 
-// peek is Peek: it answers as the primary would, through the breaker, and while it is unavailable as
-// the secondary would under the scaled limit.
+// peek is Peek: it answers as the primary would, through the breaker, and while it is
+// unavailable as the secondary would under the scaled limit.
 func (l *Limiter) peek(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
 	return l.inspect(ctx, key, limit, func(ins ratelimit.Inspector, share ratelimit.Limit) (ratelimit.Result, error) {
 		if share != limit { // as AllowN degraded: a cost above the share's part takes all of it
@@ -164,9 +164,9 @@ func (l *Limiter) peek(ctx context.Context, key string, limit ratelimit.Limit, n
 	})
 }
 
-// refund is Refund: it gives n tokens back to the limiter that charged them, which c.Part names, and
-// nowhere else, with that limiter's own part of c; a denial the cache holds for the bucket
-// is forgotten.
+// refund is Refund: it gives n tokens back to the limiter that charged them, which c.Part
+// names, and nowhere else, with that limiter's own part of c; a denial the cache holds for
+// the bucket is forgotten.
 //
 //   - Charged by the secondary, it refunds the secondary, under the scaled limit it was
 //     charged under (WithInstances), whatever the breaker's state now.
@@ -250,9 +250,9 @@ func unmark(c ratelimit.Charge) (string, ratelimit.Charge) {
 	return part, c
 }
 
-// reset is Reset: it makes the primary's bucket full again, or, while the primary is unavailable, the
-// secondary's; the denial cache forgets the bucket's denials, those decided before the
-// reset and answered after it too.
+// reset is Reset: it makes the primary's bucket full again, or, while the primary is
+// unavailable, the secondary's; the denial cache forgets the bucket's denials, those
+// decided before the reset and answered after it too.
 func (l *Limiter) reset(ctx context.Context, key string, limit ratelimit.Limit) error {
 	defer l.invalidate(key, limit)
 	_, err := l.inspect(ctx, key, limit, func(ins ratelimit.Inspector, limit ratelimit.Limit) (ratelimit.Result, error) {

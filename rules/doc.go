@@ -15,8 +15,9 @@
 // default policy, or is not limited. Every error of a file names the file, the line and
 // the rule or policy, unknown fields included, and a limit the limiter would refuse is
 // refused at load, never at request time: every middleware built on the rules checks each
-// set against its limiter before it comes into force (Rules.Require). A reload swaps the whole set at
-// once, without a lock on the request path, and a file that fails keeps the set in force.
+// set against its limiter before it comes into force (Rules.Require). A reload swaps the
+// whole set at once, without a lock on the request path, and a file that fails keeps the
+// set in force.
 //
 // # Security
 //
