@@ -108,9 +108,10 @@ func TestAPISurface(t *testing.T) {
 	}
 }
 
-// maxSurface bounds the root package's exported identifiers: the contract (81), the text
-// of a Limit (ParseLimit, MarshalText, UnmarshalText), and the algorithm as a property of a
-// limit (Limit.Algorithm, DefaultAlgorithm), calendar quotas (CalendarQuota, Quota,
-// Limit.Period, Period and its four fields, PeriodUnit, Day, Week, Month), and usage carried
-// across a change of a limit's numbers (Limit.KeepUsage).
+// maxSurface bounds the root package's exported identifiers: the contract (81, with As, the
+// one way to find a capability, in place of ErrorPolicy's String), the text of a Limit
+// (ParseLimit, MarshalText, UnmarshalText), and the algorithm as a property of a limit
+// (Limit.Algorithm, DefaultAlgorithm), calendar quotas (CalendarQuota, Quota, Limit.Period,
+// Period and its four fields, PeriodUnit, Day, Week, Month), and usage carried across a
+// change of a limit's numbers (Limit.KeepUsage).
 const maxSurface = 99

@@ -37,6 +37,8 @@
 //   - Errors start with the name of the package that made them ("distributed: …") and wrap
 //     the Err* values of this package; no error, status message or header carries a key,
 //     which may be personal data.
+//   - Capabilities beyond Limiter (MultiLimiter, Inspector, LimitValidator) are found with
+//     As, through any wrapper; a wrapper has one only when what it wraps does.
 //   - Time: the in-process parts read the monotonic clock unless given one (local.WithClock,
 //     fallback.WithClock: simulations, replays, tests); the Redis backend reads Redis's
 //     clock, by design, and has no such option.

@@ -36,9 +36,9 @@ type MultiResult struct {
 }
 
 // MultiLimiter is implemented by limiters that decide several limits at once, all or
-// nothing: every bucket is charged or none is. Find it by type assertion; a limiter
-// without it cannot decide several limits atomically, and middleware asked to do so
-// refuses to start rather than fall back to a loop of AllowN calls.
+// nothing: every bucket is charged or none is. Find it with As; a limiter without it
+// cannot decide several limits atomically, and middleware asked to do so refuses to start
+// rather than fall back to a loop of AllowN calls.
 type MultiLimiter interface {
 	// AllowAll decides reqs together, each at the priority ctx carries (see Priority).
 	// Bad input is an error naming the entry (by index and Name, never the key), and takes
@@ -51,8 +51,8 @@ type MultiLimiter interface {
 	AllowAll(ctx context.Context, reqs []Request) (MultiResult, error)
 }
 
-// Inspector is implemented by limiters whose buckets can be read and adjusted. Find it by
-// type assertion.
+// Inspector is implemented by limiters whose buckets can be read and adjusted. Find it with
+// As.
 type Inspector interface {
 	// Peek returns what AllowN(ctx, key, limit, n) would answer now, and writes nothing:
 	// a bucket that does not exist is not created.
@@ -84,3 +84,35 @@ type Inspector interface {
 // names no part of the limiter. Backends wrap it for their own such refusals
 // (distributed.ErrCrossSlot).
 var ErrInvalidRequest = errors.New("ratelimit: invalid request list")
+
+// As finds the capability T of l (MultiLimiter, Inspector, LimitValidator, or any other
+// interface or type), through any wrapper, the way errors.As finds an error: l itself when
+// it is a T; else what l's method As(target any) bool, if it has one, stores in target, a
+// *T, when it reports true; else the same search in the limiter l's method Unwrap() Limiter
+// returns, if it has one. ok is false when none of them is a T.
+//
+// A wrapper whose capabilities depend on the limiters it is made of (observe.Wrap,
+// fallback.Limiter) has none of them in its method set: its As gives a T only when every
+// part it needs has one, so that it never claims what its parts cannot do. A wrapper with
+// Unwrap lends the capabilities it does not answer for, to be called on its limiter past
+// it. Look a capability up when a limiter is handed over, and keep what As returns.
+func As[T any](l Limiter) (T, bool) {
+	for l != nil {
+		if t, ok := l.(T); ok {
+			return t, true
+		}
+		if a, ok := l.(interface{ As(target any) bool }); ok {
+			var t T // on the heap: only here, not on every lookup
+			if a.As(&t) {
+				return t, true
+			}
+		}
+		u, ok := l.(interface{ Unwrap() Limiter })
+		if !ok {
+			break
+		}
+		l = u.Unwrap()
+	}
+	var zero T
+	return zero, false
+}

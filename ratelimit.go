@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"time"
 )
 
@@ -236,14 +235,3 @@ const (
 	// FailClosed rejects the request as unavailable (HTTP 503, gRPC Unavailable).
 	FailClosed
 )
-
-// String returns "FailOpen" or "FailClosed".
-func (p ErrorPolicy) String() string {
-	switch p {
-	case FailOpen:
-		return "FailOpen"
-	case FailClosed:
-		return "FailClosed"
-	}
-	return "ErrorPolicy(" + strconv.Itoa(int(p)) + ")"
-}

@@ -54,12 +54,17 @@ type Handler struct {
 // New returns the admin handler of the policies of rs, whose buckets l holds (the limiter
 // the middleware decides with). authorize says whether a request may be served (check a
 // token, a client certificate); a request it refuses gets 403. New panics if any argument
-// is nil: there is no default that lets anyone in.
-func New(l ratelimit.Inspector, rs *rules.Rules, authorize func(*http.Request) bool, opts ...Option) *Handler {
+// is nil, for there is no default that lets anyone in, and if l cannot inspect buckets (a
+// ratelimit.Inspector, found through any wrapper with ratelimit.As).
+func New(l ratelimit.Limiter, rs *rules.Rules, authorize func(*http.Request) bool, opts ...Option) *Handler {
 	if l == nil || rs == nil || authorize == nil {
-		panic("admin: New: nil Inspector, Rules or authorization function")
+		panic("admin: New: nil Limiter, Rules or authorization function")
 	}
-	h := &Handler{limiter: l, rules: rs, authorize: authorize, mux: http.NewServeMux()}
+	ins, ok := ratelimit.As[ratelimit.Inspector](l)
+	if !ok {
+		panic(fmt.Sprintf("admin: New: %T cannot inspect buckets (ratelimit.Inspector)", l))
+	}
+	h := &Handler{limiter: ins, rules: rs, authorize: authorize, mux: http.NewServeMux()}
 	for _, o := range opts {
 		o(h)
 	}

@@ -1,6 +1,7 @@
 package admin_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -12,8 +13,10 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/admin"
+	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/httpmw"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/observe"
 	"github.com/sluice-go/ratelimit/rules"
 )
 
@@ -72,8 +75,20 @@ func TestAdmin(t *testing.T) {
 	code, _ = do(ops, "POST", "/policies/login/keys/ann/refund?n=0", auth...)
 	assert.Equal(t, http.StatusBadRequest, code)
 	assert.Panics(t, func() { admin.New(limiter, live, nil) }, "no authorization: no handler")
-	var _ ratelimit.Inspector = limiter
+	// The Inspector is found through any wrapper (ratelimit.As), and its absence at once.
+	anyone := func(*http.Request) bool { return true }
+	assert.NotPanics(t, func() { admin.New(fallback.New(observe.Wrap(limiter, nobody{}, "p"), nil), live, anyone) })
+	assert.PanicsWithValue(t, "admin: New: admin_test.hidden cannot inspect buckets (ratelimit.Inspector)",
+		func() { admin.New(hidden{limiter}, live, anyone) })
 }
+
+// hidden hides the capabilities of the limiter it holds.
+type hidden struct{ ratelimit.Limiter }
+
+// nobody is an Observer that listens to nothing.
+type nobody struct{}
+
+func (nobody) ObserveDecision(context.Context, observe.Decision) {}
 
 // A policy of two limits: the endpoint reads each limit's own bucket (the second's key is
 // "login#1|ann"), and after a reload that changes both, the usage spent under the old

@@ -241,9 +241,9 @@ func TestDenialCacheResetWins(t *testing.T) {
 	limit := ratelimit.Limit{Rate: 1.0 / 1200, Burst: 1}
 	ctx := context.Background()
 	for name, restore := range map[string]func(l *fallback.Limiter) error{
-		"Reset": func(l *fallback.Limiter) error { return l.Reset(ctx, "k", limit) },
+		"Reset": func(l *fallback.Limiter) error { return ins(l).Reset(ctx, "k", limit) },
 		"Refund": func(l *fallback.Limiter) error {
-			_, err := l.Refund(ctx, "k", limit, 1, ratelimit.Charge{})
+			_, err := ins(l).Refund(ctx, "k", limit, 1, ratelimit.Charge{})
 			return err
 		},
 	} {
@@ -344,7 +344,7 @@ func TestDenialCacheAlgorithm(t *testing.T) {
 	require.True(t, r.allow(t, log).Allowed, "another algorithm, another bucket")
 	require.Equal(t, int64(3), r.primary.calls.Load())
 
-	require.NoError(t, r.l.Reset(context.Background(), "k", named))
+	require.NoError(t, ins(r.l).Reset(context.Background(), "k", named))
 	res, origin, err := r.l.AllowNOrigin(context.Background(), "k", plain, 1)
 	require.NoError(t, err)
 	require.False(t, origin.Cached, "the Reset dropped the denial of the same bucket under its other name")
@@ -375,7 +375,7 @@ func TestDenialCacheKeepUsage(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, origin.Cached, "a denial under A proves nothing under B")
 	require.True(t, res.Allowed, "B's burst of 2 has one more")
-	_, err = l.Refund(ctx, "k", b, 2, ratelimit.Charge{})
+	_, err = ins(l).Refund(ctx, "k", b, 2, ratelimit.Charge{})
 	require.NoError(t, err)
 	res, origin, err = l.AllowNOrigin(ctx, "k", a, 1)
 	require.NoError(t, err)

@@ -23,8 +23,8 @@ var errOpen = fmt.Errorf("%w: circuit breaker open", ErrUnavailable)
 // Limiter is a ratelimit.Limiter that asks a primary limiter (typically Redis, package
 // distributed) and, while the primary is unavailable, a secondary one (typically in-process,
 // package local). A circuit breaker stops calling a failing primary for a while, and a
-// denial cache answers requests the primary is known to deny without asking it. It is safe
-// for concurrent use.
+// denial cache answers requests the primary is known to deny without asking it. Its
+// capabilities are those its limiters have (see As). It is safe for concurrent use.
 type Limiter struct {
 	primary   ratelimit.Limiter
 	secondary ratelimit.Limiter // nil: fail with ErrUnavailable instead
@@ -34,6 +34,7 @@ type Limiter struct {
 	cache     *denialCache // nil when off
 	onError   func(ctx context.Context, key string, err error)
 	origins   origins
+	parts     parts
 	clock     func() time.Time // nil: the monotonic clock
 	epoch     time.Time
 	closed    atomic.Bool
@@ -68,6 +69,7 @@ func New(primary, secondary ratelimit.Limiter, opts ...Option) *Limiter {
 		reserves:  o.reserves,
 		onError:   o.onError,
 		origins:   originsOf(primary, secondary),
+		parts:     partsOf(primary, secondary),
 		clock:     o.clock,
 	}
 	setBreaker(&l.breaker, int32(o.threshold), int64(o.cooldown), o.stateHook())
@@ -266,21 +268,19 @@ func isFailure(ctx context.Context, err error) bool {
 	return false
 }
 
-var _ ratelimit.LimitValidator = (*Limiter)(nil)
-
-// ValidateLimit returns nil if both limiters accept limit (the secondary, its share of it:
-// see WithInstances), or the first one's error. A limiter that cannot say is taken to
-// accept it.
-func (l *Limiter) ValidateLimit(limit ratelimit.Limit) error {
+// validateLimit is the ValidateLimit of the Limiter's ratelimit.LimitValidator (see As): nil
+// if both limiters accept limit (the secondary, its share of it: see WithInstances), or the
+// first one's error. A limiter that cannot say is taken to accept it.
+func (l *Limiter) validateLimit(limit ratelimit.Limit) error {
 	if err := limit.Validate(); err != nil {
 		return err
 	}
-	if v, ok := l.primary.(ratelimit.LimitValidator); ok {
+	if v := l.parts.primaryVal; v != nil {
 		if err := v.ValidateLimit(limit); err != nil {
 			return err
 		}
 	}
-	if v, ok := l.secondary.(ratelimit.LimitValidator); ok {
+	if v := l.parts.secondaryVal; v != nil {
 		return v.ValidateLimit(l.share(limit))
 	}
 	return nil

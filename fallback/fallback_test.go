@@ -264,15 +264,15 @@ func TestInstancesPrioritiesAllowAllPeek(t *testing.T) {
 	share := ratelimit.Limit{Rate: 2.5, Burst: 5}
 	ctx := ratelimit.WithPriority(context.Background(), ratelimit.Sheddable)
 
-	res, err := l.Peek(ctx, "k", limit, 4)
+	res, err := ins(l).Peek(ctx, "k", limit, 4)
 	require.NoError(t, err)
 	require.True(t, res.Allowed)
-	mr, err := l.AllowAll(ctx, []ratelimit.Request{{Key: "k", Limit: limit, N: 4}})
+	mr, err := multi(l).AllowAll(ctx, []ratelimit.Request{{Key: "k", Limit: limit, N: 4}})
 	require.NoError(t, err)
 	require.True(t, mr.Allowed)
 	require.Equal(t, share, mr.Results[0].Limit)
 	// 3 tokens taken: the share's 2 left are Sheddable's reserve.
-	_, err = l.AllowAll(ctx, []ratelimit.Request{{Key: "k", Limit: limit, N: 11}})
+	_, err = multi(l).AllowAll(ctx, []ratelimit.Request{{Key: "k", Limit: limit, N: 11}})
 	require.ErrorIs(t, err, ratelimit.ErrExceedsBurst, "above what the primary gives Sheddable")
 	res, err = secondary.AllowN(context.Background(), "k", share, 2)
 	require.NoError(t, err)

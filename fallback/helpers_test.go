@@ -130,3 +130,21 @@ func (r *recorder) seen() (changes, errs []string) {
 	defer r.mu.Unlock()
 	return append([]string(nil), r.changes...), append([]string(nil), r.errs...)
 }
+
+// ins returns l's ratelimit.Inspector, found the way middleware finds it.
+func ins(l ratelimit.Limiter) ratelimit.Inspector {
+	i, ok := ratelimit.As[ratelimit.Inspector](l)
+	if !ok {
+		panic("not an Inspector")
+	}
+	return i
+}
+
+// multi returns l's ratelimit.MultiLimiter, found the way middleware finds it.
+func multi(l ratelimit.Limiter) ratelimit.MultiLimiter {
+	m, ok := ratelimit.As[ratelimit.MultiLimiter](l)
+	if !ok {
+		panic("not a MultiLimiter")
+	}
+	return m
+}

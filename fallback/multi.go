@@ -9,32 +9,107 @@ import (
 	"github.com/sluice-go/ratelimit/observe"
 )
 
-var (
-	_ ratelimit.MultiLimiter = (*Limiter)(nil)
-	_ ratelimit.Inspector    = (*Limiter)(nil)
-)
+// parts are the capabilities of a Limiter's primary and secondary, found once by New with
+// ratelimit.As; nil for one a part lacks.
+type parts struct {
+	primaryMulti, secondaryMulti ratelimit.MultiLimiter
+	primaryIns, secondaryIns     ratelimit.Inspector
+	primaryVal, secondaryVal     ratelimit.LimitValidator
+}
 
-// AllowAll decides several limits at once with the primary, through the breaker as AllowN
-// does, and while the primary is unavailable with the secondary, each limit scaled to this
-// instance's share (WithInstances). It returns ratelimit.ErrNotSupported when the primary
-// cannot decide several limits at once, and an error wrapping ErrUnavailable when it
-// fails and the secondary cannot either. The denial cache plays no part.
-func (l *Limiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratelimit.MultiResult, error) {
-	mr, _, err := l.AllowAllOrigin(ctx, reqs)
+func partsOf(primary, secondary ratelimit.Limiter) parts {
+	var p parts
+	p.primaryMulti, _ = ratelimit.As[ratelimit.MultiLimiter](primary)
+	p.primaryIns, _ = ratelimit.As[ratelimit.Inspector](primary)
+	p.primaryVal, _ = ratelimit.As[ratelimit.LimitValidator](primary)
+	if secondary != nil {
+		p.secondaryMulti, _ = ratelimit.As[ratelimit.MultiLimiter](secondary)
+		p.secondaryIns, _ = ratelimit.As[ratelimit.Inspector](secondary)
+		p.secondaryVal, _ = ratelimit.As[ratelimit.LimitValidator](secondary)
+	}
+	return p
+}
+
+// As gives what ratelimit.As asks of the capabilities the Limiter has when its parts have
+// them: a ratelimit.MultiLimiter, whose AllowAll is AllowAllOrigin without the origin, and a
+// ratelimit.Inspector, when the primary and the secondary (if any) both have one; a
+// ratelimit.LimitValidator, which checks a limit with both (the secondary, its share), when
+// either has one. The Limiter claims none otherwise, so that a middleware that needs one
+// refuses to start rather than fail every request.
+//
+// The Inspector's Peek and Reset go to the primary through the breaker, or while it is
+// unavailable to the secondary under the scaled limit; Reset and Refund make the denial
+// cache forget the bucket. Refund gives tokens back to the part the Charge names, the one
+// that took them, and nowhere else: to the primary through the breaker, refunding nothing
+// (an error wrapping ErrUnavailable) while it cannot be reached; to the secondary under the
+// scaled limit. The zero Charge refunds the bucket that would decide now, and a Charge that
+// names no part of the Limiter is refused (ratelimit.ErrInvalidRequest).
+func (l *Limiter) As(target any) bool {
+	switch t := target.(type) {
+	case *ratelimit.MultiLimiter:
+		if l.parts.primaryMulti != nil && (l.secondary == nil || l.parts.secondaryMulti != nil) {
+			*t = multi{l}
+			return true
+		}
+	case *ratelimit.Inspector:
+		if l.parts.primaryIns != nil && (l.secondary == nil || l.parts.secondaryIns != nil) {
+			*t = inspector{l}
+			return true
+		}
+	case *ratelimit.LimitValidator:
+		if l.parts.primaryVal != nil || l.parts.secondaryVal != nil {
+			*t = validator{l}
+			return true
+		}
+	}
+	return false
+}
+
+// multi is a Limiter's ratelimit.MultiLimiter.
+type multi struct{ l *Limiter }
+
+func (m multi) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratelimit.MultiResult, error) {
+	mr, _, err := m.l.AllowAllOrigin(ctx, reqs)
 	return mr, err
 }
 
-// AllowAllOrigin is AllowAll, and also says which limiter decided, as AllowNOrigin does:
-// the primary or the secondary, or the Limiter itself ("fallback") for ratelimit.ErrClosed
-// and the errors it returns alone.
+// validator is a Limiter's ratelimit.LimitValidator.
+type validator struct{ l *Limiter }
+
+func (v validator) ValidateLimit(limit ratelimit.Limit) error { return v.l.validateLimit(limit) }
+
+// inspector is a Limiter's ratelimit.Inspector.
+type inspector struct{ l *Limiter }
+
+func (i inspector) Peek(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
+	return i.l.peek(ctx, key, limit, n)
+}
+
+func (i inspector) Refund(ctx context.Context, key string, limit ratelimit.Limit, n int, c ratelimit.Charge) (ratelimit.Result, error) {
+	return i.l.refund(ctx, key, limit, n, c)
+}
+
+func (i inspector) Reset(ctx context.Context, key string, limit ratelimit.Limit) error {
+	return i.l.reset(ctx, key, limit)
+}
+
+// AllowAllOrigin decides several limits at once with the primary, through the breaker as
+// AllowN does, and while the primary is unavailable with the secondary, each limit scaled
+// to this instance's share (WithInstances); the denial cache plays no part. It also says
+// which limiter decided, as AllowNOrigin does: the primary or the secondary, or the
+// Limiter itself ("fallback") for ratelimit.ErrClosed and the errors it returns alone. It
+// returns an error wrapping ratelimit.ErrNotSupported when a part cannot decide several
+// limits at once (As gives no ratelimit.MultiLimiter then).
 func (l *Limiter) AllowAllOrigin(ctx context.Context, reqs []ratelimit.Request) (ratelimit.MultiResult, observe.Origin, error) {
 	if l.closed.Load() {
 		return ratelimit.MultiResult{}, l.origins.self, ratelimit.ErrClosed
 	}
-	primary, ok := l.primary.(ratelimit.MultiLimiter)
-	if !ok {
-		return ratelimit.MultiResult{}, l.origins.self, fmt.Errorf("%w: AllowAll: the primary %T", ratelimit.ErrNotSupported, l.primary)
+	var m ratelimit.MultiLimiter
+	if !l.As(&m) {
+		return ratelimit.MultiResult{}, l.origins.self, fmt.Errorf("%w: AllowAll: a part of %s decides no several limits at once",
+			ratelimit.ErrNotSupported, l.BackendName())
 	}
+	primary := l.parts.primaryMulti
 	var mr ratelimit.MultiResult
 	var err error
 	fell, cause := l.call(ctx, firstKey(reqs), func() error {
@@ -44,8 +119,8 @@ func (l *Limiter) AllowAllOrigin(ctx context.Context, reqs []ratelimit.Request) 
 	if !fell {
 		return charged(mr, reqs, partPrimary), l.origins.primary, err
 	}
-	secondary, ok := l.secondary.(ratelimit.MultiLimiter)
-	if !ok {
+	secondary := l.parts.secondaryMulti
+	if secondary == nil {
 		return ratelimit.MultiResult{}, l.origins.self, cause
 	}
 	shares := make([]ratelimit.Request, len(reqs))
@@ -78,9 +153,9 @@ func charged(mr ratelimit.MultiResult, reqs []ratelimit.Request, part string) ra
 	return mr
 }
 
-// Peek answers as the primary would, through the breaker, and while it is unavailable as
-// the secondary would under the scaled limit.
-func (l *Limiter) Peek(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
+// peek is Peek: it answers as the primary would, through the breaker, and while it is
+// unavailable as the secondary would under the scaled limit.
+func (l *Limiter) peek(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
 	return l.inspect(ctx, key, limit, func(ins ratelimit.Inspector, share ratelimit.Limit) (ratelimit.Result, error) {
 		if share != limit { // as AllowN degraded: a cost above the share's part takes all of it
 			return ins.Peek(ctx, key, share, l.shareCost(ratelimit.PriorityFrom(ctx), limit, share, n))
@@ -89,9 +164,9 @@ func (l *Limiter) Peek(ctx context.Context, key string, limit ratelimit.Limit, n
 	})
 }
 
-// Refund gives n tokens back to the limiter that charged them, which c.Part names, and
-// nowhere else, with that limiter's own part of c; a denial the cache holds for the bucket
-// is forgotten.
+// refund is Refund: it gives n tokens back to the limiter that charged them, which c.Part
+// names, and nowhere else, with that limiter's own part of c; a denial the cache holds for
+// the bucket is forgotten.
 //
 //   - Charged by the secondary, it refunds the secondary, under the scaled limit it was
 //     charged under (WithInstances), whatever the breaker's state now.
@@ -105,7 +180,7 @@ func (l *Limiter) Peek(ctx context.Context, key string, limit ratelimit.Limit, n
 //
 // A Charge that names no part of this Limiter is refused with an error wrapping
 // ratelimit.ErrInvalidRequest, having refunded nothing.
-func (l *Limiter) Refund(ctx context.Context, key string, limit ratelimit.Limit, n int, c ratelimit.Charge) (ratelimit.Result, error) {
+func (l *Limiter) refund(ctx context.Context, key string, limit ratelimit.Limit, n int, c ratelimit.Charge) (ratelimit.Result, error) {
 	defer l.invalidate(key, limit)
 	part, own := unmark(c)
 	switch part {
@@ -119,8 +194,8 @@ func (l *Limiter) Refund(ctx context.Context, key string, limit ratelimit.Limit,
 		if l.closed.Load() {
 			return ratelimit.Result{Limit: limit}, ratelimit.ErrClosed
 		}
-		secondary, ok := l.secondary.(ratelimit.Inspector)
-		if !ok {
+		secondary := l.parts.secondaryIns
+		if secondary == nil {
 			return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: the secondary %T cannot refund", ratelimit.ErrNotSupported, l.secondary)
 		}
 		share := l.share(limit)
@@ -135,8 +210,8 @@ func (l *Limiter) refundPrimary(ctx context.Context, key string, limit ratelimit
 	if l.closed.Load() {
 		return ratelimit.Result{Limit: limit}, ratelimit.ErrClosed
 	}
-	primary, ok := l.primary.(ratelimit.Inspector)
-	if !ok {
+	primary := l.parts.primaryIns
+	if primary == nil {
 		return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: the primary %T cannot inspect buckets", ratelimit.ErrNotSupported, l.primary)
 	}
 	var res ratelimit.Result
@@ -175,10 +250,10 @@ func unmark(c ratelimit.Charge) (string, ratelimit.Charge) {
 	return part, c
 }
 
-// Reset makes the primary's bucket full again, or, while the primary is unavailable, the
-// secondary's; the denial cache forgets the bucket's denials, those decided before the
-// reset and answered after it too.
-func (l *Limiter) Reset(ctx context.Context, key string, limit ratelimit.Limit) error {
+// reset is Reset: it makes the primary's bucket full again, or, while the primary is
+// unavailable, the secondary's; the denial cache forgets the bucket's denials, those
+// decided before the reset and answered after it too.
+func (l *Limiter) reset(ctx context.Context, key string, limit ratelimit.Limit) error {
 	defer l.invalidate(key, limit)
 	_, err := l.inspect(ctx, key, limit, func(ins ratelimit.Inspector, limit ratelimit.Limit) (ratelimit.Result, error) {
 		return ratelimit.Result{}, ins.Reset(ctx, key, limit)
@@ -201,8 +276,8 @@ func (l *Limiter) inspect(ctx context.Context, key string, limit ratelimit.Limit
 	if l.closed.Load() {
 		return ratelimit.Result{Limit: limit}, ratelimit.ErrClosed
 	}
-	primary, ok := l.primary.(ratelimit.Inspector)
-	if !ok {
+	primary := l.parts.primaryIns
+	if primary == nil {
 		return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: the primary %T cannot inspect buckets", ratelimit.ErrNotSupported, l.primary)
 	}
 	var res ratelimit.Result
@@ -214,8 +289,8 @@ func (l *Limiter) inspect(ctx context.Context, key string, limit ratelimit.Limit
 	if !fell {
 		return res, err
 	}
-	secondary, ok := l.secondary.(ratelimit.Inspector)
-	if !ok {
+	secondary := l.parts.secondaryIns
+	if secondary == nil {
 		return ratelimit.Result{Limit: limit}, cause
 	}
 	return op(secondary, l.share(limit))

@@ -14,9 +14,9 @@ import (
 var fiveAnHour = ratelimit.Limit{Rate: 1.0 / 3600, Burst: 5}
 
 // remaining returns what a bucket of l holds, as Peek for one token says it.
-func remaining(t *testing.T, l ratelimit.Inspector, key string) int {
+func remaining(t *testing.T, l ratelimit.Limiter, key string) int {
 	t.Helper()
-	res, err := l.Peek(context.Background(), key, fiveAnHour, 1)
+	res, err := ins(l).Peek(context.Background(), key, fiveAnHour, 1)
 	require.NoError(t, err)
 	if res.Allowed {
 		return res.Remaining + 1 // Peek counts the token it asks about as taken
@@ -55,7 +55,7 @@ func TestRefundAfterRecovery(t *testing.T) {
 		require.Equal(t, "primary", r.allowK(t, true).Charge.Part)
 	}
 
-	_, err := r.l.Refund(ctx, "k", fiveAnHour, 1, charged.Charge)
+	_, err := ins(r.l).Refund(ctx, "k", fiveAnHour, 1, charged.Charge)
 	require.NoError(t, err)
 	r.allowK(t, false) // the sixth
 	require.Equal(t, 0, remaining(t, r.primary, "k"))
@@ -78,14 +78,14 @@ func TestRefundWhilePrimaryDown(t *testing.T) {
 	}
 	require.Equal(t, fallback.Open, r.l.State())
 	calls := r.primary.calls.Load()
-	_, err := r.l.Refund(ctx, "k", fiveAnHour, 1, charged.Charge)
+	_, err := ins(r.l).Refund(ctx, "k", fiveAnHour, 1, charged.Charge)
 	require.ErrorIs(t, err, fallback.ErrUnavailable)
 	require.Equal(t, calls, r.primary.calls.Load(), "the breaker keeps the refund off the primary")
 	r.allowK(t, false) // the sixth
 	require.Equal(t, 0, remaining(t, r.secondary, "k"))
 	require.Equal(t, 4, remaining(t, r.primary.Limiter, "k"), "the primary still holds the token")
 
-	_, err = r.l.Refund(ctx, "k", fiveAnHour, 1, ratelimit.Charge{})
+	_, err = ins(r.l).Refund(ctx, "k", fiveAnHour, 1, ratelimit.Charge{})
 	require.NoError(t, err)
 	require.Equal(t, 1, remaining(t, r.secondary, "k"))
 }
@@ -95,7 +95,7 @@ func TestRefundPrimaryFails(t *testing.T) {
 	r := newRig(t)
 	charged := r.allowK(t, true)
 	r.primary.fail(nil)
-	_, err := r.l.Refund(context.Background(), "k", fiveAnHour, 1, charged.Charge)
+	_, err := ins(r.l).Refund(context.Background(), "k", fiveAnHour, 1, charged.Charge)
 	require.ErrorIs(t, err, fallback.ErrUnavailable)
 	require.ErrorIs(t, err, errDown)
 	require.Equal(t, 5, remaining(t, r.secondary, "k"), "untouched")
@@ -107,7 +107,7 @@ func TestRefundForeignCharge(t *testing.T) {
 	r := newRig(t)
 	charged := r.allowK(t, true)
 	charged.Charge.Part = "tertiary"
-	_, err := r.l.Refund(context.Background(), "k", fiveAnHour, 1, charged.Charge)
+	_, err := ins(r.l).Refund(context.Background(), "k", fiveAnHour, 1, charged.Charge)
 	require.ErrorIs(t, err, ratelimit.ErrInvalidRequest)
 	require.Equal(t, 4, remaining(t, r.primary.Limiter, "k"))
 }
@@ -123,7 +123,7 @@ func TestRefundShare(t *testing.T) {
 	res, err := r.l.AllowN(ctx, "k", limit, 3) // more than the share: takes all of it
 	require.NoError(t, err)
 	require.True(t, res.Allowed)
-	_, err = r.l.Refund(ctx, "k", limit, 3, res.Charge)
+	_, err = ins(r.l).Refund(ctx, "k", limit, 3, res.Charge)
 	require.NoError(t, err)
 	peek, err := r.secondary.Peek(ctx, "k", share, 2)
 	require.NoError(t, err)
@@ -136,7 +136,7 @@ func TestAllowAllCharges(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
 	reqs := []ratelimit.Request{{Key: "k", Limit: fiveAnHour}, {Key: "skipped"}}
-	mr, err := r.l.AllowAll(ctx, reqs)
+	mr, err := multi(r.l).AllowAll(ctx, reqs)
 	require.NoError(t, err)
 	require.True(t, mr.Allowed)
 	require.Equal(t, "primary", mr.Results[0].Charge.Part)
@@ -146,11 +146,11 @@ func TestAllowAllCharges(t *testing.T) {
 	for range fallback.DefaultFailureThreshold {
 		r.allow(t, roomy)
 	}
-	mr, err = r.l.AllowAll(ctx, reqs)
+	mr, err = multi(r.l).AllowAll(ctx, reqs)
 	require.NoError(t, err)
 	require.True(t, mr.Allowed)
 	require.Equal(t, "secondary", mr.Results[0].Charge.Part)
-	_, err = r.l.Refund(ctx, "k", fiveAnHour, 1, mr.Results[0].Charge)
+	_, err = ins(r.l).Refund(ctx, "k", fiveAnHour, 1, mr.Results[0].Charge)
 	require.NoError(t, err)
 	require.Equal(t, 5, remaining(t, r.secondary, "k"))
 	require.Equal(t, 4, remaining(t, r.primary.Limiter, "k"))
@@ -168,7 +168,7 @@ func TestNestedCharge(t *testing.T) {
 	res, err := outer.Allow(ctx, "k", fiveAnHour)
 	require.NoError(t, err)
 	require.Equal(t, "primary/secondary", res.Charge.Part)
-	_, err = outer.Refund(ctx, "k", fiveAnHour, 1, res.Charge)
+	_, err = ins(outer).Refund(ctx, "k", fiveAnHour, 1, res.Charge)
 	require.NoError(t, err)
 	require.Equal(t, 5, remaining(t, r.secondary, "k"))
 }

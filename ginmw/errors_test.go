@@ -72,7 +72,7 @@ func TestErrorPolicy(t *testing.T) {
 		{ratelimit.FailClosed, http.StatusServiceUnavailable, `{"error":"rate limiter unavailable"}`},
 	}
 	for _, tt := range tests {
-		t.Run(tt.policy.String(), func(t *testing.T) {
+		t.Run(policyNames[tt.policy], func(t *testing.T) {
 			l, _ := newLimiter(t)
 			require.NoError(t, l.Close())
 			var reported []error
@@ -155,3 +155,6 @@ func TestNewAsksTheBackend(t *testing.T) {
 	// A limit the backend accepts, and the zero Limit, pass.
 	assert.NotPanics(t, func() { ginmw.New(log, ginmw.WithLimit(ratelimit.PerMinute(5)), nil) })
 }
+
+// policyNames names the error policies in subtests.
+var policyNames = map[ratelimit.ErrorPolicy]string{ratelimit.FailOpen: "FailOpen", ratelimit.FailClosed: "FailClosed"}

@@ -70,7 +70,7 @@ type hidden struct{ ratelimit.Limiter }
 func TestObservedLimiterCannotRefund(t *testing.T) {
 	l, _ := newLimiter(t)
 	w := observe.Wrap(hidden{l}, &outcomes{}, "x")
-	_, ok := w.(ratelimit.Inspector)
+	_, ok := ratelimit.As[ratelimit.Inspector](w)
 	require.False(t, ok)
 	assert.Panics(t, func() {
 		ginmw.New(w, ginmw.WithLimit(ratelimit.PerMinute(2)), ginmw.WithRefundIf(func(*gin.Context) bool { return true }))

@@ -69,7 +69,7 @@ func TestRedisDeadAddress(t *testing.T) {
 	}
 	addr := deadAddr(t)
 	for _, tt := range tests {
-		t.Run(tt.policy.String(), func(t *testing.T) {
+		t.Run(policyNames[tt.policy], func(t *testing.T) {
 			var reported []error
 			r := newRouter(ginmw.New(newRedisLimiter(t, addr), ginmw.WithLimit(ratelimit.PerMinute(1)),
 				ginmw.WithErrorPolicy(tt.policy),

@@ -17,7 +17,7 @@ import (
 // context being the outgoing one.
 //
 // It panics if l is nil, if no limit was configured, if two options conflict (each option
-// says with which; WithWait and WithCostFunc among them), or if a fixed limit is invalid or
+// says with which; WithWait among them), or if a fixed limit is invalid or
 // not accepted by l, the zero Limit included but for a table's default.
 func UnaryClientInterceptor(l ratelimit.Limiter, opts ...Option) grpc.UnaryClientInterceptor {
 	m := newClientInterceptor("UnaryClientInterceptor", l, opts)
@@ -55,14 +55,7 @@ func StreamClientInterceptor(l ratelimit.Limiter, opts ...Option) grpc.StreamCli
 }
 
 func newClientInterceptor(name string, l ratelimit.Limiter, opts []Option) *interceptor {
-	m := newInterceptor(name, l, opts)
-	if m.wait && m.Cost != nil {
-		panic("grpcmw: " + name + ": WithWait and WithCostFunc cannot be combined: Limiter.Wait takes one token")
-	}
-	if m.wait && m.Rules != nil {
-		panic("grpcmw: " + name + ": WithWait and WithRules cannot be combined: Limiter.Wait takes one limit, and a policy may have several")
-	}
-	return m
+	return newInterceptor(name, l, opts, true)
 }
 
 // admitClient decides a call on the client side, in d. The trailer of a denial goes where a

@@ -2,6 +2,7 @@ package grpcmw_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/sluice-go/ratelimit/grpcmw"
 	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/observe"
 	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
@@ -64,7 +66,7 @@ func TestClientWaitPastDeadline(t *testing.T) {
 // program, not a failure: the call is refused whatever the error policy.
 func TestClientWaitNotSupported(t *testing.T) {
 	for _, policy := range []ratelimit.ErrorPolicy{ratelimit.FailOpen, ratelimit.FailClosed} {
-		t.Run(policy.String(), func(t *testing.T) {
+		t.Run(policyNames[policy], func(t *testing.T) {
 			var rec recorder
 			l := &ratelimittest.Stub{Err: ratelimit.ErrNotSupported}
 			e := newEnv(t, server{}, grpc.WithUnaryInterceptor(grpcmw.UnaryClientInterceptor(l,
@@ -124,4 +126,54 @@ func TestClientPriority(t *testing.T) {
 		assert.Equal(t, []ratelimit.Priority{ratelimit.Critical, ratelimit.Normal, ratelimit.Sheddable}, l.Priorities(),
 			"wait %t", wait)
 	}
+}
+
+// decisions is an Observer that keeps the decisions it is told of.
+type decisions struct {
+	mu   sync.Mutex
+	seen []observe.Decision
+}
+
+func (o *decisions) ObserveDecision(_ context.Context, d observe.Decision) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	d.Duration, d.Err = 0, nil // when it took, and the error behind its kind, are not compared
+	o.seen = append(o.seen, d)
+}
+
+// A waiting client's calls are decisions like a deciding client's, told to its observer
+// (each timed to its admission): allowed; denied when the turn comes after the deadline;
+// an error when the caller gave up. The clock never moves: one turn in a minute.
+func TestClientWaitObserved(t *testing.T) {
+	l, _ := newLimiter(t)
+	var waiting, deciding decisions
+	limit := ratelimit.PerMinute(1)
+	e := newEnv(t, server{}, grpc.WithUnaryInterceptor(grpcmw.UnaryClientInterceptor(l,
+		grpcmw.WithLimit(limit), grpcmw.WithWait(), grpcmw.WithObserver(&waiting))))
+	_, err := e.unaryCall(ctx(t), "A")
+	require.NoError(t, err)
+	short, cancel := context.WithTimeout(ctx(t), 5*time.Second) // the turn is 60 s away
+	defer cancel()
+	_, err = e.unaryCall(short, "A")
+	require.Equal(t, codes.DeadlineExceeded, status.Code(err))
+	canceled, cancel := context.WithCancel(ctx(t))
+	cancel()
+	_, err = e.unaryCall(canceled, "A")
+	require.Equal(t, codes.Canceled, status.Code(err))
+
+	// The same call decided, not waited for, on another bucket of its own: its report is
+	// the one a wait's must match, Remaining aside (a wait does not say it).
+	other, _ := newLimiter(t)
+	d := newEnv(t, server{}, grpc.WithUnaryInterceptor(grpcmw.UnaryClientInterceptor(other,
+		grpcmw.WithLimit(limit), grpcmw.WithObserver(&deciding))))
+	_, err = d.unaryCall(ctx(t), "A")
+	require.NoError(t, err)
+	require.Len(t, deciding.seen, 1)
+	allowed := deciding.seen[0]
+	assert.Equal(t, observe.OutcomeAllowed, allowed.Outcome)
+	allowed.Remaining = 0
+	denied, failed := allowed, allowed
+	denied.Outcome = observe.OutcomeDenied
+	failed.Outcome, failed.ErrorKind = observe.OutcomeError, observe.KindCanceled
+	assert.Equal(t, []observe.Decision{allowed, denied, failed}, waiting.seen)
 }

@@ -222,6 +222,11 @@ func TestConstructorsPanic(t *testing.T) {
 	assert.PanicsWithValue(t, "grpcmw: UnaryClientInterceptor: WithWait and WithCostFunc cannot be combined: Limiter.Wait takes one token",
 		func() { grpcmw.UnaryClientInterceptor(l, one, grpcmw.WithWait(), cost) })
 	assert.NotPanics(t, func() { grpcmw.UnaryServerInterceptor(l, one, grpcmw.WithWait(), cost) }, "servers ignore WithWait")
+	limits := grpcmw.WithLimits(func(context.Context, string) []ratelimit.Request { return nil })
+	assert.PanicsWithValue(t, "grpcmw: StreamClientInterceptor: WithWait and WithLimits cannot be combined: Limiter.Wait takes one limit",
+		func() { grpcmw.StreamClientInterceptor(l, limits, grpcmw.WithWait()) })
+	assert.PanicsWithValue(t, "grpcmw: UnaryClientInterceptor: WithWait and WithShadow cannot be combined: shadow mode lets every call through at once",
+		func() { grpcmw.UnaryClientInterceptor(l, one, grpcmw.WithWait(), grpcmw.WithShadow()) })
 }
 
 // A nil Option is skipped, and nil functions mean the defaults.

@@ -70,7 +70,7 @@ func TestErrorPolicy(t *testing.T) {
 	for name, newL := range limiters {
 		for _, k := range kinds {
 			for _, policy := range []ratelimit.ErrorPolicy{ratelimit.FailOpen, ratelimit.FailClosed} {
-				t.Run(name+"/"+k.name+"/"+policy.String(), func(t *testing.T) {
+				t.Run(name+"/"+k.name+"/"+policyNames[policy], func(t *testing.T) {
 					var rec recorder
 					e := k.env(t, newL(t), grpcmw.WithLimit(ratelimit.PerMinute(1)),
 						grpcmw.WithErrorPolicy(policy), grpcmw.WithErrorHandler(rec.handle))
@@ -149,3 +149,6 @@ func TestDefaultErrorHandler(t *testing.T) {
 	assert.Equal(t, codes.ResourceExhausted, status.Code(err), "limited under UnkeyedKey")
 	assert.Equal(t, 1, runs)
 }
+
+// policyNames names the error policies in subtests.
+var policyNames = map[ratelimit.ErrorPolicy]string{ratelimit.FailOpen: "FailOpen", ratelimit.FailClosed: "FailClosed"}

@@ -40,14 +40,15 @@ type interceptor struct {
 }
 
 // newInterceptor applies opts and panics, naming the constructor, on a configuration that
-// cannot work.
-func newInterceptor(name string, l ratelimit.Limiter, opts []Option) *interceptor {
+// cannot work. A client's calls wait for their turn with WithWait; a server ignores it.
+func newInterceptor(name string, l ratelimit.Limiter, opts []Option, client bool) *interceptor {
 	o := defaultOptions()
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
 		}
 	}
+	o.Wait = client && o.wait
 	p, err := pipeline.New("grpcmw: ", l, &o.Options, func(c call, err error) error {
 		return o.onError(c.ctx, c.method, err)
 	})
@@ -73,7 +74,7 @@ func (m *interceptor) after(ctx context.Context, fullMethod string, d *pipeline.
 // error that ends it. With wait it waits for its turn (Limiter.Wait) instead.
 func (m *interceptor) decide(ctx context.Context, fullMethod string, wait bool, d *pipeline.Decision) (metadata.MD, error) {
 	c := call{ctx: ctx, method: fullMethod}
-	if wait && !m.Shadow {
+	if wait {
 		m.p.Wait(ctx, c, d)
 	} else {
 		m.p.Decide(ctx, c, d)

@@ -85,8 +85,12 @@ func WithPerMessage() Option {
 // WithWait makes the client interceptors wait (ratelimit.Limiter.Wait) until the call is
 // allowed, or its context ends, instead of failing it. Default: off. The limiter must
 // support Wait; a call whose deadline comes before its turn fails at once with
-// codes.DeadlineExceeded. The server interceptors ignore it: a server that waits holds a
-// goroutine and a stream for every waiting call.
+// codes.DeadlineExceeded. A wait is one limit of one token, enforced: the client
+// constructors panic beside WithCostFunc, WithLimits, WithRules and WithShadow. The
+// observer (WithObserver) is told of each wait as of a decision, its Duration the time to
+// admit the call: allowed, denied when the turn comes after the deadline, or an error. The
+// server interceptors ignore it: a server that waits holds a goroutine and a stream for
+// every waiting call.
 func WithWait() Option {
 	return func(o *options) { o.wait = true }
 }

@@ -26,7 +26,7 @@ import (
 // included but for a table's default: these are mistakes in the program, not conditions
 // to handle at run time.
 func UnaryServerInterceptor(l ratelimit.Limiter, opts ...Option) grpc.UnaryServerInterceptor {
-	m := newInterceptor("UnaryServerInterceptor", l, opts)
+	m := newInterceptor("UnaryServerInterceptor", l, opts, false)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		var d pipeline.Decision
 		md, err := m.decide(ctx, info.FullMethod, false, &d)
@@ -53,7 +53,7 @@ func UnaryServerInterceptor(l ratelimit.Limiter, opts ...Option) grpc.UnaryServe
 // took, and a stream charged per message is decided once per message, for as long as it
 // lasts.
 func StreamServerInterceptor(l ratelimit.Limiter, opts ...Option) grpc.StreamServerInterceptor {
-	m := newInterceptor("StreamServerInterceptor", l, opts)
+	m := newInterceptor("StreamServerInterceptor", l, opts, false)
 	if m.perMessage && m.Refund != nil {
 		panic("grpcmw: StreamServerInterceptor: WithPerMessage and WithRefundIf: a stream charged per message cannot be refunded; pass one of them")
 	}

@@ -2,6 +2,7 @@ package observe
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -69,20 +70,40 @@ func (s *stub) Close() error {
 	return nil
 }
 
-func (s *stub) BackendName() string       { return "stub" }
-func (s *stub) Unwrap() ratelimit.Limiter { return nil }
+func (s *stub) BackendName() string { return "stub" }
 
-// stubWith returns s as a Limiter with exactly the capabilities caps, made by expose:
-// an observed stub, whose reports the test ignores, that asks s for what caps names.
-func stubWith(s *stub, caps capability) ratelimit.Limiter {
-	o := &observed{limiter: s, obs: Join(&count{}), backend: "stub", clock: NewStopwatch(&count{})}
-	if caps&capMulti != 0 {
-		o.multi = s
+// partial is the stub with only the capabilities of has, given through As the way a
+// wrapper gives what its parts have; it has no Unwrap, so it lends nothing more.
+type partial struct {
+	*base
+	has map[reflect.Type]bool
+}
+
+// base is the stub's ratelimit.Limiter and BackendNamer, without its capabilities.
+type base struct{ s *stub }
+
+func (b *base) Allow(ctx context.Context, key string, limit ratelimit.Limit) (ratelimit.Result, error) {
+	return b.s.Allow(ctx, key, limit)
+}
+
+func (b *base) AllowN(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
+	return b.s.AllowN(ctx, key, limit, n)
+}
+
+func (b *base) Wait(ctx context.Context, key string, limit ratelimit.Limit) error {
+	return b.s.Wait(ctx, key, limit)
+}
+
+func (b *base) Close() error        { return b.s.Close() }
+func (b *base) BackendName() string { return "stub" }
+
+func (p partial) As(target any) bool {
+	v := reflect.ValueOf(target).Elem()
+	if !p.has[v.Type()] {
+		return false
 	}
-	if caps&capOrigins != 0 {
-		o.origins = s
-	}
-	return expose(o, caps)
+	v.Set(reflect.ValueOf(p.s))
+	return true
 }
 
 // count is an Observer that counts the decisions it is told of.
@@ -90,38 +111,90 @@ type count struct{ n int }
 
 func (c *count) ObserveDecision(context.Context, Decision) { c.n++ }
 
-// TestCapabilities enumerates every subset of the capabilities a wrapper forwards: a stub
-// with exactly that subset (made by expose, which the first check tests), observed by Wrap,
-// has exactly that subset too, and each method of it reaches the stub, the decisions
-// reported and the rest not.
+// capabilityRow is one optional interface of a Limiter: adding a capability to the kit is
+// one row of capabilityTable.
+type capabilityRow struct {
+	typ reflect.Type
+	has func(ratelimit.Limiter) bool
+	// use calls the capability of w, which wraps a stub, and returns the stub's method it
+	// must reach and how many decisions it must report; origins says the stub reports
+	// origins too.
+	use func(t *testing.T, w ratelimit.Limiter, origins bool) (reached string, reports int)
+}
+
+func has[T any](l ratelimit.Limiter) bool {
+	_, ok := ratelimit.As[T](l)
+	return ok
+}
+
+func row[T any](use func(t *testing.T, c T, origins bool) (string, int)) capabilityRow {
+	return capabilityRow{typ: reflect.TypeFor[T](), has: has[T], use: func(t *testing.T, w ratelimit.Limiter, origins bool) (string, int) {
+		c, ok := ratelimit.As[T](w)
+		require.True(t, ok)
+		return use(t, c, origins)
+	}}
+}
+
+var (
+	ctx   = context.Background()
+	limit = ratelimit.PerSecond(1)
+	reqs  = []ratelimit.Request{{Key: "a", Limit: limit}, {Key: "b", Limit: limit}}
+)
+
+var capabilityTable = []capabilityRow{
+	row(func(t *testing.T, m ratelimit.MultiLimiter, origins bool) (string, int) {
+		_, err := m.AllowAll(ctx, reqs)
+		require.NoError(t, err)
+		if origins {
+			return "AllowAllOrigin", 2
+		}
+		return "AllowAll", 2 // one report per limit
+	}),
+	row(func(t *testing.T, ins ratelimit.Inspector, _ bool) (string, int) {
+		_, err := ins.Refund(ctx, "k", limit, 1, ratelimit.Charge{})
+		require.NoError(t, err)
+		return "Refund", 0 // inspection decides nothing
+	}),
+	row(func(t *testing.T, v ratelimit.LimitValidator, _ bool) (string, int) {
+		require.NoError(t, v.ValidateLimit(limit))
+		return "ValidateLimit", 0
+	}),
+	row(func(t *testing.T, o OriginReporter, _ bool) (string, int) {
+		_, org, err := o.AllowNOrigin(ctx, "k", limit, 1)
+		require.NoError(t, err)
+		assert.Equal(t, Origin{Backend: "part"}, org)
+		return "AllowNOrigin", 1
+	}),
+}
+
+// TestCapabilities runs every subset of the capability table: a stub with exactly that
+// subset, observed by Wrap, has exactly that subset through ratelimit.As, each capability
+// reaches the stub, reported or not as it decides or not, and Wait is not observed.
 func TestCapabilities(t *testing.T) {
-	names := map[capability]string{
-		capMulti: "MultiLimiter", capInspector: "Inspector", capValidator: "LimitValidator", capOrigins: "OriginReporter",
-	}
-	ctx := context.Background()
-	limit := ratelimit.PerSecond(1)
-	reqs := []ratelimit.Request{{Key: "a", Limit: limit}, {Key: "b", Limit: limit}}
-	for caps := capability(0); caps < 16; caps++ {
+	for set := range 1 << len(capabilityTable) {
+		s := &stub{calls: map[string]int{}}
+		inner := partial{base: &base{s}, has: map[reflect.Type]bool{}}
 		name := "Limiter"
-		for c := capMulti; c <= capOrigins; c <<= 1 {
-			if caps&c != 0 {
-				name += "+" + names[c]
+		for i, c := range capabilityTable {
+			if set&(1<<i) != 0 {
+				inner.has[c.typ] = true
+				name += "+" + c.typ.Name()
 			}
 		}
+		origins := inner.has[reflect.TypeFor[OriginReporter]()]
 		t.Run(name, func(t *testing.T) {
-			s := &stub{calls: map[string]int{}}
-			inner := stubWith(s, caps)
-			require.Equal(t, caps, capabilitiesOf(inner), "expose")
-
 			obs := &count{}
 			w := Wrap(inner, obs, "p")
-			require.Equal(t, caps, capabilitiesOf(w), "Wrap")
 			assert.Equal(t, "stub", BackendName(w))
-			assert.Equal(t, inner, w.(interface{ Unwrap() ratelimit.Limiter }).Unwrap())
+			assert.Equal(t, ratelimit.Limiter(inner), w.(interface{ Unwrap() ratelimit.Limiter }).Unwrap())
+			for _, c := range capabilityTable {
+				require.Equal(t, inner.has[c.typ], c.has(inner), "%s: the stub", c.typ.Name())
+				require.Equal(t, inner.has[c.typ], c.has(w), "%s: observed", c.typ.Name())
+			}
 
 			// An origin reporter is asked for the origin, and the others for the decision.
 			decided := "AllowN"
-			if caps&capOrigins != 0 {
+			if origins {
 				decided = "AllowNOrigin"
 			}
 			_, err := w.Allow(ctx, "k", limit)
@@ -132,36 +205,16 @@ func TestCapabilities(t *testing.T) {
 			assert.Equal(t, 1, s.calls["Wait"])
 			assert.Equal(t, 1, obs.n, "Wait is not observed")
 
-			if m, ok := w.(ratelimit.MultiLimiter); ok {
-				decided := "AllowAll"
-				if caps&capOrigins != 0 {
-					decided = "AllowAllOrigin"
+			for _, c := range capabilityTable {
+				if !inner.has[c.typ] {
+					continue
 				}
-				_, err := m.AllowAll(ctx, reqs)
-				require.NoError(t, err)
-				assert.Equal(t, 1, s.calls[decided])
-				assert.Equal(t, 3, obs.n, "one report per limit")
-			}
-			if o, ok := w.(OriginReporter); ok {
-				_, org, err := o.AllowNOrigin(ctx, "k", limit, 1)
-				require.NoError(t, err)
-				assert.Equal(t, Origin{Backend: "part"}, org)
-			}
-			if ins, ok := w.(ratelimit.Inspector); ok {
-				reported := obs.n
-				_, err := ins.Peek(ctx, "k", limit, 1)
-				require.NoError(t, err)
-				_, err = ins.Refund(ctx, "k", limit, 1, ratelimit.Charge{})
-				require.NoError(t, err)
-				require.NoError(t, ins.Reset(ctx, "k", limit))
-				assert.Equal(t, 1, s.calls["Peek"])
-				assert.Equal(t, 1, s.calls["Refund"])
-				assert.Equal(t, 1, s.calls["Reset"])
-				assert.Equal(t, reported, obs.n, "inspection is not observed")
-			}
-			if v, ok := w.(ratelimit.LimitValidator); ok {
-				require.NoError(t, v.ValidateLimit(limit))
-				assert.Equal(t, 1, s.calls["ValidateLimit"])
+				before, reported := s.calls, obs.n
+				s.calls = map[string]int{}
+				reached, reports := c.use(t, w, origins)
+				assert.Equal(t, map[string]int{reached: 1}, s.calls, c.typ.Name())
+				assert.Equal(t, reported+reports, obs.n, c.typ.Name())
+				s.calls = before
 			}
 			require.NoError(t, w.Close())
 			assert.Equal(t, 1, s.calls["Close"])
@@ -169,17 +222,14 @@ func TestCapabilities(t *testing.T) {
 	}
 }
 
-// The methods of a capability the wrapped limiter lacks, hidden by expose, still answer
-// sensibly when called on the wrapper itself.
-func TestObservedWithout(t *testing.T) {
+// An observed origin reporter that decides no several limits answers AllowAllOrigin with
+// ratelimit.ErrNotSupported, as OriginReporter says, without asking it.
+func TestObservedOriginsWithoutMulti(t *testing.T) {
 	s := &stub{calls: map[string]int{}}
-	w := Wrap(stubWith(s, 0), &count{}, "p").(basePart).f
-	ctx := context.Background()
-	limit := ratelimit.PerSecond(1)
-	_, err := w.AllowAll(ctx, []ratelimit.Request{{Key: "k", Limit: limit}})
+	inner := partial{base: &base{s}, has: map[reflect.Type]bool{reflect.TypeFor[OriginReporter](): true}}
+	o, ok := ratelimit.As[OriginReporter](Wrap(inner, &count{}, "p"))
+	require.True(t, ok)
+	_, _, err := o.AllowAllOrigin(ctx, reqs)
 	require.ErrorIs(t, err, ratelimit.ErrNotSupported)
-	_, err = w.Peek(ctx, "k", limit, 1)
-	require.ErrorIs(t, err, ratelimit.ErrNotSupported)
-	require.ErrorIs(t, w.ValidateLimit(ratelimit.Limit{}), ratelimit.ErrInvalidLimit)
 	assert.Empty(t, s.calls)
 }

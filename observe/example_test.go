@@ -43,7 +43,7 @@ func ExampleWrap_allowAll() {
 	limiter := observe.Wrap(local.New(), printer{}, "api")
 	defer limiter.Close()
 
-	multi := limiter.(ratelimit.MultiLimiter)
+	multi, _ := ratelimit.As[ratelimit.MultiLimiter](limiter)
 	res, _ := multi.AllowAll(context.Background(), []ratelimit.Request{
 		{Key: "user:42", Limit: ratelimit.PerSecond(10), Name: "user"},
 		{Key: "org:7", Limit: ratelimit.PerSecond(100)},

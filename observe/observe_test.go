@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/local"
 	"github.com/sluice-go/ratelimit/observe"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 // recorder is an Observer that keeps what it is told.
@@ -203,7 +204,8 @@ func TestWrap(t *testing.T) {
 	}
 
 	assert.Equal(t, l, o.(interface{ Unwrap() ratelimit.Limiter }).Unwrap())
-	v := o.(ratelimit.LimitValidator)
+	v, ok := ratelimit.As[ratelimit.LimitValidator](o)
+	require.True(t, ok)
 	require.NoError(t, v.ValidateLimit(limit))
 	require.ErrorIs(t, v.ValidateLimit(ratelimit.Limit{Rate: 1}), ratelimit.ErrInvalidLimit)
 	assert.Panics(t, func() { observe.Wrap(nil, rec, "api") })
@@ -227,7 +229,9 @@ func TestWrapOrigin(t *testing.T) {
 	defer l.Close()
 	rec := &recorder{}
 	o := observe.Wrap(originLimiter{l}, rec, "api")
-	_, org, err := o.(observe.OriginReporter).AllowNOrigin(context.Background(), "k", ratelimit.PerSecond(1), 1)
+	or, ok := ratelimit.As[observe.OriginReporter](o)
+	require.True(t, ok)
+	_, org, err := or.AllowNOrigin(context.Background(), "k", ratelimit.PerSecond(1), 1)
 	require.NoError(t, err)
 	assert.Equal(t, observe.Origin{Backend: "inner", Cached: true}, org)
 	require.Len(t, rec.decisions, 1)
@@ -269,4 +273,20 @@ func BenchmarkJoinRecover(b *testing.B) {
 			}
 		})
 	}
+}
+
+// An observed limiter passes every rule of the contract that the limiter it wraps passes,
+// its capabilities found through ratelimit.As as the suite finds them.
+func TestWrapConformance(t *testing.T) {
+	ratelimittest.Run(t, ratelimittest.Harness{
+		New: func(t testing.TB, c ratelimittest.Config) ratelimit.Limiter {
+			l := local.New(local.WithClock(c.Clock.Now), local.WithAlgorithm(c.Algorithm), local.WithReserves(c.Reserves))
+			t.Cleanup(func() { _ = l.Close() })
+			return observe.Wrap(l, discard{}, "p")
+		},
+		Reserves:  true,
+		Warmup:    true,
+		Quotas:    true,
+		KeepUsage: true,
+	})
 }

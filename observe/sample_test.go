@@ -75,7 +75,8 @@ func TestWrapDurationSample(t *testing.T) {
 	for range 10 {
 		call()
 	}
-	_, err := w.(ratelimit.MultiLimiter).AllowAll(ctx, []ratelimit.Request{{Key: "a", Limit: limit}, {Key: "b", Limit: limit}})
+	m, _ := ratelimit.As[ratelimit.MultiLimiter](w)
+	_, err := m.AllowAll(ctx, []ratelimit.Request{{Key: "a", Limit: limit}, {Key: "b", Limit: limit}})
 	require.NoError(t, err)
 	call()
 	call()

@@ -16,12 +16,10 @@ import (
 // without). Wait, Peek, Refund and Reset pass through unobserved: how long a caller waited
 // is not how long a decision took, and the others decide nothing.
 //
-// The Limiter Wrap returns has exactly the optional interfaces of l among
-// ratelimit.MultiLimiter, ratelimit.Inspector, ratelimit.LimitValidator and
-// OriginReporter: an observed local.Limiter still decides several limits at once and
-// refunds, an observed limiter that cannot refund is not an Inspector. It is a
-// BackendNamer, named as l, and has an Unwrap method that returns l. It is safe for
-// concurrent use.
+// Through ratelimit.As, the Limiter Wrap returns has the capabilities of l and no others:
+// it answers itself for ratelimit.MultiLimiter and OriginReporter, which it observes, and
+// lends the rest (ratelimit.Inspector, ratelimit.LimitValidator) through its Unwrap method,
+// which returns l. It is a BackendNamer, named as l. It is safe for concurrent use.
 //
 // Wrap is for code that calls a Limiter directly; the middlewares take an Observer of
 // their own (WithObserver), and wrapping the Limiter they are given as well reports each
@@ -39,13 +37,14 @@ func Wrap(l ratelimit.Limiter, o Observer, policy string) ratelimit.Limiter {
 	if s, ok := obs.(*safeObserver); ok {
 		w.one = s.Observer
 	}
-	w.multi, _ = l.(ratelimit.MultiLimiter)
-	w.origins, _ = l.(OriginReporter)
-	return expose(w, capabilitiesOf(l))
+	w.multi, _ = ratelimit.As[ratelimit.MultiLimiter](l)
+	w.origins, _ = ratelimit.As[OriginReporter](l)
+	return w
 }
 
-// observed is the Limiter Wrap returns, before expose hides the capabilities its limiter
-// lacks.
+// observed is the Limiter Wrap returns. Its optional methods are on multiPart and
+// originsPart, which As gives when its limiter has them: a method in observed's own method
+// set would claim the capability whatever its limiter can do.
 type observed struct {
 	limiter ratelimit.Limiter
 	multi   ratelimit.MultiLimiter // limiter, if it decides several limits
@@ -60,7 +59,52 @@ type observed struct {
 	clock   *Stopwatch
 }
 
-var _ full = (*observed)(nil)
+var _ interface {
+	ratelimit.Limiter
+	BackendNamer
+	Unwrap() ratelimit.Limiter
+	As(any) bool
+} = (*observed)(nil)
+
+// As gives what ratelimit.As asks of the capabilities observed observes: a
+// ratelimit.MultiLimiter or an OriginReporter when its limiter has one. The others are its
+// limiter's, found through Unwrap.
+func (l *observed) As(target any) bool {
+	switch t := target.(type) {
+	case *ratelimit.MultiLimiter:
+		if l.multi != nil {
+			*t = multiPart{l}
+			return true
+		}
+	case *OriginReporter:
+		if l.origins != nil {
+			*t = originsPart{l}
+			return true
+		}
+	}
+	return false
+}
+
+// multiPart is an observed limiter's ratelimit.MultiLimiter.
+type multiPart struct{ o *observed }
+
+func (p multiPart) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratelimit.MultiResult, error) {
+	mr, _, err := p.o.allowAll(ctx, reqs)
+	return mr, err
+}
+
+// originsPart is an observed limiter's OriginReporter.
+type originsPart struct{ o *observed }
+
+func (p originsPart) AllowNOrigin(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, Origin, error) {
+	var res ratelimit.Result
+	org, err := p.o.allowN(ctx, key, &limit, n, &res)
+	return res, org, err
+}
+
+func (p originsPart) AllowAllOrigin(ctx context.Context, reqs []ratelimit.Request) (ratelimit.MultiResult, Origin, error) {
+	return p.o.allowAll(ctx, reqs)
+}
 
 func (l *observed) Allow(ctx context.Context, key string, limit ratelimit.Limit) (ratelimit.Result, error) {
 	var res ratelimit.Result
@@ -74,13 +118,7 @@ func (l *observed) AllowN(ctx context.Context, key string, limit ratelimit.Limit
 	return res, err
 }
 
-func (l *observed) AllowNOrigin(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, Origin, error) {
-	var res ratelimit.Result
-	org, err := l.allowN(ctx, key, &limit, n, &res)
-	return res, org, err
-}
-
-// allowN is AllowNOrigin with the answer in *res: one body for the three, which pass a
+// allowN is AllowNOrigin with the answer in *res: one body for it, Allow and AllowN, which pass a
 // Result and a Limit, each several words, by pointer rather than copying them from call to
 // call.
 func (l *observed) allowN(ctx context.Context, key string, limit *ratelimit.Limit, n int, res *ratelimit.Result) (Origin, error) {
@@ -101,12 +139,9 @@ func (l *observed) allowN(ctx context.Context, key string, limit *ratelimit.Limi
 	return org, err
 }
 
-func (l *observed) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratelimit.MultiResult, error) {
-	mr, _, err := l.AllowAllOrigin(ctx, reqs)
-	return mr, err
-}
-
-func (l *observed) AllowAllOrigin(ctx context.Context, reqs []ratelimit.Request) (ratelimit.MultiResult, Origin, error) {
+// allowAll is AllowAllOrigin: for a limiter that decides no several limits, an error
+// wrapping ratelimit.ErrNotSupported, as OriginReporter says.
+func (l *observed) allowAll(ctx context.Context, reqs []ratelimit.Request) (ratelimit.MultiResult, Origin, error) {
 	if l.multi == nil {
 		return ratelimit.MultiResult{}, Origin{}, fmt.Errorf("%w: AllowAll: %s", ratelimit.ErrNotSupported, l.backend)
 	}
@@ -124,46 +159,6 @@ func (l *observed) AllowAllOrigin(ctx context.Context, reqs []ratelimit.Request)
 	c := Call{Policy: l.policy, Backend: l.backend, Origin: org, Duration: l.clock.Stop(start)}
 	ReportAll(ctx, l.obs, c, reqs, mr, err)
 	return mr, org, err
-}
-
-func (l *observed) Peek(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
-	ins, err := l.inspector()
-	if err != nil {
-		return ratelimit.Result{}, err
-	}
-	return ins.Peek(ctx, key, limit, n)
-}
-
-func (l *observed) Refund(ctx context.Context, key string, limit ratelimit.Limit, n int, c ratelimit.Charge) (ratelimit.Result, error) {
-	ins, err := l.inspector()
-	if err != nil {
-		return ratelimit.Result{}, err
-	}
-	return ins.Refund(ctx, key, limit, n, c)
-}
-
-func (l *observed) Reset(ctx context.Context, key string, limit ratelimit.Limit) error {
-	ins, err := l.inspector()
-	if err != nil {
-		return err
-	}
-	return ins.Reset(ctx, key, limit)
-}
-
-// inspector returns the limiter's Inspector. expose shows Peek, Refund and Reset only for
-// a limiter that has one: the error is for callers of observed itself.
-func (l *observed) inspector() (ratelimit.Inspector, error) {
-	if ins, ok := l.limiter.(ratelimit.Inspector); ok {
-		return ins, nil
-	}
-	return nil, fmt.Errorf("%w: %s cannot inspect buckets", ratelimit.ErrNotSupported, l.backend)
-}
-
-func (l *observed) ValidateLimit(limit ratelimit.Limit) error {
-	if v, ok := l.limiter.(ratelimit.LimitValidator); ok {
-		return v.ValidateLimit(limit)
-	}
-	return limit.Validate()
 }
 
 func (l *observed) Wait(ctx context.Context, key string, limit ratelimit.Limit) error {

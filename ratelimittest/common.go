@@ -255,3 +255,10 @@ func closeRule(t testing.TB, h harness) {
 	require.ErrorIs(t, h.Limiter.Wait(ctx, "closed", limit), ratelimit.ErrClosed)
 	require.NoError(t, h.Limiter.Close())
 }
+
+// capability returns l's capability T, found with ratelimit.As as middleware finds it, for
+// the rules that run only when l has it; the zero T (a nil interface) when it has none.
+func capability[T any](l ratelimit.Limiter) T {
+	c, _ := ratelimit.As[T](l)
+	return c
+}

@@ -10,7 +10,8 @@
 //	ratelimittest.Run(t, ratelimittest.Harness{New: newLimiter, Reserves: true})
 //
 // Run finds out what the limiter implements (ratelimit.MultiLimiter, ratelimit.Inspector,
-// Wait) and runs the rules of each, besides the rules every limiter obeys; the Harness
+// found with ratelimit.As, so that a wrapper is tested as it is found; Wait) and runs the
+// rules of each, besides the rules every limiter obeys; the Harness
 // declares the rest: the algorithms, priority reserves, warm-up, and how the limiter's time
 // can be moved (ClockControl). Expected values come from the definitions of the algorithms
 // and worked-out timelines, never from what a backend returned. Rules move the clock, never

@@ -130,8 +130,8 @@ func containsBucket(reqs []ratelimit.Request, q ratelimit.Request) bool {
 func playCalls(t testing.TB, h harness, calls []call, m model) []string {
 	t.Helper()
 	ctx := context.Background()
-	ml := h.Limiter.(ratelimit.MultiLimiter)
-	ins := h.Limiter.(ratelimit.Inspector)
+	ml := capability[ratelimit.MultiLimiter](h.Limiter)
+	ins := capability[ratelimit.Inspector](h.Limiter)
 	var u int64 = NewClock().Now().UnixMicro()
 	answers := make([]string, len(calls))
 	for i, c := range calls {

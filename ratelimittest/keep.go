@@ -89,7 +89,7 @@ func keepDeficit(t testing.TB, h harness) {
 // keepInspector: Peek, Refund and Reset of a token bucket under another limit than the
 // admission's see and change the same usage.
 func keepInspector(t testing.TB, h harness) {
-	ins, ok := h.Limiter.(ratelimit.Inspector)
+	ins, ok := ratelimit.As[ratelimit.Inspector](h.Limiter)
 	if !ok {
 		return
 	}
@@ -196,7 +196,7 @@ func keepRefused(t testing.TB, h harness) {
 		res, err := h.Limiter.Allow(context.Background(), "refused", c.limit)
 		require.ErrorIs(t, err, c.want, "%v", c.limit)
 		require.False(t, res.Allowed)
-		if v, ok := h.Limiter.(ratelimit.LimitValidator); ok {
+		if v, ok := ratelimit.As[ratelimit.LimitValidator](h.Limiter); ok {
 			require.ErrorIs(t, v.ValidateLimit(c.limit), c.want, "%v", c.limit)
 		}
 	}
@@ -214,7 +214,7 @@ func keepReset(alg ratelimit.Algorithm, d time.Duration) time.Duration {
 // keepAllowAll: AllowAll decides buckets with KeepUsage as AllowN does, and refuses two
 // entries of one such bucket.
 func keepAllowAll(t testing.TB, h harness) {
-	ml, ok := h.Limiter.(ratelimit.MultiLimiter)
+	ml, ok := ratelimit.As[ratelimit.MultiLimiter](h.Limiter)
 	if !ok {
 		return
 	}

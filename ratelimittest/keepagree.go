@@ -46,7 +46,7 @@ func agreeKeep(t *testing.T, all []Harness, alg ratelimit.Algorithm) {
 			inspect := true
 			for k, h := range all {
 				ls[k] = h.New(t, Config{Algorithm: alg, Clock: clock})
-				_, ok := ls[k].(ratelimit.Inspector)
+				_, ok := ratelimit.As[ratelimit.Inspector](ls[k])
 				inspect = inspect && ok
 			}
 			rng := rand.New(rand.NewPCG(seed, 24))
@@ -80,7 +80,7 @@ func agreeKeep(t *testing.T, all []Harness, alg ratelimit.Algorithm) {
 					case op < 7:
 						got, err = l.AllowN(pctx, "k", limit, n)
 					case op < 9:
-						got, err = l.(ratelimit.Inspector).Peek(pctx, "k", limit, n)
+						got, err = capability[ratelimit.Inspector](l).Peek(pctx, "k", limit, n)
 					default:
 						var c ratelimit.Charge
 						if len(charges) > 0 && rng.IntN(3) > 0 {
@@ -91,7 +91,7 @@ func agreeKeep(t *testing.T, all []Harness, alg ratelimit.Algorithm) {
 						} else {
 							charges = append(charges, c)
 						}
-						got, err = l.(ratelimit.Inspector).Refund(pctx, "k", limit, n, c)
+						got, err = capability[ratelimit.Inspector](l).Refund(pctx, "k", limit, n, c)
 					}
 					if k == 0 {
 						want, wantErr = got, err

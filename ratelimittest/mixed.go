@@ -160,7 +160,7 @@ func mixedAllowAll(t testing.TB, h harness) {
 	assert.Equal(t, []int{2, 1, 2}, []int{mr.Results[0].Remaining, mr.Results[1].Remaining, mr.Results[2].Remaining})
 
 	// All three were charged once: AllowN of what each has left passes, one more does not.
-	ins, ok := h.Limiter.(ratelimit.Inspector)
+	ins, ok := ratelimit.As[ratelimit.Inspector](h.Limiter)
 	if !ok {
 		return
 	}
@@ -183,14 +183,14 @@ func mixedAllowAll(t testing.TB, h harness) {
 // twice would be.
 func mixedAllowAllTwice(t testing.TB, h harness) {
 	limit := ratelimit.Limit{Rate: 1, Burst: 2}
-	ml := h.Limiter.(ratelimit.MultiLimiter)
+	ml := capability[ratelimit.MultiLimiter](h.Limiter)
 	mr, err := ml.AllowAll(context.Background(), []ratelimit.Request{
 		{Key: "k", Limit: limit, Name: "implicit"}, {Key: "k", Limit: named(limit, h.Algorithm), Name: "explicit"},
 	})
 	require.ErrorIs(t, err, ratelimit.ErrInvalidRequest)
 	assert.False(t, mr.Allowed)
 	assert.Equal(t, 1, mr.Binding)
-	if _, ok := h.Limiter.(ratelimit.Inspector); ok {
+	if _, ok := ratelimit.As[ratelimit.Inspector](h.Limiter); ok {
 		assert.Equal(t, 1, peek(t, h, "k", limit, 1).Remaining, "nothing taken")
 	}
 }

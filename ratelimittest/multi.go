@@ -37,7 +37,7 @@ var inspectorRules = []rule{
 
 func allowAll(t testing.TB, h harness, reqs ...ratelimit.Request) ratelimit.MultiResult {
 	t.Helper()
-	mr, err := h.Limiter.(ratelimit.MultiLimiter).AllowAll(context.Background(), reqs)
+	mr, err := capability[ratelimit.MultiLimiter](h.Limiter).AllowAll(context.Background(), reqs)
 	require.NoError(t, err)
 	require.Len(t, mr.Results, len(reqs))
 	return mr
@@ -45,7 +45,7 @@ func allowAll(t testing.TB, h harness, reqs ...ratelimit.Request) ratelimit.Mult
 
 func peek(t testing.TB, h harness, key string, limit ratelimit.Limit, n int) ratelimit.Result {
 	t.Helper()
-	res, err := h.Limiter.(ratelimit.Inspector).Peek(context.Background(), key, limit, n)
+	res, err := capability[ratelimit.Inspector](h.Limiter).Peek(context.Background(), key, limit, n)
 	require.NoError(t, err)
 	return res
 }
@@ -77,7 +77,7 @@ func multiSecondAndMinute(t testing.TB, h harness) {
 		assert.Positive(t, mr.RetryAfter)
 	}
 	assert.Equal(t, 2, allowed)
-	if _, ok := h.Limiter.(ratelimit.Inspector); ok {
+	if _, ok := ratelimit.As[ratelimit.Inspector](h.Limiter); ok {
 		assert.Equal(t, 2, peek(t, h, "user:42", ratelimit.PerMinute(5), 1).Remaining, "the denials took nothing")
 	}
 }
@@ -105,7 +105,7 @@ func multiAllOrNothing(t testing.TB, h harness) {
 // multiBadInput: bad input is an error that names the entry by index and name, never by
 // key, and takes nothing.
 func multiBadInput(t testing.TB, h harness) {
-	ml := h.Limiter.(ratelimit.MultiLimiter)
+	ml := capability[ratelimit.MultiLimiter](h.Limiter)
 	limit := ratelimit.Limit{Rate: 1, Burst: 2}
 	good := ratelimit.Request{Key: "secret-user-7", Limit: limit, Name: "ok"}
 	cases := []struct {
@@ -178,7 +178,7 @@ func multiConcurrency(t testing.TB, h harness) {
 		wg.Go(func() {
 			u := g % users
 			for range attempts {
-				mr, err := h.Limiter.(ratelimit.MultiLimiter).AllowAll(context.Background(), []ratelimit.Request{
+				mr, err := capability[ratelimit.MultiLimiter](h.Limiter).AllowAll(context.Background(), []ratelimit.Request{
 					{Key: "global", Limit: global, Name: "global"},
 					{Key: fmt.Sprintf("user:%d", u), Limit: perUser, Name: "user"},
 				})
@@ -245,7 +245,7 @@ func peekIsAllowN(t testing.TB, h harness) {
 
 // refundGivesBack: tokens refunded can be taken again, and no more.
 func refundGivesBack(t testing.TB, h harness) {
-	ins := h.Limiter.(ratelimit.Inspector)
+	ins := capability[ratelimit.Inspector](h.Limiter)
 	limit := ratelimit.Limit{Rate: 1.0 / 3600, Burst: 3}
 	res, err := h.Limiter.AllowN(context.Background(), "k", limit, 3)
 	require.NoError(t, err)
@@ -262,7 +262,7 @@ func refundGivesBack(t testing.TB, h harness) {
 
 // refundNeverBeyondFull: a refund larger than what was taken fills the bucket, no more.
 func refundNeverBeyondFull(t testing.TB, h harness) {
-	ins := h.Limiter.(ratelimit.Inspector)
+	ins := capability[ratelimit.Inspector](h.Limiter)
 	limit := ratelimit.Limit{Rate: 1.0 / 3600, Burst: 5}
 	res, err := h.Limiter.AllowN(context.Background(), "k", limit, 3)
 	require.NoError(t, err)
@@ -279,7 +279,7 @@ func refundNeverBeyondFull(t testing.TB, h harness) {
 
 // refundMissingBucket: refunding a bucket that does not exist does nothing.
 func refundMissingBucket(t testing.TB, h harness) {
-	ins := h.Limiter.(ratelimit.Inspector)
+	ins := capability[ratelimit.Inspector](h.Limiter)
 	limit := ratelimit.Limit{Rate: 1.0 / 3600, Burst: 2}
 	_, err := ins.Refund(context.Background(), "nobody", limit, 1, ratelimit.Charge{})
 	require.NoError(t, err)
@@ -293,7 +293,7 @@ func refundMissingBucket(t testing.TB, h harness) {
 
 // resetRule: Reset makes a bucket full again.
 func resetRule(t testing.TB, h harness) {
-	ins := h.Limiter.(ratelimit.Inspector)
+	ins := capability[ratelimit.Inspector](h.Limiter)
 	limit := ratelimit.Limit{Rate: 1.0 / 3600, Burst: 3}
 	_, err := h.Limiter.AllowN(context.Background(), "k", limit, 3)
 	require.NoError(t, err)

@@ -68,7 +68,7 @@ func priorityConcurrency(t testing.TB, h harness) {
 	left := 100 - (c + n + s)
 	require.True(t, 4 <= left && left <= 20, "%d tokens left (critical %d, normal %d, sheddable %d)", left, c, n, s)
 
-	if ins, ok := l.(ratelimit.Inspector); ok {
+	if ins, ok := ratelimit.As[ratelimit.Inspector](l); ok {
 		// What is left, read without taking it: Critical would take one, leaving left − 1.
 		res, err := ins.Peek(context.Background(), "hot", limit, 1)
 		require.NoError(t, err)
@@ -83,7 +83,7 @@ func priorityConcurrency(t testing.TB, h harness) {
 // priorityInspector: Peek answers what AllowN would at the priority of its context, and
 // Refund answers as Peek for one token at it.
 func priorityInspector(t testing.TB, h harness) {
-	ins, ok := h.Limiter.(ratelimit.Inspector)
+	ins, ok := ratelimit.As[ratelimit.Inspector](h.Limiter)
 	if !ok {
 		return // a backend without Inspector: nothing to check
 	}
@@ -133,7 +133,7 @@ func priorityInspector(t testing.TB, h harness) {
 // priorityAllowAll: AllowAll decides every request at the priority of its context, each
 // keeping its own bucket's reserve, all or nothing.
 func priorityAllowAll(t testing.TB, h harness) {
-	ml, ok := h.Limiter.(ratelimit.MultiLimiter)
+	ml, ok := ratelimit.As[ratelimit.MultiLimiter](h.Limiter)
 	if !ok {
 		return // a backend without MultiLimiter: nothing to check
 	}

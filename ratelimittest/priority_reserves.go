@@ -26,11 +26,11 @@ func priorityExceedsBurst(t testing.TB, h harness) {
 		require.ErrorIs(t, err, ratelimit.ErrExceedsBurst, "%v n=%d", c.p, c.n)
 		assert.NotContains(t, err.Error(), "secret", "the error names the key")
 		assert.Equal(t, ratelimit.Result{Limit: ten}, res)
-		if ins, ok := h.Limiter.(ratelimit.Inspector); ok {
+		if ins, ok := ratelimit.As[ratelimit.Inspector](h.Limiter); ok {
 			_, err = ins.Peek(ctx, key, ten, c.n)
 			require.ErrorIs(t, err, ratelimit.ErrExceedsBurst, "Peek %v n=%d", c.p, c.n)
 		}
-		if ml, ok := h.Limiter.(ratelimit.MultiLimiter); ok {
+		if ml, ok := ratelimit.As[ratelimit.MultiLimiter](h.Limiter); ok {
 			mr, err := ml.AllowAll(ctx, []ratelimit.Request{
 				{Key: "other", Limit: ten, N: 1, Name: "fits"},
 				{Key: key, Limit: ten, N: c.n, Name: "too big"},

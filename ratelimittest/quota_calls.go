@@ -45,7 +45,7 @@ func quotaIdentity(t testing.TB, h harness) {
 // quotaAllowAll: a quota and a rate limit together, all or nothing: the quota binds once
 // spent, and a denial takes nothing from the rate limit.
 func quotaAllowAll(t testing.TB, h harness) {
-	ml, ok := h.Limiter.(ratelimit.MultiLimiter)
+	ml, ok := ratelimit.As[ratelimit.MultiLimiter](h.Limiter)
 	if !ok {
 		t.Skip("not a MultiLimiter")
 	}
@@ -74,7 +74,7 @@ func quotaAllowAll(t testing.TB, h harness) {
 // quotaInspector: Peek, Refund and Reset on a quota. A refund gives back to the period
 // its charge was made in, while that period lasts; in the next, nothing.
 func quotaInspector(t testing.TB, h harness) {
-	ins, ok := h.Limiter.(ratelimit.Inspector)
+	ins, ok := ratelimit.As[ratelimit.Inspector](h.Limiter)
 	if !ok {
 		t.Skip("not an Inspector")
 	}
@@ -126,7 +126,7 @@ func quotaPriority(t testing.TB, h harness) {
 func quotaUnknownZone(t testing.TB, h harness) {
 	limit := ratelimit.Quota(1, ratelimit.Period{Unit: ratelimit.Day, Zone: "Mars/Olympus_Mons"})
 	require.NoError(t, limit.Validate(), "a name Validate cannot refuse")
-	if v, ok := h.Limiter.(ratelimit.LimitValidator); ok {
+	if v, ok := ratelimit.As[ratelimit.LimitValidator](h.Limiter); ok {
 		require.ErrorIs(t, v.ValidateLimit(limit), ratelimit.ErrInvalidLimit)
 	}
 	res, err := h.Limiter.Allow(context.Background(), "zone", limit)

@@ -55,12 +55,12 @@ func chargeInstant(t testing.TB, h harness) {
 	fourth := charge(true)
 	require.Equal(t, later, fourth.At.Sub(first.At))
 	require.Equal(t, first.Part, fourth.Part)
-	if ins, ok := h.Limiter.(ratelimit.Inspector); ok {
+	if ins, ok := ratelimit.As[ratelimit.Inspector](h.Limiter); ok {
 		res, err := ins.Peek(ctx, "c", limit, 1)
 		require.NoError(t, err)
 		require.Equal(t, ratelimit.Charge{}, res.Charge, "Peek")
 	}
-	if _, ok := h.Limiter.(ratelimit.MultiLimiter); !ok {
+	if _, ok := ratelimit.As[ratelimit.MultiLimiter](h.Limiter); !ok {
 		return
 	}
 	mr := allowAll(t, h, ratelimit.Request{Key: "m1", Limit: limit}, ratelimit.Request{Key: "m2", Limit: limit, N: 2},
@@ -92,7 +92,7 @@ var fivePerMinute = ratelimit.PerMinute(5)
 func playLogins(t testing.TB, h harness, steps []login) []time.Duration {
 	t.Helper()
 	ctx := context.Background()
-	ins := h.Limiter.(ratelimit.Inspector)
+	ins := capability[ratelimit.Inspector](h.Limiter)
 	charges := map[string]ratelimit.Charge{}
 	charged := map[string]time.Duration{}
 	var now time.Duration

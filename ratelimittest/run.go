@@ -108,8 +108,8 @@ func probe(t testing.TB, h Harness, alg ratelimit.Algorithm) capabilities {
 	l := h.New(t, Config{Algorithm: alg, Clock: NewClock()})
 	require.NotNil(t, l, "Harness.New returned nil")
 	var c capabilities
-	_, c.multi = l.(ratelimit.MultiLimiter)
-	_, c.inspector = l.(ratelimit.Inspector)
+	_, c.multi = ratelimit.As[ratelimit.MultiLimiter](l)
+	_, c.inspector = ratelimit.As[ratelimit.Inspector](l)
 	err := l.Wait(context.Background(), "ratelimittest-probe", ratelimit.Limit{Rate: 1, Burst: 1})
 	if !errors.Is(err, ratelimit.ErrNotSupported) {
 		require.NoError(t, err, "Wait for the first token of a new bucket")

@@ -185,11 +185,11 @@ func warmInvalid(t testing.TB, h harness) {
 		res, err := h.Limiter.Allow(context.Background(), "bad", limit)
 		require.ErrorIs(t, err, ratelimit.ErrInvalidLimit, "%v", limit)
 		require.Equal(t, ratelimit.Result{Limit: limit}, res)
-		if v, ok := h.Limiter.(ratelimit.LimitValidator); ok {
+		if v, ok := ratelimit.As[ratelimit.LimitValidator](h.Limiter); ok {
 			require.ErrorIs(t, v.ValidateLimit(limit), ratelimit.ErrInvalidLimit, "%v", limit)
 		}
 	}
-	if v, ok := h.Limiter.(ratelimit.LimitValidator); ok {
+	if v, ok := ratelimit.As[ratelimit.LimitValidator](h.Limiter); ok {
 		require.NoError(t, v.ValidateLimit(warmRamp))
 	}
 }
@@ -200,7 +200,7 @@ func warmNotSupported(t testing.TB, h harness) {
 	res, err := h.Limiter.Allow(ctx, "warm", warmRamp)
 	require.ErrorIs(t, err, ratelimit.ErrNotSupported)
 	require.Equal(t, ratelimit.Result{Limit: warmRamp}, res)
-	if v, ok := h.Limiter.(ratelimit.LimitValidator); ok {
+	if v, ok := ratelimit.As[ratelimit.LimitValidator](h.Limiter); ok {
 		require.ErrorIs(t, v.ValidateLimit(warmRamp), ratelimit.ErrNotSupported)
 	}
 	require.ErrorIs(t, h.Limiter.Wait(ctx, "warm", warmRamp), ratelimit.ErrNotSupported)
@@ -271,7 +271,7 @@ func warmInvariants(t testing.TB, h harness) {
 // holding all it can when W reaches 40.33, at 708,305 µs; 50 given back stop at
 // W + b − τ = 33.33, a new bucket's. Reset makes a new bucket, cold again.
 func warmInspector(t testing.TB, h harness) {
-	in, ok := h.Limiter.(ratelimit.Inspector)
+	in, ok := ratelimit.As[ratelimit.Inspector](h.Limiter)
 	if !ok {
 		return
 	}
@@ -304,7 +304,7 @@ func warmInspector(t testing.TB, h harness) {
 // bucket must record that its warm-up began even when it denies, and an all-or-nothing
 // decision that denies writes nothing.
 func warmAllowAllRefuses(t testing.TB, h harness) {
-	ml, ok := h.Limiter.(ratelimit.MultiLimiter)
+	ml, ok := ratelimit.As[ratelimit.MultiLimiter](h.Limiter)
 	if !ok {
 		return
 	}

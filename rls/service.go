@@ -20,7 +20,8 @@ import (
 type Service struct {
 	pb.UnimplementedRateLimitServiceServer
 	limiter   ratelimit.MultiLimiter
-	inspector ratelimit.Inspector // nil when the limiter has none
+	inspector ratelimit.Inspector      // nil when the limiter has none
+	validator ratelimit.LimitValidator // nil when the limiter has none
 	backend   string
 	config    atomic.Pointer[Config]
 	opts      options
@@ -31,12 +32,17 @@ var _ pb.RateLimitServiceServer = (*Service)(nil)
 // New returns a Service that decides with limiter under config (nil: no domain). It returns
 // an error, wrapping ErrConfig, when the limiter refuses one of config's limits (its
 // ratelimit.LimitValidator: a sliding log above ratelimit.MaxLogBurst, say). It panics on a
-// nil limiter and on conflicting options. Refunds (is_negative_hits) and descriptors of
-// hits_addend 0 need a limiter that is a ratelimit.Inspector, as every limiter of the kit
-// is: without one, they answer OK and change nothing.
-func New(limiter ratelimit.MultiLimiter, config *Config, opts ...Option) (*Service, error) {
+// nil limiter, on one that decides no several limits at once (ratelimit.MultiLimiter,
+// found with ratelimit.As) and on conflicting options. Refunds (is_negative_hits) and
+// descriptors of hits_addend 0 need a limiter that is a ratelimit.Inspector, as every
+// limiter of the kit is: without one, they answer OK and change nothing.
+func New(limiter ratelimit.Limiter, config *Config, opts ...Option) (*Service, error) {
 	if limiter == nil {
 		panic("rls: New: nil limiter")
+	}
+	multi, ok := ratelimit.As[ratelimit.MultiLimiter](limiter)
+	if !ok {
+		panic(fmt.Sprintf("rls: New: %T does not decide several limits at once (ratelimit.MultiLimiter)", limiter))
 	}
 	o := defaultOptions()
 	for _, opt := range opts {
@@ -47,10 +53,9 @@ func New(limiter ratelimit.MultiLimiter, config *Config, opts ...Option) (*Servi
 	if o.setStyle && o.setOff {
 		panic("rls: New: WithHeaderStyle and WithoutHeaders conflict")
 	}
-	s := &Service{limiter: limiter, opts: o, backend: observe.BackendName(limiter)}
-	// Until the kit has one function to find a capability through wrappers, a type
-	// assertion: every limiter of the kit, and observe.Wrap of one, answers it.
-	s.inspector, _ = limiter.(ratelimit.Inspector)
+	s := &Service{limiter: multi, opts: o, backend: observe.BackendName(limiter)}
+	s.inspector, _ = ratelimit.As[ratelimit.Inspector](limiter)
+	s.validator, _ = ratelimit.As[ratelimit.LimitValidator](limiter)
 	if err := s.SetConfig(config); err != nil {
 		return nil, err
 	}
@@ -66,7 +71,7 @@ func (s *Service) SetConfig(config *Config) error {
 	if config == nil {
 		config = &Config{}
 	}
-	if v, ok := s.limiter.(ratelimit.LimitValidator); ok {
+	if v := s.validator; v != nil {
 		for _, r := range config.rules {
 			if r.Limit.IsZero() {
 				continue

@@ -14,9 +14,10 @@
 // in order and the first whose match holds decides; a request no rule matches gets the
 // default policy, or is not limited. Every error of a file names the file, the line and
 // the rule or policy, unknown fields included, and a limit the limiter would refuse is
-// refused at load (WithValidator), never at request time. A reload swaps the whole set at
-// once, without a lock on the request path; a file that fails keeps the set in force, and
-// Watch never loads one caught half-written (Rules.Watch).
+// refused at load, never at request time: every middleware built on the rules checks each
+// set against its limiter before it comes into force (Rules.Require). A reload swaps the
+// whole set at once, without a lock on the request path; a file that fails keeps the set in
+// force, and Watch never loads one caught half-written (Rules.Watch).
 //
 // # Security
 //

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -25,8 +26,9 @@ type Rules struct {
 	opts    options
 	current atomic.Pointer[Set]
 
-	mu     sync.Mutex // serializes loads
-	loaded settle.Sum // the content of the set in force
+	mu     sync.Mutex         // serializes loads
+	loaded settle.Sum         // the content of the set in force
+	checks []func(*Set) error // see Require
 }
 
 // Option configures Rules.
@@ -42,9 +44,10 @@ type options struct {
 // WithParser sets how a file is read. Default: ParseJSON.
 func WithParser(p Parser) Option { return func(o *options) { o.parse = p } }
 
-// WithValidator checks every limit with v, the limiter the rules are decided by, at load:
-// a limit the backend would refuse is refused then, never at request time. Default: only
-// ratelimit.Limit.Validate's checks.
+// WithValidator checks every limit with v at load. The middlewares check every set against
+// the limiter they decide it with anyway (see Require): v is for Rules that no middleware
+// takes, or for a limiter of your own beside theirs. Default: only
+// ratelimit.Limit.Validate's checks, and the middlewares'.
 func WithValidator(v ratelimit.LimitValidator) Option { return func(o *options) { o.validator = v } }
 
 // WithConcurrency gives the permits of the policies' concurrency field: a file with a
@@ -77,9 +80,27 @@ func (r *Rules) Set() *Set { return r.current.Load() }
 // one.
 func (r *Rules) Concurrency() concurrency.Limiter { return r.opts.concurrency }
 
+// Require makes check, which returns an error for a set it cannot decide, one of the checks
+// every set must pass to come into force: the set in force now, and each set a later Load
+// reads. A middleware built on r calls it with a check of its limiter (a limit the backend
+// refuses, a concurrency without a permit limiter), so that such a set is refused at load,
+// never at request time. Require returns check's error on the set in force, and then keeps
+// nothing.
+func (r *Rules) Require(check func(*Set) error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if set := r.current.Load(); set != nil {
+		if err := check(set); err != nil {
+			return err
+		}
+	}
+	r.checks = append(r.checks, check)
+	return nil
+}
+
 // Load reads data (named file in errors), checks it, and puts it in force. A file that
 // fails changes nothing: the set in force stays, and the error, which names file, line and
-// rule, is returned.
+// rule (the policy, for what a check of Require refuses), is returned.
 func (r *Rules) Load(file string, data []byte) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -90,6 +111,15 @@ func (r *Rules) Load(file string, data []byte) error {
 	set, err := Compile(doc, r.reg, WithValidator(r.opts.validator), WithConcurrency(r.opts.concurrency))
 	if err != nil {
 		return err
+	}
+	var errs []error
+	for _, check := range r.checks {
+		if err := check(set); err != nil {
+			errs = append(errs, fmt.Errorf("%w: %s: %w", ErrInvalid, file, err))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
 	}
 	r.current.Store(set)
 	r.loaded = settle.Of(data)

@@ -329,7 +329,7 @@ func (p *Pipeline[R]) ask(ctx, rctx context.Context, d *Decision) error {
 		if p.observer != nil && p.origin != nil {
 			d.Multi, origin, err = p.origin.AllowAllOrigin(ctx, d.Reqs)
 		} else {
-			d.Multi, err = p.limiter.(ratelimit.MultiLimiter).AllowAll(ctx, d.Reqs)
+			d.Multi, err = p.multi.AllowAll(ctx, d.Reqs)
 		}
 		d.bind()
 	case p.observer != nil && p.origin != nil:
@@ -436,8 +436,8 @@ func (p *Pipeline[R]) Refund(ctx context.Context, r R, d *Decision) {
 // giveBack refunds what d charged, when the limiter can refund (an Inspector), and marks d
 // uncharged so that nothing is given back twice.
 func (p *Pipeline[R]) giveBack(ctx context.Context, r R, d *Decision) {
-	ins, ok := p.limiter.(ratelimit.Inspector)
-	if !ok {
+	ins := p.inspector
+	if ins == nil {
 		return
 	}
 	d.Charged = false
@@ -460,14 +460,16 @@ func (p *Pipeline[R]) giveBack(ctx context.Context, r R, d *Decision) {
 }
 
 // Wait waits, with Limiter.Wait, until r may proceed, then for its permit to run
-// (WithConcurrency) as Decide does. A deadline that comes before the turn ends r as its
-// context's end would.
+// (WithConcurrency) as Decide does, for a pipeline built with Options.Wait. The wait is one
+// decision, told to the observer as Decide's are, its Duration the time to admit r: allowed,
+// denied when r's deadline comes before its turn (which ends r), or the limiter's error.
 func (p *Pipeline[R]) Wait(ctx context.Context, r R, d *Decision) {
-	if p.limiter == nil || p.opts.Rules != nil || p.opts.Skip != nil && p.opts.Skip(r) {
-		p.Decide(ctx, r, d)
+	if p.opts.Skip != nil && p.opts.Skip(r) {
 		return
 	}
-	p.waitRate(ctx, r, d)
+	if p.limiter != nil {
+		p.waitRate(ctx, r, d)
+	}
 	if p.opts.Concurrency != nil && d.Verdict == Proceed {
 		p.acquire(ctx, r, d, p.opts.Concurrency, p.opts.InFlight(r))
 	}
@@ -478,18 +480,35 @@ func (p *Pipeline[R]) waitRate(ctx context.Context, r R, d *Decision) {
 	if !p.prepare(r, d) {
 		return
 	}
-	err := p.limiter.Wait(p.withPriority(ctx, r), d.bucket, d.Limit)
+	d.Cost = 1
+	pctx := p.withPriority(ctx, r)
+	var start time.Duration
+	if p.observer != nil {
+		start = p.clock.Start()
+	}
+	err := p.limiter.Wait(pctx, d.bucket, d.Limit)
+	_, deadline := ctx.Deadline()
+	late := err != nil && ctx.Err() == nil && deadline &&
+		errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ratelimit.ErrTimeout)
+	if p.observer != nil {
+		// The turn after the deadline is the limiter's answer, a denial, not its failure.
+		d.Result = ratelimit.Result{Allowed: err == nil, Limit: d.Limit}
+		reported := err
+		if late {
+			reported = nil
+		}
+		p.report(pctx, d, observe.Origin{}, reported, p.clock.Stop(start))
+		d.Result = ratelimit.Result{}
+	}
 	switch {
 	case err == nil:
 		return
 	case ctx.Err() != nil:
 		d.Verdict, d.Err = Ended, ctx.Err()
 		return
-	case errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ratelimit.ErrTimeout):
-		if _, ok := ctx.Deadline(); ok {
-			d.Verdict, d.Err = Ended, err
-			return
-		}
+	case late:
+		d.Verdict, d.Err = Ended, err
+		return
 	}
 	p.fail(ctx, r, d, err)
 }

@@ -54,6 +54,9 @@ type Options[R any] struct {
 	// reads a request as rules do.
 	Rules        *rules.Rules
 	RulesRequest func(R) rules.Request
+	// Wait says that requests are admitted by Pipeline.Wait (a gRPC client's WithWait): one
+	// limit of one token, enforced, which New refuses beside Cost, Limits, Rules or Shadow.
+	Wait bool
 
 	// styleSet records that the header style was chosen, which shadow mode respects.
 	styleSet bool
@@ -222,6 +225,18 @@ func (o *Options[R]) conflicts() error {
 			}
 		}
 	}
+	if o.Wait {
+		switch {
+		case o.Cost != nil:
+			return errors.New("WithWait and WithCostFunc cannot be combined: Limiter.Wait takes one token")
+		case o.Rules != nil:
+			return errors.New("WithWait and WithRules cannot be combined: Limiter.Wait takes one limit, and a policy may have several")
+		case o.Limits != nil:
+			return errors.New("WithWait and WithLimits cannot be combined: Limiter.Wait takes one limit")
+		case o.Shadow:
+			return errors.New("WithWait and WithShadow cannot be combined: shadow mode lets every call through at once")
+		}
+	}
 	if o.Rules != nil {
 		for _, by := range [...]string{o.keyBy, o.costBy} {
 			if by != "" {
@@ -235,10 +250,9 @@ func (o *Options[R]) conflicts() error {
 	return nil
 }
 
-// check returns an error for the first fixed limit that is not accepted by l, or is zero
-// where zero is not a choice.
-func (o *Options[R]) check(l ratelimit.Limiter) error {
-	v, _ := l.(ratelimit.LimitValidator)
+// check returns an error for the first fixed limit that is not accepted by v, the
+// limiter's validator (nil for none), or is zero where zero is not a choice.
+func (o *Options[R]) check(v ratelimit.LimitValidator) error {
 	for _, f := range o.fixed {
 		if f.limit.IsZero() {
 			if f.zeroOK {

@@ -100,9 +100,14 @@ var ErrNoLimit = errors.New("no limit configured")
 // Pipeline decides requests of type R.
 type Pipeline[R any] struct {
 	limiter ratelimit.Limiter
-	opts    Options[R]
-	onError func(R, error) error
-	prefix  string
+	// multi, inspector and validator are the limiter's capabilities (ratelimit.As), nil for
+	// one it lacks.
+	multi     ratelimit.MultiLimiter
+	inspector ratelimit.Inspector
+	validator ratelimit.LimitValidator
+	opts      Options[R]
+	onError   func(R, error) error
+	prefix    string
 
 	// observer, when not nil, is told of each decision: see decide; clock times them.
 	observer observe.Observer
@@ -138,8 +143,9 @@ const (
 // after settling what o leaves to it (shadow mode's header style), so that the middleware
 // reads the same options. onError is told about key and limiter failures and returns nil
 // to let the pipeline go on, or an error when it has ended the request itself. New fails
-// on a configuration that cannot work: a nil limiter, no limit, or a fixed limit that is
-// neither zero nor accepted by l.
+// on a configuration that cannot work: a nil limiter, no limit, a fixed limit that is
+// neither zero nor accepted by l, or rules in force that l cannot decide; and makes every
+// later set of the rules pass the same check to come into force (see checkRules).
 func New[R any](prefix string, l ratelimit.Limiter, o *Options[R], onError func(R, error) error) (*Pipeline[R], error) {
 	rateless := o.Limit == nil && o.Limits == nil && o.Rules == nil
 	if isNil(l) && !(rateless && o.Concurrency != nil) {
@@ -154,30 +160,39 @@ func New[R any](prefix string, l ratelimit.Limiter, o *Options[R], onError func(
 	if rateless {
 		l = nil // a typed nil: no rate limit, only the permits of WithConcurrency
 	}
-	if _, ok := l.(ratelimit.MultiLimiter); o.Limits != nil && !ok {
+	// Capabilities are found through any wrapper (ratelimit.As), once.
+	multi, _ := ratelimit.As[ratelimit.MultiLimiter](l)
+	inspector, _ := ratelimit.As[ratelimit.Inspector](l)
+	validator, _ := ratelimit.As[ratelimit.LimitValidator](l)
+	if o.Limits != nil && multi == nil {
 		return nil, fmt.Errorf("WithLimits: %T does not decide several limits at once (ratelimit.MultiLimiter)", l)
 	}
-	if _, ok := l.(ratelimit.MultiLimiter); o.Rules != nil && !ok {
+	if o.Rules != nil && multi == nil {
 		return nil, fmt.Errorf("WithRules: %T does not decide several limits at once (ratelimit.MultiLimiter), which a policy may have", l)
 	}
-	if _, ok := l.(ratelimit.Inspector); o.Refund != nil && !ok {
+	if o.Refund != nil && inspector == nil {
 		return nil, fmt.Errorf("WithRefundIf: %T cannot refund (ratelimit.Inspector)", l)
 	}
-	if err := o.check(l); err != nil {
+	if err := o.check(validator); err != nil {
 		return nil, err
 	}
 	if o.Shadow && !o.styleSet {
 		o.Style = headers.StyleNone
 	}
-	p := &Pipeline[R]{limiter: l, opts: *o, onError: onError, prefix: prefix, epoch: time.Now(),
-		shadowBudget: shadowBudget}
+	p := &Pipeline[R]{limiter: l, multi: multi, inspector: inspector, validator: validator, opts: *o,
+		onError: onError, prefix: prefix, epoch: time.Now(), shadowBudget: shadowBudget}
+	if o.Rules != nil {
+		if err := p.requireRules(o.Rules); err != nil {
+			return nil, fmt.Errorf("WithRules: the set in force: %w", err)
+		}
+	}
 	if p.observer = observe.Join(o.Observer); p.observer != nil {
 		p.clock = observe.NewStopwatch(p.observer)
 		p.backend = "none"
 		if l != nil {
 			p.backend = observe.BackendName(l)
 		}
-		p.origin, _ = l.(observe.OriginReporter)
+		p.origin, _ = ratelimit.As[observe.OriginReporter](l)
 		switch {
 		case o.Concurrency != nil:
 			p.permitBackend = permitBackend(o.Concurrency)

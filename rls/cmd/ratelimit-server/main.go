@@ -125,7 +125,7 @@ func (s settings) options(metrics *prommetrics.Collector) ([]rls.Option, error) 
 }
 
 // limiter builds the limiter of the settings, and what closes it.
-func (s settings) limiter(metrics *prommetrics.Collector, log *slog.Logger) (ratelimit.MultiLimiter, func(), error) {
+func (s settings) limiter(metrics *prommetrics.Collector, log *slog.Logger) (ratelimit.Limiter, func(), error) {
 	memory := local.New()
 	if s.redis == "" {
 		return memory, func() { _ = memory.Close() }, nil
