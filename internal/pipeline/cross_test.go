@@ -632,7 +632,7 @@ func (e *crossEnv) checkAdmin(t *testing.T, l ratelimit.Limiter, s setup, policy
 	if s.shadow {
 		opts = append(opts, admin.WithShadow())
 	}
-	h := admin.New(l.(ratelimit.Inspector), s.rules, func(*http.Request) bool { return true }, opts...)
+	h := admin.New(l, s.rules, func(*http.Request) bool { return true }, opts...)
 	states := func(method, path string) []int {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(method, "/policies/"+policy+"/keys/"+url.PathEscape(key)+path, nil))
