@@ -104,6 +104,10 @@ func TestModulesResolveFromAProxy(t *testing.T) {
 		"GOPROXY=file://"+proxy+","+strings.TrimSpace(goEnv(t, goBin, "GOPROXY")),
 		"GOFLAGS=-mod=mod -modcacherw -buildvcs=false",
 		"GONOSUMDB="+modulePath, "GONOSUMCHECK=1", "GOWORK=off",
+		// The go command indexes a module version's files in the build cache once, trusting
+		// versions never change; these are built afresh from a work tree on every run, so
+		// another tree's v0.1.0 may be indexed there.
+		"GODEBUG=goindex=0",
 	)
 	get := []string{"get"}
 	for _, m := range published {
