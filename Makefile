@@ -13,7 +13,8 @@ GO ?= go
 
 .PHONY: test bench redis valkey
 
-# The packages whose tests talk to Redis servers themselves, run on Valkey by make valkey.
+# The packages whose tests talk to Redis servers themselves, run on Valkey by make valkey, with
+# the Cluster and Sentinel failovers of faults/.
 VALKEY_PACKAGES = ./distributed/... ./concurrency/distributed/... ./internal/redistest/...
 
 test: redis
@@ -39,6 +40,7 @@ test: redis
 valkey: redis
 	@command -v valkey-server >/dev/null 2>&1 || { echo "valkey-server is not in PATH and could not be installed (make redis): the Valkey step cannot run."; exit 1; }
 	REDISTEST_SERVER=valkey-server $(GO) test -race -count=1 $(VALKEY_PACKAGES)
+	cd faults && REDISTEST_SERVER=valkey-server $(GO) test -race -count=1 -run 'Failover' ./...
 
 # Our own benchmarks, then the comparison with other limiters (figures: docs/performance.md).
 bench:
