@@ -52,7 +52,8 @@ local reset = math.min(math.floor(ahead * 1000000 / rate + 0.5), cap)
 if allowed then
   -- Keep the key until the bucket is full again; after that a missing key means the same.
   local ttl = math.max(math.ceil(reset / 1000), 1) + pad
-  redis.call('SET', KEYS[1], tat, 'PX', ttl)
+  -- %.17g: the TAT reads back exactly, and prints alike on Lua 5.1 and 5.4.
+  redis.call('SET', KEYS[1], string.format('%.17g', tat), 'PX', ttl)
   return {1, remaining, 0, reset, 0, now_us}
 end
 

@@ -96,13 +96,13 @@ func keepWrite(expr string) string {
 var (
 	keepGCRASource = keepVariant(gcraSource,
 		"local tat = tonumber(redis.pcall('GET', KEYS[1]))", keepReadOf("tat", "redis.pcall('GET', KEYS[1])"),
-		"redis.call('SET', KEYS[1], tat, 'PX', ttl)", "redis.call('SET', KEYS[1], "+keepWrite("tat")+", 'PX', ttl)")
+		"redis.call('SET', KEYS[1], string.format('%.17g', tat), 'PX', ttl)", "redis.call('SET', KEYS[1], "+keepWrite("tat")+", 'PX', ttl)")
 	keepLeakyBucketSource = keepVariant(leakyBucketSource,
 		"local tat = tonumber(redis.pcall('GET', KEYS[1]))", keepReadOf("tat", "redis.pcall('GET', KEYS[1])"),
-		"redis.call('SET', KEYS[1], new, 'PX', ttl)", "redis.call('SET', KEYS[1], "+keepWrite("new")+", 'PX', ttl)")
+		"redis.call('SET', KEYS[1], string.format('%.17g', new), 'PX', ttl)", "redis.call('SET', KEYS[1], "+keepWrite("new")+", 'PX', ttl)")
 	keepRefundGCRASource = keepVariant(refundGCRASource,
 		"local tat = tonumber(stored)", keepRefundRead,
-		"redis.call('SET', key, tat, 'PX', ttl)", "redis.call('SET', key, "+keepWrite("tat")+", 'PX', ttl)")
+		"redis.call('SET', key, string.format('%.17g', tat), 'PX', ttl)", "redis.call('SET', key, "+keepWrite("tat")+", 'PX', ttl)")
 	keepFixedWindowSource = keepVariant(fixedWindowSource,
 		"if c and c <= burst and tonumber(i) == index then", "if c and c <= 4503599627370496 and tonumber(i) == index then")
 	// A quota's count carries as it is, above the Burst of the call too.

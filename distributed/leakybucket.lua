@@ -76,7 +76,7 @@ end
 local new = start + cost
 local reset = math.min(math.floor((new - now) * 1000000 / rate + 0.5), cap)
 local ttl = math.max(math.ceil(reset / 1000), 1) + pad
-redis.call('SET', KEYS[1], new, 'PX', ttl)
+redis.call('SET', KEYS[1], string.format('%.17g', new), 'PX', ttl) -- as gcra.lua's
 remaining = math.floor(usable - (new - now))
 if remaining < 0 then
   remaining = 0

@@ -32,6 +32,6 @@ local function refund(key, a, at, now_us)
   -- Keep the key until the bucket is full again, as gcra.lua does.
   local reset = math.min(math.floor((tat - now) * 1000000 / rate + 0.5), 9007199254740992)
   local ttl = math.max(math.ceil(reset / 1000), 1) + pad
-  redis.call('SET', key, tat, 'PX', ttl)
+  redis.call('SET', key, string.format('%.17g', tat), 'PX', ttl)
   return nil
 end

@@ -162,8 +162,9 @@ func TestScriptsAssembled(t *testing.T) {
 // TestScriptsLuaPortable: the scripts run alike on Lua 5.1 (Redis, Valkey) and 5.4
 // (Dragonfly), where string.format('%d', x) fails on a number that is not an integer (a
 // float such as 3.0 passes only when the host converts it) and a float prints as "3.0": every
-// %d formats a floored (or ceiled) value or a literal, and nothing but strings is
-// concatenated or passed to tostring.
+// %d formats a floored (or ceiled) value or a literal, nothing but strings is concatenated or
+// passed to tostring, and every value SET writes is a string the script formatted (a number
+// passed as it is is printed by the host: "3.0", or 14 digits).
 func TestScriptsLuaPortable(t *testing.T) {
 	for name, src := range everyScript() {
 		assert.Empty(t, luaPortability(src), name)
@@ -179,6 +180,8 @@ func TestScriptsLuaPortable(t *testing.T) {
 		"return '%d .. not code' .. 'x'":                           "",
 		"return string.format('%d', (now - elapsed) / window)":     "%d of (now - elapsed) / window",
 		"return string.format('%s %d', f(a, b), math.floor(c, d))": "",
+		"redis.call('SET', KEYS[1], tat, 'PX', ttl)":               "SET of tat",
+		"write('SET', key, string.format('%.17g', t), 'PX', ttl)":  "",
 	} {
 		got := strings.Join(luaPortability(src), "; ")
 		if want == "" {
@@ -194,6 +197,7 @@ var (
 	luaString  = regexp.MustCompile(`'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"`)
 	luaConcat  = regexp.MustCompile(`([A-Za-z0-9_\[\]]+\)?)\s*\.\.\s*([A-Za-z0-9_\[\]]+\(?)`)
 	luaToStr   = regexp.MustCompile(`tostring\(([^)]*)\)`)
+	luaSet     = regexp.MustCompile(`(?:redis\.call|write)\('SET', [^,]+, ([^,)]+)`)
 	integral   = regexp.MustCompile(`^(math\.floor\(|math\.ceil\(|[0-9]+$)`)
 	argvOrKeys = regexp.MustCompile(`^(ARGV|KEYS)\[[^\]]*\]$`)
 )
@@ -224,6 +228,11 @@ func luaPortability(src string) []string {
 			if operand != "S" && !strings.HasPrefix(operand, "tostring(") {
 				found = append(found, "concatenation of "+operand)
 			}
+		}
+	}
+	for _, m := range luaSet.FindAllStringSubmatch(src, -1) {
+		if !strings.HasPrefix(m[1], "string.format(") && m[1] != "''" {
+			found = append(found, "SET of "+m[1])
 		}
 	}
 	for _, m := range luaToStr.FindAllStringSubmatch(code, -1) {
