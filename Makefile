@@ -5,12 +5,17 @@
 #             (a Gin service whose limits all come from a reloaded rules.yaml),
 #             examples/production/ (the recommended setup, against a real Redis), faults/,
 #             which stops and slows real Redis servers under load, and
-#             prommetrics/, the Prometheus collector; internal/release builds the modules as a user gets them).
+#             prommetrics/, the Prometheus collector; internal/release builds the modules as a user gets them),
+#             then the Redis-facing packages again on Valkey (valkey-server for redis-server).
 # make bench — the benchmarks, ours and the peers' (bench/ is a module of its own).
 
 GO ?= go
 
-.PHONY: test bench redis
+.PHONY: test bench redis valkey
+
+# The packages whose tests talk to Redis servers themselves, run on Valkey by make valkey, with
+# the Cluster and Sentinel failovers of faults/.
+VALKEY_PACKAGES = ./distributed/... ./concurrency/distributed/... ./internal/redistest/...
 
 test: redis
 	@.ci/check-tracked
@@ -27,6 +32,15 @@ test: redis
 	cd prommetrics && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 	cd rls && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 	$(GO) test -race -count=1 ./...
+	@$(MAKE) --no-print-directory valkey
+
+# The Redis-facing packages on Valkey: the harness starts valkey-server (and its Cluster and
+# Sentinel) where it would start redis-server. The redis target installs it; a machine
+# without it fails here rather than skipping.
+valkey: redis
+	@command -v valkey-server >/dev/null 2>&1 || { echo "valkey-server is not in PATH and could not be installed (make redis): the Valkey step cannot run."; exit 1; }
+	REDISTEST_SERVER=valkey-server $(GO) test -race -count=1 $(VALKEY_PACKAGES)
+	cd faults && REDISTEST_SERVER=valkey-server $(GO) test -race -count=1 -run 'Failover' ./...
 
 # Our own benchmarks, then the comparison with other limiters (figures: docs/performance.md).
 bench:
@@ -34,15 +48,31 @@ bench:
 	cd bench && $(GO) test -run '^$$' -bench . -benchmem -count 1
 
 # The tests start their own redis-server processes (a single node and a 3-node cluster on
-# loopback ports they pick); they only need the binaries.
+# loopback ports they pick), and valkey-server ones for make valkey; they only need the
+# binaries. Valkey comes from Debian's bookworm-backports, whose source is added if missing.
 redis:
 	@if command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1; then \
-		exit 0; \
+		:; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 		echo "installing redis-server with apt-get"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
 	else \
 		echo "redis-server and redis-cli are needed by the tests and are not in PATH."; \
 		echo "Install them, e.g. 'sudo apt-get install redis-server' or 'brew install redis', then run make test again."; \
+		exit 1; \
+	fi
+	@if command -v valkey-server >/dev/null 2>&1; then \
+		:; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		release=; \
+		if grep -qs 'VERSION_CODENAME=bookworm' /etc/os-release; then \
+			release="-t bookworm-backports"; \
+			grep -rqs bookworm-backports /etc/apt/sources.list /etc/apt/sources.list.d || \
+				echo "deb http://deb.debian.org/debian bookworm-backports main" > /etc/apt/sources.list.d/bookworm-backports.list; \
+		fi; \
+		echo "installing valkey-server with apt-get $$release"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$release valkey-server >/dev/null; \
+	else \
+		echo "valkey-server is needed by make valkey and is not in PATH: install it (Debian bookworm-backports: valkey-server; brew install valkey), then run make test again."; \
 		exit 1; \
 	fi

@@ -57,29 +57,35 @@ func replaceAll(src string, pairs ...string) string {
 	return src
 }
 
-// testClockBranch is what gcra.lua does for its test clock (ARGV[4]), with what a script on
-// Redis TIME alone would do instead.
-var testClockBranch = []string{
-	`local now_us = tonumber(ARGV[4])
-if not now_us then
-  local t = redis.call('TIME') -- {seconds, microseconds}
-  now_us = (tonumber(t[1]) - 1577836800) * 1000000 + tonumber(t[2])
-end`, `local t = redis.call('TIME')
-local now_us = (tonumber(t[1]) - 1577836800) * 1000000 + tonumber(t[2])`,
-	`  if ARGV[4] ~= '' then
-    ttl = math.max(ttl, 3600000) -- test clock: Redis's own clock, which expires keys, runs on
-  end
-`, ``,
+// readScript returns the script distributed/name.lua as the package assembles it on the
+// Redis clock: each "-- @include NAME" line replaced by distributed/fragments/NAME.lua.
+func readScript(b *testing.B, name string) string {
+	b.Helper()
+	src, err := os.ReadFile("../distributed/" + name + ".lua")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out strings.Builder
+	for line := range strings.Lines(string(src)) {
+		frag, ok := strings.CutPrefix(line, "-- @include ")
+		if !ok {
+			out.WriteString(line)
+			continue
+		}
+		text, err := os.ReadFile("../distributed/fragments/" + strings.TrimSpace(frag) + ".lua")
+		if err != nil {
+			b.Fatal(err)
+		}
+		out.Write(text)
+	}
+	return out.String()
 }
 
 var gcraVariants = []gcraVariant{
 	{"gcra", func(src string, _ float64, _ int) string { return src }},
-	{"gcra-no-test-clock", func(src string, _ float64, _ int) string {
-		return replaceAll(src, testClockBranch...)
-	}},
 	{"gcra-no-args", func(src string, rate float64, burst int) string {
 		// The three numeric arguments as constants: what parsing them costs.
-		return replaceAll(replaceAll(src, testClockBranch...),
+		return replaceAll(src,
 			"local rate = tonumber(ARGV[1])", "local rate = "+strconv.FormatFloat(rate, 'g', -1, 64),
 			"local burst = tonumber(ARGV[2])", "local burst = "+strconv.Itoa(burst),
 			"local cost = tonumber(ARGV[3])", "local cost = 1")
@@ -87,26 +93,17 @@ var gcraVariants = []gcraVariant{
 }
 
 // BenchmarkRedisScript measures what the token bucket's script costs Redis, and where:
-// gcra.lua as shipped; without its test-clock branch (ARGV[4] empty means Redis TIME); also
-// without parsing its three numeric arguments; and the floor script "calls+reply" (TIME,
-// GET, SET and a four-integer reply, deciding nothing; see BenchmarkRedisFloor); and
-// warmup.lua, the token bucket with a warm-up (an hour long, so the bucket is warming
-// throughout). Each is one
-// EVALSHA per decision, on the hot key, from 8 goroutines, under allow traffic (read, decide,
+// gcra.lua as shipped (its fragments in: see readScript); without parsing its three numeric
+// arguments; the floor script "calls+reply" (TIME, GET, SET and a four-integer reply,
+// deciding nothing; see BenchmarkRedisFloor); and warmup.lua, the token bucket with a
+// warm-up (an hour long, so the bucket is warming throughout). Each is one EVALSHA per decision, on the hot key, from 8 goroutines, under allow traffic (read, decide,
 // write) and deny traffic (read, decide). srv-us/call, Redis's own time inside the script
 // (usec_per_call), is the figure to compare: it does not depend on the client or on the
 // scheduler.
 //
 //	cd bench && go test -run '^$' -bench 'RedisScript' -count 3
 func BenchmarkRedisScript(b *testing.B) {
-	src, err := os.ReadFile("../distributed/gcra.lua")
-	if err != nil {
-		b.Fatal(err)
-	}
-	warmup, err := os.ReadFile("../distributed/warmup.lua")
-	if err != nil {
-		b.Fatal(err)
-	}
+	src, warmup := readScript(b, "gcra"), readScript(b, "warmup")
 	srv := redistest.NewServer(b)
 	pinRedis(b, srv)
 	client := newRedisClient(srv.Addr())
@@ -123,12 +120,12 @@ func BenchmarkRedisScript(b *testing.B) {
 		}
 		var cs []contender
 		for _, v := range gcraVariants {
-			if s := v.edit(string(src), limit.Rate, limit.Burst); s != "" {
-				cs = append(cs, contender{v.name, redis.NewScript(s), []any{limit.Rate, limit.Burst, 1, ""}})
+			if s := v.edit(src, limit.Rate, limit.Burst); s != "" {
+				cs = append(cs, contender{v.name, redis.NewScript(s), []any{limit.Rate, limit.Burst, 1}})
 			}
 		}
-		cs = append(cs, contender{"warmup", redis.NewScript(string(warmup)),
-			[]any{limit.Rate, limit.Burst, 1, "", time.Hour.Microseconds()}})
+		cs = append(cs, contender{"warmup", redis.NewScript(warmup),
+			[]any{limit.Rate, limit.Burst, 1, time.Hour.Microseconds()}})
 		cs = append(cs, contender{"calls+reply", floorScripts[2].script, nil})
 		for i, c := range cs {
 			// Each contender has a key of its own, written (and under deny traffic, drained)

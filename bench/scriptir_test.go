@@ -35,8 +35,7 @@ func BenchmarkScriptInstructions(b *testing.B) {
 		b.Skip("runs with -callgrind")
 	}
 	t := b
-	src, err := os.ReadFile("../distributed/gcra.lua")
-	require.NoError(t, err)
+	src := readScript(b, "gcra")
 	vg := startCallgrindRedis(b)
 	client, ctx := vg.client, context.Background()
 
@@ -50,25 +49,25 @@ func BenchmarkScriptInstructions(b *testing.B) {
 		limit := tr.tb
 		scripts := []contender{{"return1", noop, nil}, {"calls+reply", floorScripts[2].script, nil}}
 		for _, v := range gcraVariants {
-			if s := v.edit(string(src), limit.Rate, limit.Burst); s != "" {
+			if s := v.edit(src, limit.Rate, limit.Burst); s != "" {
 				scripts = append(scripts, contender{v.name, redis.NewScript(s), nil})
 			}
 		}
-		// gcra.lua for a request that keeps a reserve (a priority below Critical, ARGV[6]):
+		// gcra.lua for a request that keeps a reserve (a priority below Critical, ARGV[5]):
 		// under allow traffic half the burst kept back, which the run never reaches; under
 		// deny traffic a Burst of 2 with 1 kept back, which the first call leaves at the
 		// reserve, so that every timed call is denied.
-		reserve := []any{limit.Rate, limit.Burst, 1, "", "", limit.Burst / 2}
+		reserve := []any{limit.Rate, limit.Burst, 1, "", limit.Burst / 2}
 		if !tr.allow {
-			reserve = []any{limit.Rate, 2, 1, "", "", 1}
+			reserve = []any{limit.Rate, 2, 1, "", 1}
 		}
-		scripts = append(scripts, contender{"gcra+reserve", redis.NewScript(string(src)), reserve})
+		scripts = append(scripts, contender{"gcra+reserve", redis.NewScript(src), reserve})
 		for _, sc := range scripts {
 			name, script := sc.name, sc.script
 			key := []string{"ir:" + name + ":" + tr.name}
 			args := sc.args
 			if args == nil {
-				args = []any{limit.Rate, limit.Burst, 1, ""}
+				args = []any{limit.Rate, limit.Burst, 1}
 			}
 			require.NoError(t, script.Run(ctx, client, key, args...).Err()) // loaded, and drained under deny
 			ir := vg.count(b, calls, func() {

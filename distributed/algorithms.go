@@ -4,8 +4,6 @@ import (
 	_ "embed"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/args"
 )
@@ -15,12 +13,15 @@ import (
 //	ARGV[1]  rate: tokens per second (0 < rate <= MaxRate)
 //	ARGV[2]  burst: the bucket's capacity (1 <= burst)
 //	ARGV[3]  cost: tokens this request takes (1 <= cost <= burst)
-//	ARGV[4]  empty, or, for tests only, "now" in whole microseconds since epoch; when empty
-//	         the clock is Redis TIME, so application servers' clocks never matter
-//	ARGV[5]  the algorithm's own argument (args), or empty, or absent
-//	ARGV[6]  absent, or the reserve of the request's priority (ratelimit.Reserves.Tokens,
-//	         1 <= reserve <= burst - cost): the request is decided as under a burst of
+//	ARGV[4]  the algorithm's own argument (args), or empty, or absent
+//	ARGV[5]  absent, or the reserve of the request's priority (ratelimit.Reserves.Tokens,
+//	         0 <= reserve <= burst - cost): the request is decided as under a burst of
 //	         burst - reserve, while the bucket's state and its expiry stay its own
+//
+// The clock is Redis TIME, so application servers' clocks never matter; with
+// WithClientClock, the script of the caller's clock (scripts.go) takes two more, ARGV[6]
+// "now" in whole microseconds since epoch and ARGV[7] the skew bound in milliseconds, by
+// which keys outlive their state (ARGV[4] and [5] are then always present).
 //
 // and returns {allowed (1 or 0), remaining, retry-after µs, reset-after µs, delay µs (0 but
 // for a shaper), now}, all integers (Redis would truncate a fractional Lua number); now is
@@ -33,38 +34,46 @@ import (
 
 // algorithm is how the Redis backend runs one ratelimit.Algorithm.
 type algorithm struct {
-	tag    string        // names the algorithm in the bucket's key
-	script *redis.Script // decides one request atomically
+	tag     string     // names the algorithm in the bucket's key
+	scripts scriptPair // decide one request atomically, on either clock
 	// args, if not nil, appends the script's own arguments, from ARGV[5] on.
 	args func(argv []any, limit ratelimit.Limit) []any
 }
 
 //go:embed gcra.lua
-var gcraSource string
+var gcraFile string
 
 //go:embed fixedwindow.lua
-var fixedWindowSource string
+var fixedWindowFile string
 
 //go:embed slidingcounter.lua
-var slidingCounterSource string
+var slidingCounterFile string
 
 //go:embed warmup.lua
-var warmupSource string
+var warmupFile string
+
+// The scripts' sources with their fragments in, but for the clock (see scripts.go).
+var (
+	gcraSource           = expand(gcraFile)
+	fixedWindowSource    = expand(fixedWindowFile)
+	slidingCounterSource = expand(slidingCounterFile)
+	warmupSource         = expand(warmupFile)
+)
 
 // algorithms holds every algorithm this backend implements. Their tags name them in the keys
 // of their buckets, so that one key under two algorithms is two buckets.
 var algorithms = map[ratelimit.Algorithm]algorithm{
-	ratelimit.TokenBucket:          {tag: "tb", script: redis.NewScript(gcraSource)},
-	ratelimit.FixedWindow:          {tag: "fw", script: redis.NewScript(fixedWindowSource), args: windowArg},
-	ratelimit.SlidingWindowLog:     {tag: "swl", script: redis.NewScript(slidingLogSource), args: slidingLogArgs},
-	ratelimit.SlidingWindowCounter: {tag: "swc", script: redis.NewScript(slidingCounterSource), args: windowArg},
-	ratelimit.LeakyBucket:          {tag: "lb", script: redis.NewScript(leakyBucketSource)},
+	ratelimit.TokenBucket:          {tag: "tb", scripts: newScriptPair(gcraSource)},
+	ratelimit.FixedWindow:          {tag: "fw", scripts: newScriptPair(fixedWindowSource), args: windowArg},
+	ratelimit.SlidingWindowLog:     {tag: "swl", scripts: newScriptPair(slidingLogSource), args: slidingLogArgs},
+	ratelimit.SlidingWindowCounter: {tag: "swc", scripts: newScriptPair(slidingCounterSource), args: windowArg},
+	ratelimit.LeakyBucket:          {tag: "lb", scripts: newScriptPair(leakyBucketSource)},
 }
 
 // warmup is how the Redis backend runs ratelimit.TokenBucket for a limit with a Warmup: a
 // script of its own, whose key's tag is "tbw" and whose value holds two numbers, so that a
 // bucket with a warm-up never shares a key or a value's format with a plain one.
-var warmup = algorithm{tag: "tbw", script: redis.NewScript(warmupSource), args: warmupArg}
+var warmup = algorithm{tag: "tbw", scripts: newScriptPair(warmupSource), args: warmupArg}
 
 // algorithmFor returns how the limiter runs limit: its algorithm, or the limiter's default
 // for a limit that names none, or warmup for a token bucket with a warm-up (check has
@@ -87,18 +96,18 @@ func (l *Limiter) algorithmFor(limit ratelimit.Limit) algorithm {
 	return algorithms[args.Resolve(limit, l.algorithm).Algorithm]
 }
 
-// warmupArg appends ARGV[5], the warm-up period in whole microseconds (Limit.Validate has
+// warmupArg appends ARGV[4], the warm-up period in whole microseconds (Limit.Validate has
 // checked that it is one).
 func warmupArg(argv []any, limit ratelimit.Limit) []any {
 	return append(argv, limit.Warmup.Microseconds())
 }
 
-// windowArg appends ARGV[5], the window W = Burst/Rate in whole microseconds, computed as
+// windowArg appends ARGV[4], the window W = Burst/Rate in whole microseconds, computed as
 // the local backend computes it (check has validated it).
 func windowArg(argv []any, limit ratelimit.Limit) []any {
 	w, _ := args.Window(limit)
 	return append(argv, w)
 }
 
-// epoch is the zero of the scripts' test clock (ARGV[4]) and of their TIME arithmetic.
+// epoch is the zero of the scripts' clock: their instants count microseconds since epoch.
 var epoch = time.Date(2020, time.January, 1, 0, 0, 0, 0, time.UTC)

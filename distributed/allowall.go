@@ -179,8 +179,11 @@ func (g *group) add(i int, key string, limit ratelimit.Limit, n int, alg algorit
 // run runs multi.lua in mode on the group's keys, and checks that the answer has every
 // key's values.
 func (g *group) run(ctx context.Context, l *Limiter, mode, at string) ([]int64, error) {
-	argv := append([]any{mode, l.testNow(), at}, g.perKey...)
-	vals, err := l.runKeys(ctx, multi, g.keys, argv)
+	argv := append([]any{mode, at}, g.perKey...)
+	if l.now != nil {
+		argv = append(argv, l.clientNow(), l.skew)
+	}
+	vals, err := l.run(ctx, multi.on(l.now != nil), g.keys, argv, nil)
 	if err != nil {
 		return nil, invalidState(err)
 	}

@@ -24,9 +24,10 @@ func (l *Limiter) Check(ctx context.Context) error {
 		return ratelimit.ErrClosed
 	}
 	// Every algorithm's: any limit may name its own.
-	scripts := []*redis.Script{multi, warmup.script}
+	client := l.now != nil
+	scripts := []*redis.Script{multi.on(client), warmup.scripts.on(client)}
 	for _, a := range algorithms {
-		scripts = append(scripts, a.script)
+		scripts = append(scripts, a.scripts.on(client))
 	}
 	done := make(chan error, 1)
 	go func() { // the client may ignore ctx while it dials: see WithTimeout

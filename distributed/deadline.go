@@ -38,7 +38,7 @@ func newBound(timeout time.Duration) *bound {
 }
 
 // bounded is a call's context under the limiter's deadline: the values of the caller's
-// context (without its cancellation: see call), the deadline, and its tick's Done channel.
+// context (without its cancellation: see Limiter.run), the deadline, and its tick's Done channel.
 type bounded struct {
 	values   context.Context
 	deadline time.Time

@@ -31,7 +31,11 @@ type Limiter struct {
 	timeout   time.Duration
 	bound     *bound // the deadline of timeout, or nil for none
 	algorithm ratelimit.Algorithm
-	clock     func() time.Time
+	// now, with WithClientClock, is the clock the scripts take their time from instead of
+	// Redis TIME; skew is the bound on its hosts' skew in whole milliseconds, by which keys
+	// outlive their state. now is nil on the Redis clock, the default.
+	now  func() time.Time
+	skew int64
 	// sharded: the client spreads keys over servers by hash slot (see AllowAll).
 	sharded   bool
 	crossSlot CrossSlot
@@ -99,7 +103,8 @@ func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 		prefix:    o.prefix,
 		timeout:   o.timeout,
 		algorithm: o.algorithm,
-		clock:     o.clock,
+		now:       o.now,
+		skew:      o.skew.Milliseconds(),
 		sharded:   sharded(client),
 		crossSlot: o.crossSlot,
 		reserves:  o.reserves,
@@ -168,7 +173,8 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit,
 		return ratelimit.Result{Limit: limit}, err
 	}
 	alg := l.algorithmFor(limit)
-	r, err := l.run(ctx, alg.script, l.request(alg, key, limit, n, nil, reserve))
+	req := l.request(alg, key, limit, n, nil, reserve)
+	r, err := l.run(ctx, alg.scripts.on(l.now != nil), req.keys[:], req.argv, req)
 	if err != nil {
 		return ratelimit.Result{Limit: limit}, invalidState(err)
 	}
@@ -196,10 +202,10 @@ func (l *Limiter) reserve(ctx context.Context, limit ratelimit.Limit, n int) (in
 type request struct {
 	keys [1]string
 	argv []any   // ARGV, in cmd
-	cmd  [10]any // EVALSHA, the script's SHA1, 1, KEYS[1], ARGV[1..6]
+	cmd  [11]any // EVALSHA, the script's SHA1, 1, KEYS[1], ARGV[1..7]
 	vals [6]int64
 	buf  [80]byte // the key's bytes, when they fit
-	ctx  bounded  // the call's context under the limiter's deadline (see call)
+	ctx  bounded  // the call's context under the limiter's deadline (see run)
 }
 
 // request returns the call that decides (key, limit, n) with alg: its key (see key) and
@@ -211,22 +217,26 @@ func (l *Limiter) request(alg algorithm, key string, limit ratelimit.Limit, n in
 	return r
 }
 
-// argv appends a single-key script's arguments (see algorithms.go) to dst: ARGV[1..4], the
-// algorithm's own ARGV[5] or own (the leaky bucket's Wait bound) when not nil, and ARGV[6],
-// the reserve, only when there is one, so that a request that keeps none sends what it
-// always did.
+// argv appends a single-key script's arguments (see algorithms.go) to dst: ARGV[1..3], the
+// algorithm's own ARGV[4] or own (the leaky bucket's Wait bound) when not nil, and ARGV[5],
+// the reserve, only when there is one, so that a request that keeps none sends no more;
+// with the client's clock, every one of them, then its two (see clientNow).
 func (l *Limiter) argv(dst []any, alg algorithm, limit ratelimit.Limit, n int, own any, reserve int) []any {
-	argv := append(dst, limit.Rate, limit.Burst, n, l.testNow())
+	argv := append(dst, limit.Rate, limit.Burst, n)
+	all := l.now != nil
 	switch {
 	case alg.args != nil:
 		argv = alg.args(argv, limit)
 	case own != nil:
 		argv = append(argv, own)
-	case reserve > 0:
+	case reserve > 0 || all:
 		argv = append(argv, "")
 	}
-	if reserve > 0 {
+	if reserve > 0 || all {
 		argv = append(argv, reserve)
+	}
+	if all {
+		argv = append(argv, l.clientNow(), l.skew)
 	}
 	return argv
 }
@@ -333,13 +343,10 @@ func (l *Limiter) appendKey(b []byte, key, tag string, limit ratelimit.Limit) st
 	return unsafe.String(unsafe.SliceData(b), len(b)) // b is never written again
 }
 
-// testNow returns the script's ARGV[4]: empty, which makes the script read Redis TIME, or,
-// in tests only, the test clock's reading in microseconds since epoch.
-func (l *Limiter) testNow() any {
-	if l.clock == nil {
-		return ""
-	}
-	return l.clock().Sub(epoch).Microseconds()
+// clientNow returns the client clock's reading (WithClientClock) in whole microseconds
+// since epoch, as the scripts count time.
+func (l *Limiter) clientNow() int64 {
+	return l.now().Sub(epoch).Microseconds()
 }
 
 // instant returns the time u µs after epoch, a script's reading of the Redis clock.
@@ -351,41 +358,10 @@ func instant(u int64) time.Time { return epoch.Add(time.Duration(u) * time.Micro
 // deadline does.
 var errTimeout = fmt.Errorf("%w (%w)", ratelimit.ErrTimeout, context.DeadlineExceeded)
 
-// run runs script within the limiter's deadline and returns its integers.
-//
-// A Cluster client learns that a failover moved slots only from a MOVED reply, which a
-// dead master never sends, or from its periodic reload (a minute by default): until then it
-// sends those slots to the dead node. So when Redis itself fails to answer (no reply, or
-// none in time) rather than the caller giving up, run asks the client to reload its slots;
-// go-redis does that in the background, at most once per cooldown however often asked.
-func (l *Limiter) run(ctx context.Context, script *redis.Script, r *request) ([]int64, error) {
-	return l.runCall(ctx, script, r.keys[:], r.argv, r)
-}
-
-// runKeys is run on a script over several keys, all in one hash slot.
-func (l *Limiter) runKeys(ctx context.Context, script *redis.Script, keys []string, argv []any) ([]int64, error) {
-	return l.runCall(ctx, script, keys, argv, nil)
-}
-
-// runCall is run or runKeys: r, if not nil, is the request that holds keys and argv.
-func (l *Limiter) runCall(ctx context.Context, script *redis.Script, keys []string, argv []any, r *request) ([]int64, error) {
-	vals, err := l.call(ctx, script, keys, argv, r)
-	if err != nil && l.reload != nil && ctx.Err() == nil {
-		var reply redis.Error
-		if !errors.As(err, &reply) {
-			l.reload(context.Background())
-		}
-	}
-	if err != nil {
-		return nil, l.network(err)
-	}
-	if l.reload != nil && !l.warm.Load() {
-		l.warm.Store(true)
-	}
-	return vals, nil
-}
-
-// call is runCall without the reload.
+// run runs script on keys and argv within the limiter's deadline and returns its
+// integers: r, if not nil, is the single-key request that holds keys and argv (see eval).
+// It is the one layer around the script call (eval): the deadline, the batch, the guard
+// and what a failure tells the client.
 //
 // Within the limiter's deadline (WithTimeout), the call runs under a bounded context (see
 // deadline.go), which carries the caller's values but not its cancellation: the call's own
@@ -395,7 +371,13 @@ func (l *Limiter) runCall(ctx context.Context, script *redis.Script, keys []stri
 // request context is cancelable); what it would add is that a call waiting for a free
 // connection of the client's pool leaves when its caller gives up rather than at the
 // deadline.
-func (l *Limiter) call(ctx context.Context, script *redis.Script, keys []string, argv []any, r *request) ([]int64, error) {
+//
+// A Cluster client learns that a failover moved slots only from a MOVED reply, which a
+// dead master never sends, or from its periodic reload (a minute by default): until then it
+// sends those slots to the dead node. So when Redis itself fails to answer (no reply, or
+// none in time) rather than the caller giving up, run asks the client to reload its slots;
+// go-redis does that in the background, at most once per cooldown however often asked.
+func (l *Limiter) run(ctx context.Context, script *redis.Script, keys []string, argv []any, r *request) ([]int64, error) {
 	caller := ctx
 	if l.bound != nil {
 		now := time.Now()
@@ -413,33 +395,50 @@ func (l *Limiter) call(ctx context.Context, script *redis.Script, keys []string,
 			ctx = c
 		}
 	}
+	var queued *call
 	if l.batch != nil {
-		if c := l.batch.enter(script, keys, argv, r); c != nil {
-			return l.batch.await(ctx, caller, c)
+		if queued = l.batch.enter(script, keys, argv, r); queued == nil {
+			defer l.batch.release()
 		}
-		defer l.batch.release()
 	}
-	if guard := l.guard || (l.reload != nil && !l.warm.Load()); !guard || ctx.Done() == nil {
-		vals, err := l.eval(ctx, script, keys, argv, r)
-		return reply(ctx, caller, vals, err)
+	var vals []int64
+	var err error
+	switch guard := l.guard || (l.reload != nil && !l.warm.Load()); {
+	case queued != nil:
+		vals, err = l.batch.await(ctx, caller, queued)
+	case !guard || ctx.Done() == nil:
+		vals, err = l.eval(ctx, script, keys, argv, r)
+		vals, err = reply(ctx, caller, vals, err)
+	default:
+		type result struct {
+			vals []int64
+			err  error
+		}
+		done := make(chan result, 1)
+		go func() {
+			vals, err := l.eval(ctx, script, keys, argv, r)
+			done <- result{vals, err}
+		}()
+		select {
+		case res := <-done:
+			vals, err = reply(ctx, caller, res.vals, res.err)
+		case <-ctx.Done():
+			err = fmt.Errorf("distributed: %w", cause(ctx))
+		case <-caller.Done():
+			err = fmt.Errorf("distributed: %w", context.Cause(caller))
+		}
 	}
-	type result struct {
-		vals []int64
-		err  error
+	if err != nil {
+		var reply redis.Error
+		if l.reload != nil && caller.Err() == nil && !errors.As(err, &reply) {
+			l.reload(context.Background())
+		}
+		return nil, l.network(err)
 	}
-	done := make(chan result, 1)
-	go func() {
-		vals, err := l.eval(ctx, script, keys, argv, r)
-		done <- result{vals, err}
-	}()
-	select {
-	case r := <-done:
-		return reply(ctx, caller, r.vals, r.err)
-	case <-ctx.Done():
-		return nil, fmt.Errorf("distributed: %w", cause(ctx))
-	case <-caller.Done():
-		return nil, fmt.Errorf("distributed: %w", context.Cause(caller))
+	if l.reload != nil && !l.warm.Load() {
+		l.warm.Store(true)
 	}
+	return vals, nil
 }
 
 // processor is a client that runs a command it is given: every go-redis client.
@@ -493,7 +492,7 @@ func ints(cmd *redis.Cmd, r *request) ([]int64, error) {
 	return r.vals[:len(vals)], nil
 }
 
-// reply checks the script's answer to a call made under ctx for caller (see call). An
+// reply checks the script's answer to a call made under ctx for caller (see run). An
 // error that came from the deadline (go-redis reports an i/o timeout) also wraps the
 // context's error, so that callers can tell; when the caller's context has ended, its
 // cause.

@@ -1,7 +1,8 @@
 // Package distributed is the Redis backend of ratelimit: every instance of a service shares
 // the same buckets, kept in Redis and decided there by one atomic Lua script per request, on
-// the Redis clock. It works with any go-redis v9 client: a single node, Sentinel
-// (redis.NewFailoverClient), Redis Cluster, or a Ring.
+// the Redis clock (or, with WithClientClock, for hosts that refuse TIME in scripts, this
+// process's). It works with any go-redis v9 client: a single node, Sentinel
+// (redis.NewFailoverClient), Redis Cluster, or a Ring; and with Valkey as with Redis.
 //
 // Every algorithm is one script on one key, and decides as the local backend does, to the
 // microsecond (one conformance suite runs against both). The token bucket (the default) stores

@@ -2,10 +2,14 @@ package distributed
 
 import "time"
 
-// WithClock makes the script take "now" from now instead of Redis TIME, so that tests can
-// play exact timelines. It exists only in tests: production always uses the Redis clock.
-func WithClock(now func() time.Time) Option {
-	return func(o *options) { o.clock = now }
+// WithClock is WithClientClock on the clock now, so that tests can play exact timelines,
+// with a skew bound of an hour: keys outlive their state by that much on Redis's own
+// clock, which runs on while a test's stands still.
+func WithClock(now func() time.Time) Option { return WithClientClockOn(now, time.Hour) }
+
+// WithClientClockOn is WithClientClock(maxSkew) on the clock now instead of time.Now.
+func WithClientClockOn(now func() time.Time, maxSkew time.Duration) Option {
+	return func(o *options) { o.now, o.skew = now, maxSkew }
 }
 
 // SetAppClock makes l compute the periods of its quotas around now's readings, while its

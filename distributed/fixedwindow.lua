@@ -4,11 +4,9 @@
 -- ARGV[1]  rate (unused: the window below carries it)
 -- ARGV[2]  burst: the most a window gives out (1 <= burst)
 -- ARGV[3]  cost: tokens this request takes (1 <= cost <= burst)
--- ARGV[4]  empty, or, for tests only, "now" in whole microseconds since 2020-01-01T00:00:00Z.
---          When empty the clock is Redis TIME, so application servers' clocks never matter.
--- ARGV[5]  the window W = burst/rate in whole microseconds (1 <= W <= 2^53), computed by the
+-- ARGV[4]  the window W = burst/rate in whole microseconds (1 <= W <= 2^53), computed by the
 --          caller exactly as the local backend computes it, so that both agree to the µs.
--- ARGV[6]  absent, or the reserve: the tokens this request's priority must leave in the window
+-- ARGV[5]  absent, or the reserve: the tokens this request's priority must leave in the window
 --          for higher ones (0 <= reserve <= burst - cost; ratelimit.Reserves.Tokens)
 --
 -- Windows are aligned to the Unix epoch: window i covers [i*W, (i+1)*W) in Unix µs, so every
@@ -19,33 +17,15 @@
 -- The value is "i:count", the window the count belongs to and the count. It is written only
 -- on allow, and expires with its window (rounded up to the millisecond), so a bucket is one
 -- key per window in effect while staying one declared key (Redis Cluster safe). A key read a
--- moment after its window ended, or under the test clock, carries another window's index
+-- moment after its window ended carries another window's index
 -- and counts as zero.
 --
 -- Returns {allowed (1 or 0), remaining, retry-after us, reset-after us, delay us (0), now in
 -- us since 2020 (the decision's instant, which a refund of it names)}, all integers.
 
-local burst = tonumber(ARGV[2])
-local cost = tonumber(ARGV[3])
-local window = tonumber(ARGV[5])
-local usable = burst
-if ARGV[6] then
-  usable = burst - ARGV[6] -- the string converted by Lua: a test, not a call, when absent
-end
-
-local now = tonumber(ARGV[4])
-if now then
-  now = now + 1577836800000000 -- the test clock counts from 2020; windows from 1970
-else
-  local t = redis.call('TIME') -- {seconds, microseconds}
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-
--- now < 2^53 and fmod is exact on doubles, so elapsed = now mod W and the index are exact
--- integers (Lua 5.1's % computes a - floor(a/b)*b, which can be off by one here).
-local elapsed = math.fmod(now, window)
-local index = (now - elapsed) / window
-local left = window - elapsed -- us until the window ends
+-- @include args
+-- @include clock
+-- @include window
 
 -- A value this script cannot have written (not "i:count" with count <= burst: text, nan,
 -- inf, another type) counts as zero, as a missing key does: the request, the window's first,
@@ -65,12 +45,9 @@ end
 
 if count + cost <= usable then
   count = count + cost
-  local ttl = math.max(math.ceil(left / 1000), 1)
-  if ARGV[4] ~= '' then
-    ttl = math.max(ttl, 3600000) -- test clock: Redis's own clock, which expires keys, runs on
-  end
+  local ttl = math.max(math.ceil(left / 1000), 1) + pad
   -- %d, not tostring or "..": those print 14 significant digits, and an index has up to 16.
-  redis.call('SET', KEYS[1], string.format('%d:%d', index, count), 'PX', ttl)
+  redis.call('SET', KEYS[1], string.format('%d:%d', math.floor(index), math.floor(count)), 'PX', ttl)
   return {1, usable - count, 0, left, 0, now - 1577836800000000}
 end
 

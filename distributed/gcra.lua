@@ -4,10 +4,8 @@
 -- ARGV[1]  rate: tokens per second (0 < rate <= 1e6)
 -- ARGV[2]  burst: the bucket's capacity (1 <= burst <= 2^52, burst / rate <= 2^53 us)
 -- ARGV[3]  cost: tokens this request takes (1 <= cost <= burst)
--- ARGV[4]  empty, or, for tests only, "now" in whole microseconds since 2020-01-01T00:00:00Z.
---          When empty the clock is Redis TIME, so application servers' clocks never matter.
--- ARGV[5]  unused (the place of the other algorithms' own argument)
--- ARGV[6]  absent, or the reserve: the tokens this request's priority must leave in the bucket
+-- ARGV[4]  unused (the place of the other algorithms' own argument)
+-- ARGV[5]  absent, or the reserve: the tokens this request's priority must leave in the bucket
 --          for higher ones (0 <= reserve <= burst - cost; ratelimit.Reserves.Tokens)
 --
 -- Time is counted in tokens: a clock reading t microseconds is worth t * rate / 1e6 tokens.
@@ -22,33 +20,12 @@
 -- now in us since 2020 (the decision's instant, which a refund of it names)}, all integers:
 -- Redis would truncate a fractional Lua number.
 
-local rate = tonumber(ARGV[1])
-local burst = tonumber(ARGV[2])
-local cost = tonumber(ARGV[3])
 -- The request is decided as on a bucket of usable = burst - reserve tokens: admitted while
 -- it leaves reserve tokens in the bucket, told to retry when it would, its remaining counted
 -- above the reserve. The TAT and its expiry are the bucket's own: no burst appears in them.
-local usable = burst
-if ARGV[6] then
-  usable = burst - ARGV[6] -- the string converted by Lua: a test, not a call, when absent
-end
-
-local now_us = tonumber(ARGV[4])
-if not now_us then
-  local t = redis.call('TIME') -- {seconds, microseconds}
-  now_us = (tonumber(t[1]) - 1577836800) * 1000000 + tonumber(t[2])
-end
-local now = now_us * rate / 1000000
-
--- A missing key is a full bucket: its TAT is now or earlier. So is a value this script
--- cannot have written (not a number below 2^53: text, nan, inf, another type, whose pcall
--- error tonumber reads as nil): a new bucket admits its first request, whose SET replaces the
--- value whatever its type, so something else's value limits the key at once and is gone
--- after one call. (A full Redis refuses that SET, as it refuses every admission.)
-local tat = tonumber(redis.pcall('GET', KEYS[1]))
-if not (tat and tat > now and tat < 9007199254740992) then -- nan too
-  tat = now
-end
+-- @include args
+-- @include clock
+-- @include tat
 
 -- Taking cost tokens moves the TAT by cost intervals; the request conforms when the new TAT
 -- is at most tau ahead of now: tat + cost - now <= usable (burst, for a request that keeps no
@@ -74,11 +51,9 @@ local reset = math.min(math.floor(ahead * 1000000 / rate + 0.5), cap)
 
 if allowed then
   -- Keep the key until the bucket is full again; after that a missing key means the same.
-  local ttl = math.max(math.ceil(reset / 1000), 1)
-  if ARGV[4] ~= '' then
-    ttl = math.max(ttl, 3600000) -- test clock: Redis's own clock, which expires keys, runs on
-  end
-  redis.call('SET', KEYS[1], tat, 'PX', ttl)
+  local ttl = math.max(math.ceil(reset / 1000), 1) + pad
+  -- %.17g: the TAT reads back exactly, and prints alike on Lua 5.1 and 5.4.
+  redis.call('SET', KEYS[1], string.format('%.17g', tat), 'PX', ttl)
   return {1, remaining, 0, reset, 0, now_us}
 end
 

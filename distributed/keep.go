@@ -5,8 +5,6 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/args"
 )
@@ -26,20 +24,20 @@ import (
 //     exceed a lowered burst: the value's check bounds them by MaxBurst instead.
 //   - the sliding log ("swlk") keeps its entries, and a member scored −inf, "t:w", that
 //     names its last admission and the window it was admitted under: the log is forgotten
-//     once that window has passed, as its key expires then (which the test clock, whose
-//     keys live an hour, would not reach).
+//     once that window has passed, as its key expires then (which a test clock, whose
+//     keys live an hour longer, would not reach).
 
 // keepAlgorithms are the algorithms of limits with KeepUsage, by algorithm.
 var keepAlgorithms = map[ratelimit.Algorithm]algorithm{
-	ratelimit.TokenBucket:          {tag: "tbk", script: redis.NewScript(keepGCRASource)},
-	ratelimit.FixedWindow:          {tag: "fwk", script: redis.NewScript(keepFixedWindowSource), args: windowArg},
-	ratelimit.SlidingWindowLog:     {tag: "swlk", script: redis.NewScript(keepSlidingLogSource), args: slidingLogArgs},
-	ratelimit.SlidingWindowCounter: {tag: "swck", script: redis.NewScript(keepSlidingCounterSource), args: windowArg},
-	ratelimit.LeakyBucket:          {tag: "lbk", script: redis.NewScript(keepLeakyBucketSource)},
+	ratelimit.TokenBucket:          {tag: "tbk", scripts: newScriptPair(keepGCRASource)},
+	ratelimit.FixedWindow:          {tag: "fwk", scripts: newScriptPair(keepFixedWindowSource), args: windowArg},
+	ratelimit.SlidingWindowLog:     {tag: "swlk", scripts: newScriptPair(keepSlidingLogSource), args: slidingLogArgs},
+	ratelimit.SlidingWindowCounter: {tag: "swck", scripts: newScriptPair(keepSlidingCounterSource), args: windowArg},
+	ratelimit.LeakyBucket:          {tag: "lbk", scripts: newScriptPair(keepLeakyBucketSource)},
 }
 
 // keepRead replaces the read of a TAT (the variable name, read by get) in gcra.lua and
-// leakybucket.lua, whose rate, now_us, now, usable and cost it uses, and changes rate and
+// leakybucket.lua (fragments/tat.lua), whose rate, now_us, now, usable and cost it uses, and changes rate and
 // now for a denial decided at the bucket's own rate.
 const keepRead = `local NAME
 do
@@ -98,13 +96,13 @@ func keepWrite(expr string) string {
 var (
 	keepGCRASource = keepVariant(gcraSource,
 		"local tat = tonumber(redis.pcall('GET', KEYS[1]))", keepReadOf("tat", "redis.pcall('GET', KEYS[1])"),
-		"redis.call('SET', KEYS[1], tat, 'PX', ttl)", "redis.call('SET', KEYS[1], "+keepWrite("tat")+", 'PX', ttl)")
+		"redis.call('SET', KEYS[1], string.format('%.17g', tat), 'PX', ttl)", "redis.call('SET', KEYS[1], "+keepWrite("tat")+", 'PX', ttl)")
 	keepLeakyBucketSource = keepVariant(leakyBucketSource,
-		"local start = tonumber(redis.pcall('GET', KEYS[1]))", keepReadOf("start", "redis.pcall('GET', KEYS[1])"),
-		"redis.call('SET', KEYS[1], new, 'PX', ttl)", "redis.call('SET', KEYS[1], "+keepWrite("new")+", 'PX', ttl)")
+		"local tat = tonumber(redis.pcall('GET', KEYS[1]))", keepReadOf("tat", "redis.pcall('GET', KEYS[1])"),
+		"redis.call('SET', KEYS[1], string.format('%.17g', new), 'PX', ttl)", "redis.call('SET', KEYS[1], "+keepWrite("new")+", 'PX', ttl)")
 	keepRefundGCRASource = keepVariant(refundGCRASource,
 		"local tat = tonumber(stored)", keepRefundRead,
-		"redis.call('SET', key, tat, 'PX', ttl)", "redis.call('SET', key, "+keepWrite("tat")+", 'PX', ttl)")
+		"redis.call('SET', key, string.format('%.17g', tat), 'PX', ttl)", "redis.call('SET', key, "+keepWrite("tat")+", 'PX', ttl)")
 	keepFixedWindowSource = keepVariant(fixedWindowSource,
 		"if c and c <= burst and tonumber(i) == index then", "if c and c <= 4503599627370496 and tonumber(i) == index then")
 	// A quota's count carries as it is, above the Burst of the call too.

@@ -10,7 +10,9 @@ import (
 )
 
 //go:embed leakybucket.lua
-var leakyBucketSource string
+var leakyBucketFile string
+
+var leakyBucketSource = expand(leakyBucketFile)
 
 // waitInQueue is Wait for ratelimit.LeakyBucket, the algorithm of limit or the limiter's
 // default: see Wait.
@@ -26,10 +28,11 @@ func (l *Limiter) waitInQueue(ctx context.Context, key string, limit ratelimit.L
 		}
 		var bound any
 		if bounded {
-			// ARGV[5]: the longest delay the caller's deadline leaves room for.
+			// ARGV[4]: the longest delay the caller's deadline leaves room for.
 			bound = maxDelay.Microseconds()
 		}
-		r, err := l.run(ctx, alg.script, l.request(alg, key, limit, 1, bound, reserve))
+		req := l.request(alg, key, limit, 1, bound, reserve)
+		r, err := l.run(ctx, alg.scripts.on(l.now != nil), req.keys[:], req.argv, req)
 		if err != nil {
 			return ratelimit.Result{Limit: limit}, invalidState(err)
 		}

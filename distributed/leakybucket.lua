@@ -6,11 +6,9 @@
 -- ARGV[1]  rate: tokens per second (0 < rate <= 1e6)
 -- ARGV[2]  burst: places in the queue (1 <= burst <= 2^52, burst / rate <= 2^53 us)
 -- ARGV[3]  cost: places this request takes (1 <= cost <= burst)
--- ARGV[4]  empty, or, for tests only, "now" in whole microseconds since 2020-01-01T00:00:00Z.
---          When empty the clock is Redis TIME, so application servers' clocks never matter.
--- ARGV[5]  absent or empty for Allow. For Wait, the longest delay in whole microseconds the
+-- ARGV[4]  absent or empty for Allow. For Wait, the longest delay in whole microseconds the
 --          caller can accept (its deadline): a request whose turn comes later takes nothing.
--- ARGV[6]  absent, or the reserve: the places this request's priority must leave free in the
+-- ARGV[5]  absent, or the reserve: the places this request's priority must leave free in the
 --          queue for higher ones (0 <= reserve <= burst - cost; ratelimit.Reserves.Tokens).
 --          The request is decided as in a queue of usable = burst - reserve places; its delay
 --          is its turn in the real queue, and the TAT and its expiry are the bucket's own.
@@ -22,31 +20,18 @@
 --
 -- Returns {allowed (1 or 0), remaining places, retry-after us, reset-after us, delay us, now
 -- in us since 2020 (the decision's instant, which a refund of it names)}, all integers. A
--- request refused only because its turn comes after ARGV[5] gets retry-after 0 and the delay
+-- request refused only because its turn comes after ARGV[4] gets retry-after 0 and the delay
 -- it would have had.
 
-local rate = tonumber(ARGV[1])
-local burst = tonumber(ARGV[2])
-local cost = tonumber(ARGV[3])
-local usable = burst
-if ARGV[6] then
-  usable = burst - ARGV[6] -- the string converted by Lua: a test, not a call, when absent
-end
+-- @include args
+-- @include clock
+-- @include tat
 
-local now_us = tonumber(ARGV[4])
-if not now_us then
-  local t = redis.call('TIME') -- {seconds, microseconds}
-  now_us = (tonumber(t[1]) - 1577836800) * 1000000 + tonumber(t[2])
-end
-local now = now_us * rate / 1000000
-
--- start: when the request's first token leaves, once the tokens queued before it have.
--- A missing key is an empty queue, and so is a value this script cannot have written: the
--- request, first in an empty queue, is admitted and its SET replaces the value (see gcra.lua).
-local start = tonumber(redis.pcall('GET', KEYS[1]))
-if not (start and start > now and start < 9007199254740992) then -- nan too
-  start = now
-end
+-- start: when the request's first token leaves, once the tokens queued before it have: the
+-- TAT, never before now. A missing key is an empty queue, and so is a value no script of
+-- this package writes: the request, first in an empty queue, is admitted and its SET
+-- replaces the value.
+local start = tat
 -- The request fits when its last token leaves at most usable after now:
 -- start + cost - now <= usable, tested as ahead <= room, where room is exact (gcra.lua says
 -- why: summing first rounds near Burst = 2^52).
@@ -82,7 +67,7 @@ end
 -- the reset-after is, so that the next request's delay is this one's reset-after and
 -- departures are T apart give or take one rounding. For Wait, a turn past the caller's
 -- deadline takes nothing.
-local max_delay = tonumber(ARGV[5])
+local max_delay = tonumber(ARGV[4])
 if max_delay and wait > max_delay then
   return {0, remaining, 0, wait, wait, now_us}
 end
@@ -90,11 +75,8 @@ end
 -- Keep the key until the queue is empty; after that a missing key means the same.
 local new = start + cost
 local reset = math.min(math.floor((new - now) * 1000000 / rate + 0.5), cap)
-local ttl = math.max(math.ceil(reset / 1000), 1)
-if ARGV[4] ~= '' then
-  ttl = math.max(ttl, 3600000) -- test clock: Redis's own clock, which expires keys, runs on
-end
-redis.call('SET', KEYS[1], new, 'PX', ttl)
+local ttl = math.max(math.ceil(reset / 1000), 1) + pad
+redis.call('SET', KEYS[1], string.format('%.17g', new), 'PX', ttl) -- as gcra.lua's
 remaining = math.floor(usable - (new - now))
 if remaining < 0 then
   remaining = 0

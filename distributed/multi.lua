@@ -9,20 +9,20 @@
 --   * its writes (SET, DEL, ZADD, ZREMRANGEBYSCORE, PEXPIRE) go through write, which, while dry
 --     is true, only records them, per bucket (and tells ZADD's loop that every entry was
 --     added);
---   * it reads Redis TIME through clock, which reads it once per script, so that every
+--   * its clock is the script's (fragments/clock_shared.lua), read once, so that every
 --     bucket is decided at the same instant, checked and then written.
 --
 -- KEYS     the buckets' keys, all distinct, all in one hash slot
 -- ARGV[1]  mode: "all", "peek", "refund" or "reset"
--- ARGV[2]  empty, or, for tests only, "now" in whole microseconds since 2020-01-01T00:00:00Z
--- ARGV[3]  refund only: empty, or the instant the refunded request was charged, in
+-- ARGV[2]  refund only: empty, or the instant the refunded request was charged, in
 --          microseconds since 2020 (Result.Charge.At), so that a window algorithm gives back
 --          to the window it charged (nothing once that window no longer counts) and the
 --          sliding log drops the entries it added; empty refunds the bucket's current state
--- ARGV[4 + 6(i-1)] .. ARGV[9 + 6(i-1)]  KEYS[i]'s algorithm tag, then its rate, burst,
+-- ARGV[3 + 6(i-1)] .. ARGV[8 + 6(i-1)]  KEYS[i]'s algorithm tag, then its rate, burst,
 --          cost, the algorithm's own argument (its window or warm-up in µs, or empty) and
 --          the reserve of the request's priority (0 for none): the single-key script's
---          ARGV[1..3], [5] and [6]
+--          ARGV[1..5]
+-- then, with the client's clock (WithClientClock), its two arguments (fragments/clock_client.lua)
 --
 -- Returns {all allowed (1 or 0), now in µs since 2020 (the instant every bucket was decided
 -- at, the Charge.At of an admission), then for each key the first five integers of its
@@ -58,13 +58,7 @@ local function write(cmd, ...)
   return 0
 end
 
-local time
-local function clock()
-  if not time then
-    time = redis.call('TIME') -- {seconds, microseconds}
-  end
-  return time
-end
+-- @include clock
 
 -- The algorithms by tag: each {decide = ..., refund = ..., redecide = true or false}.
 local algorithms = {}
@@ -74,23 +68,16 @@ local algorithms = {}
 -- The algorithm of KEYS[i], and its single-key script's ARGV, with cost replaced when cost
 -- is given.
 local function args(i, cost)
-  local b = 6 * i - 2
-  return algorithms[ARGV[b]],
-    {ARGV[b + 1], ARGV[b + 2], cost or ARGV[b + 3], ARGV[2], ARGV[b + 4], ARGV[b + 5]}
+  local b = 6 * i - 3
+  return algorithms[ARGV[b]], {ARGV[b + 1], ARGV[b + 2], cost or ARGV[b + 3], ARGV[b + 4], ARGV[b + 5]}
 end
 
 local mode = ARGV[1]
-local out = {1, 0}
-local now = tonumber(ARGV[2])
-if not now then
-  local t = clock()
-  now = (tonumber(t[1]) - 1577836800) * 1000000 + tonumber(t[2])
-end
-out[2] = now
+local out = {1, now_us}
 
 for i = 1, #KEYS do
-  if not algorithms[ARGV[6 * i - 2]] then
-    return redis.error_reply('UNKNOWNALGORITHM no algorithm has the tag ' .. tostring(ARGV[6 * i - 2]))
+  if not algorithms[ARGV[6 * i - 3]] then
+    return redis.error_reply('UNKNOWNALGORITHM no algorithm has the tag ' .. tostring(ARGV[6 * i - 3]))
   end
 end
 
@@ -106,10 +93,10 @@ end
 
 local cost
 if mode == 'refund' then
-  local at = tonumber(ARGV[3])
+  local at = tonumber(ARGV[2])
   for i = 1, #KEYS do
     local alg, a = args(i)
-    local err = alg.refund(KEYS[i], a, at, now)
+    local err = alg.refund(KEYS[i], a, at, now_us)
     if err then
       return err
     end

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/sluice-go/ratelimit"
 )
 
 //go:embed multi.lua
-var multiSource string
+var multiFile string
+
+var multiSource = expand(multiFile)
 
 //go:embed refund_gcra.lua
 var refundGCRASource string
@@ -31,7 +31,7 @@ var refundWarmupSource string
 // multi is the script of AllowAll, Peek, Refund and Reset (multi.lua), built from every
 // algorithm's single-key script and its refund, so that one call decides buckets of
 // different algorithms together, each by its own.
-var multi = redis.NewScript(multiScript([]multiAlgorithm{
+var multi = newScriptPair(multiScript([]multiAlgorithm{
 	{algorithms[ratelimit.TokenBucket].tag, gcraSource, refundGCRASource, false},
 	{warmup.tag, warmupSource, refundWarmupSource, false},
 	{algorithms[ratelimit.FixedWindow].tag, fixedWindowSource, refundFixedWindowSource, false},
@@ -62,17 +62,14 @@ type multiAlgorithm struct {
 var writes = []string{"SET", "DEL", "ZADD", "ZREMRANGEBYSCORE", "PEXPIRE"}
 
 // multiScript returns multi.lua with, for each of algs, its single-key script made into a
-// function, decide, and its refund function, in a table under its tag. The substitutions
-// are checked: a single-key script that no longer reads TIME as they expect, or writes with
-// a command they do not know, panics here, when the package is loaded, and so in every test.
+// function, decide, and its refund function, in a table under its tag, each on the clock
+// multi.lua reads once (fragments/clock_shared.lua); multi.lua's own clock line stays, for
+// newScriptPair. The substitutions are checked: a single-key script that writes with a
+// command they do not know panics here, when the package is loaded, and so in every test.
 func multiScript(algs []multiAlgorithm) string {
 	var fragment strings.Builder
 	for _, a := range algs {
-		body := a.single
-		if strings.Count(body, "redis.call('TIME')") != 1 {
-			panic("distributed: a single-key script does not read TIME exactly once")
-		}
-		body = strings.Replace(body, "redis.call('TIME')", "clock()", 1)
+		body := clocked(a.single, sharedClock)
 		for _, cmd := range writes {
 			body = strings.ReplaceAll(body, "redis.call('"+cmd+"'", "write('"+cmd+"'")
 		}

@@ -12,6 +12,9 @@ const (
 	DefaultPrefix = "ratelimit:"
 	// DefaultTimeout bounds each decision's round trip to Redis.
 	DefaultTimeout = 50 * time.Millisecond
+	// DefaultMaxSkew is the bound on the skew between the hosts' clocks that
+	// WithClientClock(0) assumes.
+	DefaultMaxSkew = time.Second
 )
 
 // Option configures a Limiter built by New.
@@ -23,7 +26,8 @@ type options struct {
 	algorithm ratelimit.Algorithm
 	crossSlot CrossSlot
 	reserves  ratelimit.Reserves
-	clock     func() time.Time // tests only: see export_test.go
+	now       func() time.Time // the client clock, or nil for Redis TIME (WithClientClock)
+	skew      time.Duration    // the client clock's skew bound
 }
 
 func defaultOptions() options {
@@ -136,4 +140,28 @@ func WithCrossSlot(c CrossSlot) Option {
 // https://github.com/sluice-go/ratelimit/blob/main/docs/algorithms.md#priority-reserves.
 func WithReserves(r ratelimit.Reserves) Option {
 	return func(o *options) { o.reserves = r }
+}
+
+// WithClientClock makes the scripts take the time from this process's clock, passed as an
+// argument, instead of Redis TIME: for hosts that refuse TIME inside scripts. Default: off,
+// the Redis clock, which needs no agreement between application servers and should be kept
+// wherever the host allows it. maxSkew bounds how far apart the clocks of every host sharing
+// the buckets may be; zero means DefaultMaxSkew (1 s), and a negative value turns the option
+// off. The bound costs and buys this much, per bucket: a key outlives its state by maxSkew,
+// so that a host whose clock is behind still finds it; and a host whose clock is d ahead of
+// another's sees a bucket refilled d early, so that it may admit up to Rate·d tokens more
+// than the limit (d <= maxSkew), and sees a window or a quota's period start d early. Keep
+// the hosts on NTP. A calendar quota's periods are computed on the same clock.
+func WithClientClock(maxSkew time.Duration) Option {
+	return func(o *options) {
+		switch {
+		case maxSkew < 0:
+			o.now, o.skew = nil, 0
+		default:
+			if maxSkew == 0 {
+				maxSkew = DefaultMaxSkew
+			}
+			o.now, o.skew = time.Now, maxSkew
+		}
+	}
 }

@@ -5,14 +5,14 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/calendar"
 )
 
 //go:embed quota.lua
-var quotaSource string
+var quotaFile string
+
+var quotaSource = expand(quotaFile)
 
 //go:embed refund_quota.lua
 var refundQuotaSource string
@@ -20,7 +20,7 @@ var refundQuotaSource string
 // quotaScript decides a ratelimit.CalendarQuota; its keys' tag is "cq". Unlike the other
 // algorithms it is not in the algorithms map: a quota's period is its limit's, so it is
 // never a limiter's default, and its argument needs the limiter (see Limiter.quota).
-var quotaScript = redis.NewScript(quotaSource)
+var quotaScript = newScriptPair(quotaSource)
 
 // quotaTag names ratelimit.CalendarQuota in the keys of its buckets.
 const quotaTag = "cq"
@@ -31,14 +31,14 @@ const keepQuotaTag = "cqk"
 
 // keepQuotaScript decides a quota with KeepUsage: quotaScript, reading a count above the
 // call's Burst as the count it is (see keep.go).
-var keepQuotaScript = redis.NewScript(keepQuotaSource)
+var keepQuotaScript = newScriptPair(keepQuotaSource)
 
-// newQuota returns how l runs a calendar quota with script: l's periods as ARGV[5].
-func (l *Limiter) newQuota(tag string, script *redis.Script) algorithm {
-	return algorithm{tag: tag, script: script, args: l.periodsArg}
+// newQuota returns how l runs a calendar quota with scripts: l's periods as ARGV[4].
+func (l *Limiter) newQuota(tag string, scripts scriptPair) algorithm {
+	return algorithm{tag: tag, scripts: scripts, args: l.periodsArg}
 }
 
-// periodsArg appends ARGV[5] of quota.lua: the period holding the limiter's clock (the
+// periodsArg appends ARGV[4] of quota.lua: the period holding the limiter's clock (the
 // test clock, or the system's), the one before and the one after, as
 // "start0:start1:start2:end2" in Unix µs, computed in the limit's zone from this process's
 // time zone database. The script picks the one that holds Redis's clock.
@@ -47,8 +47,8 @@ func (l *Limiter) periodsArg(argv []any, limit ratelimit.Limit) []any {
 	switch {
 	case l.appClock != nil:
 		now = l.appClock()
-	case l.clock != nil:
-		now = l.clock()
+	case l.now != nil:
+		now = l.now()
 	}
 	loc, _, _ := l.zones.Load(limit.Period.Zone) // check has loaded it
 	p := limit.Period

@@ -4,13 +4,11 @@
 -- ARGV[1]  rate (unused: a quota has none)
 -- ARGV[2]  burst: the quota, the most a period gives out (1 <= burst)
 -- ARGV[3]  cost: tokens this request takes (1 <= cost <= burst)
--- ARGV[4]  empty, or, for tests only, "now" in whole microseconds since 2020-01-01T00:00:00Z.
---          When empty the clock is Redis TIME, so application servers' clocks never decide.
--- ARGV[5]  "b0:b1:b2:b3": three periods in a row, in Unix microseconds, as the caller's time
+-- ARGV[4]  "b0:b1:b2:b3": three periods in a row, in Unix microseconds, as the caller's time
 --          zone database places them around the caller's clock: [b0, b1) the one before,
 --          [b1, b2) the current one, [b2, b3) the next. Lua has no time zones; the caller
 --          computes them exactly as the local backend does.
--- ARGV[6]  absent, or the reserve: the tokens this request's priority must leave in the period
+-- ARGV[5]  absent, or the reserve: the tokens this request's priority must leave in the period
 --          for higher ones (0 <= reserve <= burst - cost; ratelimit.Reserves.Tokens)
 --
 -- The period is the one of the three that holds Redis's now: a caller's clock off by less
@@ -27,22 +25,11 @@
 -- Returns {allowed (1 or 0), remaining, retry-after us, reset-after us, delay us (0), now in
 -- us since 2020 (the decision's instant, which a refund of it names)}, all integers.
 
-local burst = tonumber(ARGV[2])
-local cost = tonumber(ARGV[3])
-local usable = burst
-if ARGV[6] then
-  usable = burst - ARGV[6] -- the string converted by Lua: a test, not a call, when absent
-end
+-- @include args
+-- @include clock
+local now = now_us + 1577836800000000 -- periods are in Unix microseconds
 
-local now = tonumber(ARGV[4])
-if now then
-  now = now + 1577836800000000 -- the test clock counts from 2020; periods from 1970
-else
-  local t = redis.call('TIME') -- {seconds, microseconds}
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-
-local b0, b1, b2, b3 = string.match(ARGV[5], '^(%d+):(%d+):(%d+):(%d+)$')
+local b0, b1, b2, b3 = string.match(ARGV[4], '^(%d+):(%d+):(%d+):(%d+)$')
 b0, b1, b2, b3 = tonumber(b0), tonumber(b1), tonumber(b2), tonumber(b3)
 local start, finish
 if b1 <= now and now < b2 then
@@ -73,12 +60,9 @@ local left = finish - now -- us until the period ends
 
 if count + cost <= usable then
   count = count + cost
-  local ttl = math.max(math.ceil(left / 1000), 1)
-  if ARGV[4] ~= '' then
-    ttl = math.max(ttl, 3600000) -- test clock: Redis's own clock, which expires keys, runs on
-  end
+  local ttl = math.max(math.ceil(left / 1000), 1) + pad
   -- %d, not tostring or "..": those print 14 significant digits, and an instant has 16.
-  redis.call('SET', KEYS[1], string.format('%d:%d:%d', start, finish, count), 'PX', ttl)
+  redis.call('SET', KEYS[1], string.format('%d:%d:%d', math.floor(start), math.floor(finish), math.floor(count)), 'PX', ttl)
   return {1, usable - count, 0, left, 0, now - 1577836800000000}
 end
 

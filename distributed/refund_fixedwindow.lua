@@ -5,8 +5,7 @@
 -- owes it nothing. A count of zero is deleted: a missing key means the same.
 --
 -- key  the bucket's key
--- a    the single-key script's ARGV: a[2] burst, a[3] cost, a[4] empty or the test clock,
---      a[5] the window W in µs
+-- a    the single-key script's ARGV: a[2] burst, a[3] cost, a[4] the window W in µs
 -- at   the instant the refunded request was charged, µs since 2020, or nil to refund the
 --      current window (an operator's refund)
 -- now  the instant of the refund, µs since 2020
@@ -26,7 +25,7 @@ local function refund(key, a, at, now)
   if not c or c > tonumber(a[2]) then
     return redis.error_reply('INVALIDSTATE the key holds no value this script writes')
   end
-  local window = tonumber(a[5])
+  local window = tonumber(a[4])
   -- Windows count from 1970; fmod is exact on these integers (see fixedwindow.lua).
   local t = now + 1577836800000000
   local elapsed = math.fmod(t, window)
@@ -44,10 +43,7 @@ local function refund(key, a, at, now)
     redis.call('DEL', key)
     return nil
   end
-  local ttl = math.max(math.ceil((window - elapsed) / 1000), 1)
-  if a[4] ~= '' then
-    ttl = math.max(ttl, 3600000) -- test clock: Redis's own clock, which expires keys, runs on
-  end
-  redis.call('SET', key, string.format('%d:%d', index, c), 'PX', ttl)
+  local ttl = math.max(math.ceil((window - elapsed) / 1000), 1) + pad
+  redis.call('SET', key, string.format('%d:%d', math.floor(index), math.floor(c)), 'PX', ttl)
   return nil
 end

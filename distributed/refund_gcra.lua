@@ -7,8 +7,7 @@
 -- trace of when its tokens were taken (docs/limits.md says what that gives back).
 --
 -- key  the bucket's key
--- a    the single-key script's ARGV: a[1] rate, a[3] cost (tokens to give back), a[4] empty
---      or the test clock
+-- a    the single-key script's ARGV: a[1] rate, a[3] cost (tokens to give back)
 -- at   unused: nil, or the instant the refunded request was charged, µs since 2020
 -- now  the instant of the refund, µs since 2020
 --
@@ -32,10 +31,7 @@ local function refund(key, a, at, now_us)
   end
   -- Keep the key until the bucket is full again, as gcra.lua does.
   local reset = math.min(math.floor((tat - now) * 1000000 / rate + 0.5), 9007199254740992)
-  local ttl = math.max(math.ceil(reset / 1000), 1)
-  if a[4] ~= '' then
-    ttl = math.max(ttl, 3600000) -- test clock: Redis's own clock, which expires keys, runs on
-  end
-  redis.call('SET', key, tat, 'PX', ttl)
+  local ttl = math.max(math.ceil(reset / 1000), 1) + pad
+  redis.call('SET', key, string.format('%.17g', tat), 'PX', ttl)
   return nil
 end

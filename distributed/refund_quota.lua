@@ -2,11 +2,11 @@
 -- cost, never below zero, if that period holds now and at, the instant the refunded
 -- request was charged. A period that has ended took its charges with it, and one the
 -- request was not charged in owes it nothing. A count of zero is deleted: a missing key
--- means the same. The periods the caller computed (a[5]) are not needed: the stored one
+-- means the same. The periods the caller computed (a[4]) are not needed: the stored one
 -- is the bucket's.
 --
 -- key  the bucket's key
--- a    the single-key script's ARGV: a[2] burst, a[3] cost, a[4] empty or the test clock
+-- a    the single-key script's ARGV: a[2] burst, a[3] cost
 -- at   the instant the refunded request was charged, µs since 2020, or nil to refund the
 --      current period (an operator's refund)
 -- now  the instant of the refund, µs since 2020
@@ -41,10 +41,7 @@ local function refund(key, a, at, now)
     redis.call('DEL', key)
     return nil
   end
-  local ttl = math.max(math.ceil((e - t) / 1000), 1)
-  if a[4] ~= '' then
-    ttl = math.max(ttl, 3600000) -- test clock: Redis's own clock, which expires keys, runs on
-  end
-  redis.call('SET', key, string.format('%d:%d:%d', s, e, c), 'PX', ttl)
+  local ttl = math.max(math.ceil((e - t) / 1000), 1) + pad
+  redis.call('SET', key, string.format('%d:%d:%d', math.floor(s), math.floor(e), math.floor(c)), 'PX', ttl)
   return nil
 end

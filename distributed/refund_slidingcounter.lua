@@ -12,8 +12,7 @@
 -- then admits no more than it would have without the request.
 --
 -- key  the bucket's key
--- a    the single-key script's ARGV: a[2] burst, a[3] cost, a[4] empty or the test clock,
---      a[5] the window W in µs
+-- a    the single-key script's ARGV: a[2] burst, a[3] cost, a[4] the window W in µs
 -- at   the instant the refunded request was charged, µs since 2020, or nil to refund the
 --      current window (an operator's refund)
 -- now  the instant of the refund, µs since 2020
@@ -35,7 +34,7 @@ local function refund(key, a, at, now)
     return redis.error_reply('INVALIDSTATE the key holds no value this script writes')
   end
   i = tonumber(i)
-  local w = tonumber(a[5])
+  local w = tonumber(a[4])
   -- Windows count from 1970; fmod is exact on these integers (see slidingcounter.lua).
   local t = now + 1577836800000000
   local current = (t - math.fmod(t, w)) / w
@@ -59,10 +58,7 @@ local function refund(key, a, at, now)
     return nil
   end
   -- The value expires at the end of window i + 1, as slidingcounter.lua writes it.
-  local ttl = math.max(math.ceil(((i + 2) * w - t) / 1000), 1)
-  if a[4] ~= '' then
-    ttl = math.max(ttl, 3600000) -- test clock: Redis's own clock, which expires keys, runs on
-  end
-  redis.call('SET', key, string.format('%d:%d:%d', i, c, p), 'PX', ttl)
+  local ttl = math.max(math.ceil(((i + 2) * w - t) / 1000), 1) + pad
+  redis.call('SET', key, string.format('%d:%d:%d', math.floor(i), math.floor(c), math.floor(p)), 'PX', ttl)
   return nil
 end

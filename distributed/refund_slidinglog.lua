@@ -11,15 +11,14 @@
 -- were not refunded, as if the refunded one had never come.
 --
 -- key  the bucket's key
--- a    the single-key script's ARGV: a[3] cost, a[4] empty or the test clock, a[5] the
---      window W in µs
+-- a    the single-key script's ARGV: a[3] cost, a[4] the window W in µs
 -- at   the instant the refunded request was charged, µs since 2020, or nil
 -- now  the instant of the refund, µs since 2020
 --
 -- Returns nil, or an INVALIDSTATE error reply, having written nothing, for a key of another
 -- type.
 local function refund(key, a, at, now)
-  local window = tonumber(a[5])
+  local window = tonumber(a[4])
   local oldest = string.format('(%.0f', now - window) -- an entry exactly W old has left
   local entries
   if at then
@@ -39,10 +38,7 @@ local function refund(key, a, at, now)
     for first = 1, #entries, 1000 do -- batches far below Lua's limit on unpack
       redis.call('ZREM', key, unpack(entries, first, math.min(first + 999, #entries)))
     end
-    local ttl = math.max(math.ceil(window / 1000), 1)
-    if a[4] ~= '' then
-      ttl = math.max(ttl, 3600000) -- test clock: Redis's own clock, which expires keys, runs on
-    end
+    local ttl = math.max(math.ceil(window / 1000), 1) + pad
     redis.call('PEXPIRE', key, ttl, 'NX') -- only a set that had no expiry: never for ours
   end
   return nil

@@ -7,7 +7,7 @@
 --
 -- key  the bucket's key
 -- a    the single-key script's ARGV: a[1] rate, a[2] burst, a[3] cost (tokens to give back),
---      a[4] empty or the test clock, a[5] the warm-up period p in µs
+--      a[4] the warm-up period p in µs
 -- at   unused: nil, or the instant the refunded request was charged, µs since 2020
 -- now  the instant of the refund, µs since 2020
 --
@@ -27,7 +27,7 @@ local function refund(key, a, at, now)
   if not (s and tat and s > -cap and s < cap and tat > -cap and tat < cap) then -- nil: an error
     return redis.error_reply('INVALIDSTATE the key holds no value this script writes')
   end
-  local rate, burst, p = tonumber(a[1]), tonumber(a[2]), tonumber(a[5])
+  local rate, burst, p = tonumber(a[1]), tonumber(a[2]), tonumber(a[4])
   -- W and tau, and the inverse of W, exactly as warmup.lua computes them.
   local function clock(d)
     local m = math.min(d, p)
@@ -51,10 +51,7 @@ local function refund(key, a, at, now)
   end
   tat = math.max(tat - tonumber(a[3]), w + (burst - tol))
   -- Keep the key until the bucket is cold, as warmup.lua does.
-  local ttl = math.max(math.ceil((inverse(math.max(tat, clock(p)) + burst) - d) / 1000) + 1, 1)
-  if a[4] ~= '' then
-    ttl = math.max(ttl, 3600000) -- test clock: Redis's own clock, which expires keys, runs on
-  end
+  local ttl = math.max(math.ceil((inverse(math.max(tat, clock(p)) + burst) - d) / 1000) + 1, 1) + pad
   redis.call('SET', key, string.format('%.17g:%.17g', s, tat), 'PX', ttl)
   return nil
 end

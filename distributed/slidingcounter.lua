@@ -4,11 +4,9 @@
 -- ARGV[1]  rate (unused: the window below carries it)
 -- ARGV[2]  burst: the most the sliding window holds (1 <= burst)
 -- ARGV[3]  cost: tokens this request takes (1 <= cost <= burst)
--- ARGV[4]  empty, or, for tests only, "now" in whole microseconds since 2020-01-01T00:00:00Z.
---          When empty the clock is Redis TIME, so application servers' clocks never matter.
--- ARGV[5]  the window W = burst/rate in whole microseconds (1 <= W <= 2^53), computed by the
+-- ARGV[4]  the window W = burst/rate in whole microseconds (1 <= W <= 2^53), computed by the
 --          caller exactly as the local backend computes it, so that both agree to the µs.
--- ARGV[6]  absent, or the reserve: the tokens this request's priority must leave in the
+-- ARGV[5]  absent, or the reserve: the tokens this request's priority must leave in the
 --          sliding window for higher ones (0 <= reserve <= burst - cost;
 --          ratelimit.Reserves.Tokens)
 --
@@ -31,21 +29,10 @@
 -- Returns {allowed (1 or 0), remaining, retry-after us, reset-after us, delay us (0), now in
 -- us since 2020 (the decision's instant, which a refund of it names)}, all integers.
 
-local burst = tonumber(ARGV[2])
-local cost = tonumber(ARGV[3])
-local w = tonumber(ARGV[5])
-
-local now = tonumber(ARGV[4])
-if now then
-  now = now + 1577836800000000 -- the test clock counts from 2020; windows from 1970
-else
-  local t = redis.call('TIME') -- {seconds, microseconds}
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-
--- Exact integers: now < 2^53 and fmod is exact on doubles.
-local x = math.fmod(now, w)
-local index = (now - x) / w
+-- @include args
+-- @include clock
+-- @include window
+local w, x = window, elapsed -- the formulas' names
 
 -- The counts as seen from window index: the stored window's, or, one window on, its count
 -- as the previous one; anything older weighs nothing.
@@ -74,10 +61,6 @@ end
 -- backend's are. Sums are ordered so that one that exceeds 2^53 only rounds once past it.
 local cap = 9007199254740992
 
-local usable = burst
-if ARGV[6] then
-  usable = burst - ARGV[6] -- the string converted by Lua: a test, not a call, when absent
-end
 local room = usable - cost
 local est = prev * (w - x) / w + cur
 local allowed = est <= room
@@ -102,12 +85,9 @@ elseif prev > 0 then
 end
 
 if allowed then
-  local ttl = math.max(math.ceil((2 * w - x) / 1000), 1)
-  if ARGV[4] ~= '' then
-    ttl = math.max(ttl, 3600000) -- test clock: Redis's own clock, which expires keys, runs on
-  end
+  local ttl = math.max(math.ceil((2 * w - x) / 1000), 1) + pad
   -- %d, not tostring or "..": those print 14 significant digits, and an index has up to 16.
-  redis.call('SET', KEYS[1], string.format('%d:%d:%d', index, cur, prev), 'PX', ttl)
+  redis.call('SET', KEYS[1], string.format('%d:%d:%d', math.floor(index), math.floor(cur), math.floor(prev)), 'PX', ttl)
   return {1, remaining, 0, reset, 0, now - 1577836800000000}
 end
 

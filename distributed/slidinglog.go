@@ -8,7 +8,9 @@ import (
 )
 
 //go:embed slidinglog.lua
-var slidingLogSource string
+var slidingLogFile string
+
+var slidingLogSource = expand(slidingLogFile)
 
 // slidingLogArgs appends the script's ARGV[5], the window in whole microseconds, from the
 // same function the local backend uses. The limit has passed check, so it has a window.

@@ -6,11 +6,9 @@
 -- ARGV[1]  rate: tokens per second (unused: the window carries it)
 -- ARGV[2]  burst: tokens allowed in any window (1 <= burst <= ratelimit.MaxLogBurst)
 -- ARGV[3]  cost: tokens this request takes (1 <= cost <= burst)
--- ARGV[4]  empty, or, for tests only, "now" in whole microseconds since 2020-01-01T00:00:00Z.
---          When empty the clock is Redis TIME, so application servers' clocks never matter.
--- ARGV[5]  the window W = burst / rate in whole microseconds (>= 1), computed by the caller
+-- ARGV[4]  the window W = burst / rate in whole microseconds (>= 1), computed by the caller
 --          so that every backend works with the same integer
--- ARGV[6]  absent, or the reserve: the tokens this request's priority must leave in the
+-- ARGV[5]  absent, or the reserve: the tokens this request's priority must leave in the
 --          window for higher ones (0 <= reserve <= burst - cost; ratelimit.Reserves.Tokens).
 --          The request is decided as under a burst of usable = burst - reserve; the log, its
 --          trimming and its expiry are the bucket's own.
@@ -21,19 +19,10 @@
 -- Returns {allowed (1 or 0), remaining tokens, retry-after us, reset-after us, delay us (0),
 -- now in us since 2020 (the decision's instant, which a refund of it names)}, integers.
 
-local burst = tonumber(ARGV[2])
-local cost = tonumber(ARGV[3])
-local window = tonumber(ARGV[5])
-local usable = burst
-if ARGV[6] then
-  usable = burst - ARGV[6] -- the string converted by Lua: a test, not a call, when absent
-end
-
-local now = tonumber(ARGV[4])
-if not now then
-  local t = redis.call('TIME') -- {seconds, microseconds}
-  now = (tonumber(t[1]) - 1577836800) * 1000000 + tonumber(t[2])
-end
+-- @include args
+-- @include clock
+local window = tonumber(ARGV[4])
+local now = now_us
 
 -- The window at now holds the entries later than now - W, from first on (times are whole
 -- microseconds): one exactly W old has left. Count them without writing: under maxmemory
@@ -70,16 +59,13 @@ if count + cost <= usable then
     for i = 1, math.min(cost - added, 1000) do
       position = position + 1
       entries[2 * i - 1] = now
-      entries[2 * i] = string.format('%.0f:%d', now, position)
+      entries[2 * i] = string.format('%.0f:%d', now, math.floor(position))
     end
     added = added + redis.call('ZADD', KEYS[1], 'NX', unpack(entries))
   end
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
   -- The newest entry, at now, leaves the window W from now: so does the key.
-  local ttl = math.max(math.ceil(window / 1000), 1)
-  if ARGV[4] ~= '' then
-    ttl = math.max(ttl, 3600000) -- test clock: Redis's own clock, which expires keys, runs on
-  end
+  local ttl = math.max(math.ceil(window / 1000), 1) + pad
   redis.call('PEXPIRE', KEYS[1], ttl)
   return {1, usable - count - cost, 0, window, 0, now}
 end

@@ -9,10 +9,8 @@
 -- ARGV[1]  rate: tokens per second (0 < rate <= 1e6)
 -- ARGV[2]  burst: the bucket's capacity once warm (1 <= burst <= 2^52, burst / rate <= 2^53 us)
 -- ARGV[3]  cost: tokens this request takes (1 <= cost <= burst)
--- ARGV[4]  empty, or, for tests only, "now" in whole microseconds since 2020-01-01T00:00:00Z.
---          When empty the clock is Redis TIME, so application servers' clocks never matter.
--- ARGV[5]  p: the warm-up period in whole microseconds (1 <= p <= 2^53)
--- ARGV[6]  absent, or reserve: tokens a request of a lower priority must leave in the bucket
+-- ARGV[4]  p: the warm-up period in whole microseconds (1 <= p <= 2^53)
+-- ARGV[5]  absent, or reserve: tokens a request of a lower priority must leave in the bucket
 --          for higher ones (0 <= reserve <= burst - cost; ratelimit.Reserves.Tokens)
 --
 -- The value is "s:T": s, when the warm-up began, in microseconds since 2020 (an integer),
@@ -37,20 +35,9 @@
 -- Returns {allowed (1 or 0), remaining tokens, retry-after us, reset-after us, delay us (0),
 -- now in us since 2020 (the decision's instant, which a refund of it names)}, all integers.
 
-local rate = tonumber(ARGV[1])
-local burst = tonumber(ARGV[2])
-local cost = tonumber(ARGV[3])
-local p = tonumber(ARGV[5])
-local usable = burst
-if ARGV[6] then
-  usable = burst - ARGV[6] -- the string converted by Lua: a test, not a call, when absent
-end
-
-local now_us = tonumber(ARGV[4])
-if not now_us then
-  local t = redis.call('TIME') -- {seconds, microseconds}
-  now_us = (tonumber(t[1]) - 1577836800) * 1000000 + tonumber(t[2])
-end
+-- @include args
+-- @include clock
+local p = tonumber(ARGV[4])
 
 local cap = 9007199254740992 -- 2^53: durations stop here, as in every script
 
@@ -187,10 +174,7 @@ if allowed or restarted then
   -- Keep the key until the bucket is cold, when W reaches max(T, W(p)) + burst; a missing
   -- key means the same then. inverse is within microseconds of the float W: a millisecond
   -- more covers it.
-  local ttl = math.max(math.ceil((inverse(math.max(tat, clock(p)) + burst) - d) / 1000) + 1, 1)
-  if ARGV[4] ~= '' then
-    ttl = math.max(ttl, 3600000) -- test clock: Redis's own clock, which expires keys, runs on
-  end
+  local ttl = math.max(math.ceil((inverse(math.max(tat, clock(p)) + burst) - d) / 1000) + 1, 1) + pad
   redis.call('SET', KEYS[1], string.format('%.17g:%.17g', s, tat), 'PX', ttl)
 end
 if allowed then

@@ -101,15 +101,16 @@ const (
 	onRedis
 	onFallback         // Redis healthy behind fallback
 	onFallbackDegraded // Redis unreachable: fallback's local share decides
+	onRedisClientClock // Redis on this process's clock (distributed.WithClientClock)
 )
 
 func (b backendKind) String() string {
-	return [...]string{"local", "redis", "fallback", "degraded"}[b]
+	return [...]string{"local", "redis", "fallback", "degraded", "redis-client-clock"}[b]
 }
 
 // decidedBy is the ratelimit.backend the metrics must report.
 func (b backendKind) decidedBy() string {
-	return [...]string{"local", "distributed", "distributed", "local"}[b]
+	return [...]string{"local", "distributed", "distributed", "local", "distributed"}[b]
 }
 
 // fakeClock is a clock that moves only when told to.
@@ -190,7 +191,7 @@ func (e *crossEnv) limiter(t *testing.T) (ratelimit.Limiter, *fakeClock) {
 	switch e.kind {
 	case onLocal:
 		return newLocal(), clock
-	case onRedis:
+	case onRedis, onRedisClientClock:
 		return e.redis, nil
 	case onFallback:
 		return fallback.New(e.redis, newLocal(), fallback.WithInstances(instances), fallback.WithClock(clock.Now),
@@ -219,20 +220,23 @@ func TestCrossFeatures(t *testing.T) {
 	dead := redis.NewClient(&redis.Options{Addr: deadRedis(t), ContextTimeoutEnabled: true, MaxRetries: -1})
 	t.Cleanup(func() { _ = live.Close(); _ = dead.Close() })
 	// The key of every case is new, as is every bucket of it: the Redis limiters are shared.
-	redisFor := func(client *redis.Client, alg ratelimit.Algorithm) ratelimit.Limiter {
-		l, err := distributed.New(client, distributed.WithAlgorithm(defaultAlgorithm(alg)), distributed.WithReserves(ratelimit.Reserves{}),
-			distributed.WithPrefix(fmt.Sprintf("cross:%d:", time.Now().UnixNano())), distributed.WithTimeout(time.Minute))
+	redisFor := func(client *redis.Client, alg ratelimit.Algorithm, opts ...distributed.Option) ratelimit.Limiter {
+		l, err := distributed.New(client, append([]distributed.Option{distributed.WithAlgorithm(defaultAlgorithm(alg)),
+			distributed.WithReserves(ratelimit.Reserves{}), distributed.WithPrefix(fmt.Sprintf("cross:%d:", time.Now().UnixNano())),
+			distributed.WithTimeout(time.Minute)}, opts...)...)
 		require.NoError(t, err)
 		return l
 	}
 	algorithms := []ratelimit.Algorithm{ratelimit.TokenBucket, ratelimit.FixedWindow, ratelimit.SlidingWindowLog,
 		ratelimit.SlidingWindowCounter, ratelimit.LeakyBucket, ratelimit.CalendarQuota}
-	for _, kind := range []backendKind{onLocal, onRedis, onFallback, onFallbackDegraded} {
+	for _, kind := range []backendKind{onLocal, onRedis, onRedisClientClock, onFallback, onFallbackDegraded} {
 		for _, alg := range algorithms {
 			env := &crossEnv{kind: kind, alg: alg}
 			switch kind {
 			case onRedis, onFallback:
 				env.redis = redisFor(live, alg)
+			case onRedisClientClock:
+				env.redis = redisFor(live, alg, distributed.WithClientClock(0))
 			case onFallbackDegraded:
 				env.redis = redisFor(dead, alg)
 			}

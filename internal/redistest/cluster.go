@@ -71,8 +71,7 @@ func NewCluster(tb testing.TB, opts ...ClusterOption) *Cluster {
 	tb.Helper()
 	// Check both programs before starting anything, so a missing redis-cli
 	// is reported as such rather than after three servers were started.
-	requireBinary(tb, "redis-server")
-	cli := requireBinary(tb, "redis-cli")
+	cli := cliBinary(tb, serverBinary(tb))
 
 	c := &Cluster{cfg: clusterConfig{nodeTimeout: defaultNodeTimeout}}
 	for _, opt := range opts {

@@ -15,8 +15,9 @@
 // Cluster.AwaitFailover and Sentinel.AwaitFailover wait for the replica to take
 // over), and Server.Restart for those that need it back on the same port, empty.
 //
-// When redis-server or redis-cli is not installed the test fails instead of
-// skipping: a skipped Redis test looks green in CI while testing nothing.
+// The server program is redis-server, or the one ServerEnv (REDISTEST_SERVER) names, such as
+// valkey-server. When it or the command-line client is not installed the test fails
+// instead of skipping: a skipped Redis test looks green in CI while testing nothing.
 //
 // Server.Do, and the small RESP2 client behind it, is meant for arranging and
 // inspecting state from tests. It is not a general client: one command at a

@@ -43,7 +43,7 @@ type role struct {
 // with a new port while the chosen one turns out to be taken.
 func start(tb testing.TB, pickPort func() (int, error), r role) *Server {
 	tb.Helper()
-	bin := requireBinary(tb, "redis-server")
+	bin := serverBinary(tb)
 	for attempt := 1; ; attempt++ {
 		port, err := pickPort()
 		if err != nil {

@@ -1,6 +1,7 @@
 package redistest_test
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"os"
@@ -229,19 +230,26 @@ func slotOwner(t *testing.T, n *redistest.Server, key string) int {
 // test with a hint, never a skip that would pass silently. It changes PATH,
 // so it cannot run in parallel.
 func TestMissingBinaryFails(t *testing.T) {
-	serverPath, err := exec.LookPath("redis-server")
-	require.NoError(t, err, "this test needs redis-server installed to build its PATH")
+	server := cmp.Or(os.Getenv(redistest.ServerEnv), "redis-server")
+	serverPath, err := exec.LookPath(server)
+	require.NoError(t, err, "this test needs %s installed to build its PATH", server)
 
 	t.Run("server", func(t *testing.T) {
 		t.Setenv("PATH", t.TempDir())
 		f := runExpectingFatal(t, func(tb testing.TB) { redistest.NewServer(tb) })
-		require.Contains(t, f, "redistest: redis-server not found in PATH")
+		require.Contains(t, f, "redistest: "+server+" not found in PATH")
 		require.Contains(t, f, `run "make test"`)
+	})
+
+	t.Run("named by ServerEnv", func(t *testing.T) {
+		t.Setenv(redistest.ServerEnv, "no-such-server")
+		f := runExpectingFatal(t, func(tb testing.TB) { redistest.NewServer(tb) })
+		require.Contains(t, f, "redistest: no-such-server not found in PATH")
 	})
 
 	t.Run("cluster without redis-cli", func(t *testing.T) {
 		dir := t.TempDir()
-		require.NoError(t, os.Symlink(serverPath, filepath.Join(dir, "redis-server")))
+		require.NoError(t, os.Symlink(serverPath, filepath.Join(dir, filepath.Base(server))))
 		t.Setenv("PATH", dir)
 		f := runExpectingFatal(t, func(tb testing.TB) { redistest.NewCluster(tb) })
 		require.Contains(t, f, "redistest: redis-cli not found in PATH")
@@ -358,4 +366,17 @@ func TestSentinelFailover(t *testing.T) {
 	reply, err = promoted.Do("GET", "k")
 	require.NoError(t, err)
 	require.Equal(t, "7", reply)
+}
+
+// TestServerEnv: the server ServerEnv names is the one that runs, with the command-line
+// client of its family for a Cluster.
+func TestServerEnv(t *testing.T) {
+	t.Setenv(redistest.ServerEnv, "valkey-server")
+	info, err := redistest.NewServer(t).Do("INFO", "server")
+	require.NoError(t, err)
+	require.Contains(t, info, "valkey_version:")
+	c := redistest.NewCluster(t)
+	info, err = c.Nodes()[0].Do("INFO", "server")
+	require.NoError(t, err)
+	require.Contains(t, info, "valkey_version:")
 }

@@ -43,6 +43,13 @@ func NewServer(tb testing.TB) *Server {
 	return start(tb, freePort, role{})
 }
 
+// NewServerArgs is NewServer with args appended to the server's command line, such as
+// "--rename-command", "TIME", "" for a host that refuses a command.
+func NewServerArgs(tb testing.TB, args ...string) *Server {
+	tb.Helper()
+	return start(tb, freePort, role{tail: func(int, string) []string { return args }})
+}
+
 // Addr returns the server's address as "127.0.0.1:PORT".
 func (s *Server) Addr() string {
 	return net.JoinHostPort(host, strconv.Itoa(s.port))
