@@ -26,9 +26,7 @@ func (l *Limiter) background() {
 		case <-tick.C:
 			l.renewAll()
 			l.refreshMembers()
-			if l.sub != nil {
-				l.sub.dropIdle()
-			}
+			l.dropIdle()
 		case <-l.kick:
 		case <-retry.C:
 		}

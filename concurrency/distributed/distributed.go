@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -41,6 +42,7 @@ type Limiter struct {
 	local     *concurrency.Local
 	health    breaker.Breaker // opened by failures in a row: the calls then degrade at once
 	epoch     time.Time       // the breaker's clock
+	lastOK    atomic.Int64    // when Redis last answered, on the breaker's clock
 	closed    atomic.Bool
 	life      context.Context // ended by Close: stops the loops and the waits
 	stop      context.CancelFunc
@@ -123,9 +125,12 @@ func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 	return l, nil
 }
 
-// A slow Redis is not a dead one: a round trip that fails is tried again, within the
-// caller's context, until failuresInARow of the limiter's have failed in a row; the calls
-// then degrade at once, but one every cooldown, which asks Redis first.
+// A slow Redis is not a dead one: a round trip that times out is tried again after a
+// pause, within the caller's context, while Redis answered a call of the limiter's within
+// the last TTL (or since New): the leases held elsewhere may all be live until then, and a
+// share beside them would exceed max. Other failures (a refused connection, an error reply)
+// count at once. failuresInARow of them open the breaker: the calls then degrade at once,
+// but one every cooldown, which asks Redis first.
 const (
 	failuresInARow = 3
 	cooldown       = 250 * time.Millisecond
@@ -147,7 +152,7 @@ func (l *Limiter) Acquire(ctx context.Context, key string, max int) (concurrency
 		return concurrency.Permit{}, err
 	}
 	ls := l.newLease(key, max)
-	q, queued := l.lookQueue(ls.rkey)
+	queued, wakes := l.lookQueue(ls.rkey)
 	if !queued {
 		// Nobody of this limiter waits for the key: ask at once.
 		p, ok, err := l.attempt(ctx, &ls, true)
@@ -155,7 +160,7 @@ func (l *Limiter) Acquire(ctx context.Context, key string, max int) (concurrency
 			return p, err
 		}
 	}
-	w, err := l.enter(ctx, ls.rkey, max, q)
+	w, err := l.enter(ctx, ls.rkey, max, wakes)
 	if err != nil {
 		l.putLease(ls)
 		return concurrency.Permit{}, err
@@ -178,35 +183,55 @@ func (l *Limiter) TryAcquire(ctx context.Context, key string, max int) (concurre
 }
 
 // attempt asks Redis for ls's permit while the breaker lets it, trying a failed round trip
-// again while the caller's context lives and the breaker stays closed; otherwise it answers
-// as failed does. ok is false with a nil error and no permit when Redis refused: ls is then
+// again while the caller's context lives and the breaker stays closed (TryAcquire too:
+// it never waits for a permit, but may for Redis); otherwise it answers as failed does. ok is false with a nil error and no permit when Redis refused: ls is then
 // the caller's again.
 func (l *Limiter) attempt(ctx context.Context, lsp **lease, wait bool) (concurrency.Permit, bool, error) {
+	var pause time.Duration
 	for {
 		ls := *lsp
-		key, max := ls.key, ls.max
+		key, n := ls.key, ls.max
 		admit, ticket := l.health.Admit(l.now())
 		if !admit {
 			l.putLease(ls)
 			*lsp = nil
-			return l.failed(ctx, key, max, errOpen, wait)
+			return l.failed(ctx, key, n, errOpen, wait)
 		}
 		p, ok, err := l.try(ctx, ls)
 		switch {
 		case err == nil:
 			l.health.Success(ticket)
+			if now := l.now(); now-l.lastOK.Load() > int64(time.Millisecond) {
+				l.lastOK.Store(now)
+			}
 			return p, ok, nil
 		case ctx.Err() != nil || errors.Is(err, ratelimit.ErrInvalidState) || errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ratelimit.ErrTimeout):
 			l.health.Inconclusive(ticket, l.now())
 			*lsp = nil
 			return concurrency.Permit{}, false, err
 		}
-		l.health.Failure(ticket, l.now(), err)
 		*lsp = nil // ls went to be released
-		if l.health.State() != breaker.Closed || !wait {
-			return l.failed(ctx, key, max, err, wait)
+		now := l.now()
+		if !errors.Is(err, ratelimit.ErrTimeout) || now-l.lastOK.Load() >= int64(l.ttl) {
+			// Redis is down (it refused the connection, it answered with an error), or has
+			// not answered for a whole TTL: a failure, toward the breaker.
+			l.health.Failure(ticket, now, err)
+			if l.health.State() != breaker.Closed {
+				return l.failed(ctx, key, n, err, wait)
+			}
+		} else {
+			l.health.Inconclusive(ticket, now)
 		}
-		*lsp = l.newLease(key, max)
+		// Ask again after a pause that doubles, from the bound of a round trip up to the
+		// poll, so that the retries do not slow a slow Redis further.
+		pause = min(max(2*pause, l.timeout, time.Millisecond), l.poll)
+		if !sleep(ctx, pause/2+rand.N(pause)) {
+			return concurrency.Permit{}, false, fmt.Errorf("distributed: waiting for a permit: %w", ctx.Err())
+		}
+		if l.life.Err() != nil {
+			return concurrency.Permit{}, false, errClosed
+		}
+		*lsp = l.newLease(key, n)
 	}
 }
 

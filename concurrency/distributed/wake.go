@@ -18,8 +18,9 @@ import (
 type keyQueue struct {
 	head, tail *waiter
 	n          int
-	most       int  // the highest max among the waiters, for Stats
-	touched    bool // a caller waited since the last sweep (subscriber.dropIdle)
+	most       int    // the highest max among the waiters, for Stats
+	touched    bool   // a caller used the key since the last sweep (dropIdle)
+	wakes      uint64 // wake-ups so far: one that comes between a refusal and enter is not lost
 }
 
 // waiter is one caller in a keyQueue.
@@ -29,17 +30,24 @@ type waiter struct {
 	promoted   chan struct{} // the waiter became the first: it polls from now on
 }
 
-// lookQueue returns rkey's queue, and whether anyone waits in it.
-func (l *Limiter) lookQueue(rkey string) (*keyQueue, bool) {
+// lookQueue returns whether anyone waits in rkey's queue, and the count of its wake-ups,
+// making the queue if need be.
+func (l *Limiter) lookQueue(rkey string) (queued bool, wakes uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	q := l.queues[rkey]
-	return q, q != nil && q.n > 0
+	if q == nil {
+		q = &keyQueue{}
+		l.queues[rkey] = q
+	}
+	q.touched = true
+	return q.n > 0, q.wakes
 }
 
 // enter puts a caller asking for max at the end of rkey's queue, if it has room, and has
-// the subscriber listen to rkey's wake-ups.
-func (l *Limiter) enter(ctx context.Context, rkey string, max int, _ *keyQueue) (*waiter, error) {
+// the subscriber listen to rkey's wake-ups. A wake-up since wakes (read before the
+// caller's last refusal) makes it ask again at once.
+func (l *Limiter) enter(ctx context.Context, rkey string, max int, wakes uint64) (*waiter, error) {
 	l.mu.Lock()
 	if l.closed.Load() {
 		l.mu.Unlock()
@@ -68,6 +76,9 @@ func (l *Limiter) enter(ctx context.Context, rkey string, max int, _ *keyQueue) 
 	q.n++
 	q.most = maxInt(q.most, max)
 	q.touched = true
+	if q.wakes != wakes {
+		signal(w.wake)
+	}
 	l.mu.Unlock()
 	if l.sub != nil {
 		l.sub.want(rkey)
@@ -119,8 +130,11 @@ func (l *Limiter) leave(w *waiter, rkey string, passOn bool) {
 // wakeOne wakes the first of this limiter's waiters for rkey, if any: a permit was freed.
 func (l *Limiter) wakeOne(rkey string) {
 	l.mu.Lock()
-	if q := l.queues[rkey]; q != nil && q.head != nil {
-		signal(q.head.wake)
+	if q := l.queues[rkey]; q != nil {
+		q.wakes++
+		if q.head != nil {
+			signal(q.head.wake)
+		}
 	}
 	l.mu.Unlock()
 }
@@ -170,11 +184,10 @@ func (l *Limiter) wait(ctx context.Context, w *waiter, ls *lease) (concurrency.P
 		case <-w.wake:
 		case <-tick:
 		}
-		granted := ls
 		p, ok, err := l.attempt(ctx, &ls, true)
 		switch {
-		case ok && ls != nil:
-			l.leave(w, rkey, granted.free > 0)
+		case ok && ls != nil: // ls is the lease granted (attempt may have replaced it)
+			l.leave(w, rkey, ls.free > 0)
 			return p, nil
 		case ok || err != nil || ls == nil:
 			l.leave(w, rkey, true)
@@ -296,28 +309,36 @@ func (s *subscriber) run() {
 	}
 }
 
-// dropIdle unsubscribes from the keys nobody waited for since the last sweep, and forgets
-// their queues.
-func (s *subscriber) dropIdle() {
-	l := s.l
+// dropIdle forgets the queues of the keys nobody used since the last sweep, and
+// unsubscribes from their wake-ups.
+func (l *Limiter) dropIdle() {
 	var drop []string
 	l.mu.Lock()
-	s.mu.Lock()
-	for ch := range s.wanted {
-		q := l.queues[ch]
-		if q == nil || q.n == 0 && !q.touched {
-			drop = append(drop, ch)
-			delete(s.wanted, ch)
-			delete(l.queues, ch)
+	for rkey, q := range l.queues {
+		if q.n == 0 && !q.touched {
+			delete(l.queues, rkey)
+			drop = append(drop, rkey)
 		} else {
 			q.touched = false
 		}
 	}
-	s.mu.Unlock()
 	l.mu.Unlock()
-	if len(drop) > 0 {
+	if l.sub == nil {
+		return
+	}
+	s := l.sub
+	s.mu.Lock()
+	unsubscribe := drop[:0]
+	for _, rkey := range drop {
+		if _, ok := s.wanted[rkey]; ok {
+			delete(s.wanted, rkey)
+			unsubscribe = append(unsubscribe, rkey)
+		}
+	}
+	s.mu.Unlock()
+	if len(unsubscribe) > 0 {
 		var dl deadline
-		_ = s.ps.Unsubscribe(bounded(l.life, l.bgBound, &dl), drop...)
+		_ = s.ps.Unsubscribe(bounded(l.life, l.bgBound, &dl), unsubscribe...)
 	}
 }
 
