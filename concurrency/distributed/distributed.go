@@ -211,6 +211,9 @@ func (l *Limiter) attempt(ctx context.Context, lsp **lease, wait bool) (concurre
 			return concurrency.Permit{}, false, err
 		}
 		*lsp = nil // ls went to be released
+		if l.onFailure == ReturnError {
+			return concurrency.Permit{}, false, err // the caller's breaker decides
+		}
 		now := l.now()
 		if !errors.Is(err, ratelimit.ErrTimeout) || now-l.lastOK.Load() >= int64(l.ttl) {
 			// Redis is down (it refused the connection, it answered with an error), or has

@@ -30,9 +30,10 @@ const (
 	// process: max/instances, rounded down, at least 1 (WithInstances). The fleet then
 	// admits about max while Redis is away, never an unlimited number.
 	Degrade OnFailure = iota
-	// ReturnError returns the error (wrapping ratelimit.ErrTimeout or the client's), for
-	// the caller to decide: package concurrency/fallback's breaker, or a middleware's error
-	// policy, which under FailOpen runs the request without a permit.
+	// ReturnError returns the first failure's error at once (wrapping ratelimit.ErrTimeout
+	// or the client's), for the caller to decide: package concurrency/fallback's breaker,
+	// or a middleware's error policy, which under FailOpen runs the request without a
+	// permit.
 	ReturnError
 )
 
