@@ -48,6 +48,9 @@ func (l *Limiter) lookQueue(rkey string) (queued bool, wakes uint64) {
 // the subscriber listen to rkey's wake-ups. A wake-up since wakes (read before the
 // caller's last refusal) makes it ask again at once.
 func (l *Limiter) enter(ctx context.Context, rkey string, max int, wakes uint64) (*waiter, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("distributed: waiting for a permit: %w", err)
+	}
 	l.mu.Lock()
 	if l.closed.Load() {
 		l.mu.Unlock()
@@ -83,7 +86,7 @@ func (l *Limiter) enter(ctx context.Context, rkey string, max int, wakes uint64)
 	if l.sub != nil {
 		l.sub.want(rkey)
 	}
-	return w, ctx.Err()
+	return w, nil
 }
 
 // errFull is returned as is: a refusal needs no allocation.
