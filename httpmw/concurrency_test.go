@@ -124,9 +124,9 @@ func TestConcurrencyErrorPolicy(t *testing.T) {
 
 // By default the Redis limiter does not fail when Redis is down: it degrades to this
 // instance's share of max, so every error policy runs the request with a permit, and the
-// share holds (max 2, one instance: a third request in flight is refused).
+// share holds (max 4, two instances: a third request in flight is refused).
 func TestConcurrencyDegradesByDefault(t *testing.T) {
-	down := downLimiter(t, cdistributed.WithQueue(-1))
+	down := downLimiter(t, cdistributed.WithQueue(-1), cdistributed.WithInstances(2))
 	entered, release := make(chan struct{}), make(chan struct{})
 	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("slow") == "1" {
@@ -135,7 +135,7 @@ func TestConcurrencyDegradesByDefault(t *testing.T) {
 		}
 		_, _ = io.WriteString(w, "ok")
 	})
-	srv := httptest.NewServer(httpmw.New(nil, httpmw.WithConcurrency(down, 2),
+	srv := httptest.NewServer(httpmw.New(nil, httpmw.WithConcurrency(down, 4),
 		httpmw.WithErrorPolicy(ratelimit.FailClosed))(slow))
 	t.Cleanup(srv.Close)
 	first := make(chan int, 2)
