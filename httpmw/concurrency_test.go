@@ -1,11 +1,13 @@
 package httpmw_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -16,6 +18,7 @@ import (
 	"github.com/sluice-go/ratelimit/concurrency"
 	cdistributed "github.com/sluice-go/ratelimit/concurrency/distributed"
 	"github.com/sluice-go/ratelimit/httpmw"
+	"github.com/sluice-go/ratelimit/observe"
 	"github.com/sluice-go/ratelimit/otelmetrics/otelmetricstest"
 )
 
@@ -112,14 +115,42 @@ func TestConcurrencyErrorPolicy(t *testing.T) {
 		return false
 	})
 	down := downLimiter(t, cdistributed.WithOnFailure(cdistributed.ReturnError))
-	open := httptest.NewServer(httpmw.New(nil, httpmw.WithConcurrency(down, 1), onError)(ok))
+	var openObs, closedObs unpermitted
+	open := httptest.NewServer(httpmw.New(nil, httpmw.WithConcurrency(down, 1), onError, httpmw.WithObserver(&openObs))(ok))
 	t.Cleanup(open.Close)
 	closed := httptest.NewServer(httpmw.New(nil, httpmw.WithConcurrency(down, 1), onError,
-		httpmw.WithErrorPolicy(ratelimit.FailClosed))(ok))
+		httpmw.WithErrorPolicy(ratelimit.FailClosed), httpmw.WithObserver(&closedObs))(ok))
 	t.Cleanup(closed.Close)
 	assert.Equal(t, 200, send(t, http.MethodGet, open.URL, ""))
 	assert.Equal(t, 503, send(t, http.MethodGet, closed.URL, ""))
 	require.Len(t, reported, 2)
+	// The observer is told which request ran without a permit: the one of FailOpen.
+	assert.Equal(t, [2]int{1, 1}, openObs.counts(), "errors, unpermitted under FailOpen")
+	assert.Equal(t, [2]int{1, 0}, closedObs.counts(), "errors, unpermitted under FailClosed")
+}
+
+// unpermitted counts the concurrency decisions that failed, and those whose request ran
+// anyway (observe.Decision.Unpermitted).
+type unpermitted struct {
+	mu          sync.Mutex
+	errs, moved int
+}
+
+func (u *unpermitted) ObserveDecision(_ context.Context, d observe.Decision) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if d.Concurrency && d.Outcome == observe.OutcomeError {
+		u.errs++
+	}
+	if d.Unpermitted {
+		u.moved++
+	}
+}
+
+func (u *unpermitted) counts() [2]int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return [2]int{u.errs, u.moved}
 }
 
 // By default the Redis limiter does not fail when Redis is down: it degrades to this
