@@ -180,8 +180,8 @@ func (w *pubSubWaiter) Acquire(ctx context.Context, key string, max int) (concur
 		w.waiters = append(w.waiters, wake)
 		w.mu.Unlock()
 		id := w.id + ":" + strconv.FormatUint(w.seq.Add(1), 10)
-		vals, err := w.acquire.Run(ctx, w.client, []string{key}, max, int64(time.Minute/time.Microsecond), id).Int64Slice()
-		if err == nil && vals[0] == 1 {
+		n, err := w.acquire.Run(ctx, w.client, []string{key}, max, int64(time.Minute/time.Microsecond), id).Int64()
+		if err == nil && n > 0 { // 1 + the permits still free
 			w.leave(wake)
 			return concurrency.NewPermit(&pubSubPermit{w: w, key: key, id: id}, 0), nil
 		}
