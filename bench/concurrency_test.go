@@ -2,7 +2,10 @@ package bench
 
 import (
 	"context"
+	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,11 +59,11 @@ func BenchmarkConcurrencyLocal(b *testing.B) {
 }
 
 // BenchmarkConcurrencyRedis measures a permit on Redis (concurrency/distributed: one script
-// to acquire, one to release) at 8 and 64 goroutines, beside a bare EVALSHA of a script
-// that does nothing (the floor of one round trip), on one hot key and over 100,000 keys,
-// on the client settings of BenchmarkRedis. Max is never reached: every call is admitted,
-// and each call's latency is the permit's two round trips. Redis holds no permit after
-// each run.
+// to acquire, one to release) at 1, 8 and 64 goroutines, beside two bare EVALSHA calls of a
+// script that does nothing ("2evalsha", the floor of a permit's two round trips), on one
+// hot key and over 10,000 keys, on the client settings of BenchmarkRedis. Max is never
+// reached: every call is admitted, and each call's latency is the permit's two round trips.
+// Redis holds no permit after each run.
 //
 //	cd bench && go test -run '^$' -bench 'ConcurrencyRedis' -benchmem -count 1
 func BenchmarkConcurrencyRedis(b *testing.B) {
@@ -84,26 +87,103 @@ func BenchmarkConcurrencyRedis(b *testing.B) {
 		p.Release()
 		return true, nil
 	}
+	evalsha := openEvalSHA(b, client, redisTraffic{})
+	twice := func(key string) (bool, error) {
+		if ok, err := evalsha(key); !ok || err != nil {
+			return ok, err
+		}
+		return evalsha(key)
+	}
 	contenders := []struct {
 		name   string
 		decide take
-	}{{"ours", permit}, {"evalsha", openEvalSHA(b, client, redisTraffic{})}}
+	}{{"ours", permit}, {"2evalsha", twice}}
 	for _, set := range []struct {
 		name string
 		keys []string
-	}{{"hot", ipKeys(1)}, {"100k", ipKeys(100_000)}} {
-		for _, g := range []int{8, 64} {
+	}{{"hot", ipKeys(1)}, {"10k", ipKeys(10_000)}} {
+		for _, g := range []int{1, 8, 64} {
 			for _, c := range contenders {
 				b.Run(c.name+"/"+set.name+"/"+strconv.Itoa(g), func(b *testing.B) {
 					if allowed, failed := spread(8, set.keys[:min(len(set.keys), 1000)], c.decide); failed != 0 || allowed == 0 {
 						b.Fatalf("first calls: %d admitted, %d failed", allowed, failed) // and the scripts are loaded
 					}
 					runRedisLoad(b, srv, g, set.keys, true, c.decide)
-					if n := dbSize(b, srv); n != 0 {
-						b.Fatalf("Redis holds %d keys after the run, want none: a permit was not released", n)
+					// The one key left is the fleet's count of limiters (distributed.DefaultPrefix).
+					if n, err := client.Exists(ctx, distributed.DefaultPrefix).Result(); err != nil || dbSize(b, srv) != n {
+						b.Fatalf("Redis holds %d keys after the run, want only the fleet's: a permit was not released (%v)", dbSize(b, srv), err)
 					}
 				})
 			}
 		}
 	}
+}
+
+// BenchmarkConcurrencyWakeup measures the wake-up latency across processes: limiter A
+// releases the only permit of a key (max 1) that limiter B, on its own connections as
+// another process would be, waits for; the time from A's release to B's grant, p50 and p99,
+// with the Redis calls per grant counted by Redis (INFO commandstats: the scripts and
+// PUBLISH). B's poll is an hour: only the wake-up can hand the permit on.
+//
+//	cd bench && go test -run '^$' -bench 'ConcurrencyWakeup' -benchmem -count 1
+func BenchmarkConcurrencyWakeup(b *testing.B) {
+	srv := redistest.NewServer(b)
+	pinRedis(b, srv)
+	ctx := context.Background()
+	open := func() *distributed.Limiter {
+		client := newRedisClient(srv.Addr())
+		b.Cleanup(func() { client.Close() })
+		l, err := distributed.New(client, distributed.WithTimeout(time.Second), distributed.WithPoll(time.Hour))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { l.Close() })
+		return l
+	}
+	a, w := open(), open()
+	lats := make([]time.Duration, 0, b.N)
+	calls := func() int64 {
+		reply, err := srv.Do("INFO", "commandstats")
+		if err != nil {
+			b.Fatal(err)
+		}
+		var n int64
+		for _, line := range strings.Split(reply.(string), "\r\n") {
+			for _, cmd := range []string{"cmdstat_evalsha:", "cmdstat_eval:", "cmdstat_publish:"} {
+				if rest, ok := strings.CutPrefix(line, cmd+"calls="); ok {
+					v, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+					n += v
+				}
+			}
+		}
+		return n
+	}
+	start := calls()
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := a.Acquire(ctx, "wake", 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		got := make(chan time.Time)
+		go func() {
+			q, err := w.Acquire(ctx, "wake", 1)
+			if err != nil {
+				b.Error(err)
+			}
+			got <- time.Now()
+			q.Release()
+		}()
+		for w.Stats().Waiting == 0 {
+			runtime.Gosched()
+		}
+		t0 := time.Now()
+		p.Release()
+		lats = append(lats, (<-got).Sub(t0))
+	}
+	b.StopTimer()
+	slices.Sort(lats)
+	b.ReportMetric(float64(lats[len(lats)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lats[len(lats)*99/100].Microseconds()), "p99-µs")
+	b.ReportMetric(float64(calls()-start)/float64(len(lats)), "redis-calls/op")
 }

@@ -135,9 +135,10 @@ func WithPriorityFunc(f func(c *gin.Context) ratelimit.Priority) Option {
 // tokens the rate limit took. The key is the one [WithKeyFunc] finds, under the request's
 // policy; a request denied by the rate limit takes no permit. The error policy
 // ([WithErrorPolicy]) covers l's failures as the rate limiter's: under FailOpen a request
-// proceeds without a permit. Without a rate limit option only concurrency is limited, and
-// the rate limiter given may be nil. New panics when l is nil, when max is below 1, and
-// beside [WithLimits] or [WithShadow]. Default: no concurrency limit. See
+// proceeds without a permit (concurrency/distributed does not fail by default: it degrades
+// to this instance's share of max). Without a rate limit option only concurrency is
+// limited, and the rate limiter given may be nil. New panics when l is nil, when max is
+// below 1, and beside [WithLimits] or [WithShadow]. Default: no concurrency limit. See
 // https://github.com/sluice-go/ratelimit/blob/main/docs/concurrency.md.
 func WithConcurrency(l concurrency.Limiter, max int) Option {
 	return func(o *options) { o.SetConcurrency(l, max, nil) }

@@ -171,10 +171,11 @@ func WithPriorityFunc(f func(ctx context.Context, fullMethod string) ratelimit.P
 // invites, would add to the load), and keeps the tokens the rate limit took. The key is the
 // one [WithKeyFunc] finds, under the call's policy; a call denied by the rate limit takes
 // no permit. The error policy ([WithErrorPolicy]) covers l's failures as the rate
-// limiter's: under FailOpen a call proceeds without a permit. Without a rate limit option
-// only concurrency is limited, and the rate limiter given may be nil. The constructors
-// panic when l is nil, when max is below 1, and beside [WithLimits] or [WithShadow].
-// Default: no concurrency limit. See
+// limiter's: under FailOpen a call proceeds without a permit (concurrency/distributed does
+// not fail by default: it degrades to this instance's share of max). Without a rate limit
+// option only concurrency is limited, and the rate limiter given may be nil. The
+// constructors panic when l is nil, when max is below 1, and beside [WithLimits] or
+// [WithShadow]. Default: no concurrency limit. See
 // https://github.com/sluice-go/ratelimit/blob/main/docs/concurrency.md.
 func WithConcurrency(l concurrency.Limiter, max int) Option {
 	return func(o *options) { o.SetConcurrency(l, max, nil) }

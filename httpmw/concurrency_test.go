@@ -1,11 +1,13 @@
 package httpmw_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -16,6 +18,7 @@ import (
 	"github.com/sluice-go/ratelimit/concurrency"
 	cdistributed "github.com/sluice-go/ratelimit/concurrency/distributed"
 	"github.com/sluice-go/ratelimit/httpmw"
+	"github.com/sluice-go/ratelimit/observe"
 	"github.com/sluice-go/ratelimit/otelmetrics/otelmetricstest"
 )
 
@@ -89,35 +92,91 @@ func TestConcurrencyRefused(t *testing.T) {
 }
 
 // downLimiter returns the Redis concurrency limiter over a loopback port nothing listens on.
-func downLimiter(t *testing.T) concurrency.Limiter {
+func downLimiter(t *testing.T, opts ...cdistributed.Option) concurrency.Limiter {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
 	client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = client.Close() })
-	l, err := cdistributed.New(client)
+	l, err := cdistributed.New(client, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	return l
 }
 
-// A concurrency limiter that fails goes to the error policy, as a rate limiter's failure
-// does: fail open runs the handler without a permit, fail closed answers 503 "unavailable".
+// A concurrency limiter that fails (the Redis one, told to return its errors) goes to the
+// error policy, as a rate limiter's failure does: fail open runs the handler without a
+// permit, fail closed answers 503 "unavailable".
 func TestConcurrencyErrorPolicy(t *testing.T) {
 	var reported []error
 	onError := httpmw.WithErrorHandler(func(_ http.ResponseWriter, _ *http.Request, err error) bool {
 		reported = append(reported, err)
 		return false
 	})
-	down := downLimiter(t)
-	open := httptest.NewServer(httpmw.New(nil, httpmw.WithConcurrency(down, 1), onError)(ok))
+	down := downLimiter(t, cdistributed.WithOnFailure(cdistributed.ReturnError))
+	var openObs, closedObs unpermitted
+	open := httptest.NewServer(httpmw.New(nil, httpmw.WithConcurrency(down, 1), onError, httpmw.WithObserver(&openObs))(ok))
 	t.Cleanup(open.Close)
 	closed := httptest.NewServer(httpmw.New(nil, httpmw.WithConcurrency(down, 1), onError,
-		httpmw.WithErrorPolicy(ratelimit.FailClosed))(ok))
+		httpmw.WithErrorPolicy(ratelimit.FailClosed), httpmw.WithObserver(&closedObs))(ok))
 	t.Cleanup(closed.Close)
 	assert.Equal(t, 200, send(t, http.MethodGet, open.URL, ""))
 	assert.Equal(t, 503, send(t, http.MethodGet, closed.URL, ""))
 	require.Len(t, reported, 2)
-	assert.ErrorIs(t, reported[0], ratelimit.ErrTimeout, "the backend did not answer")
+	// The observer is told which request ran without a permit: the one of FailOpen.
+	assert.Equal(t, [2]int{1, 1}, openObs.counts(), "errors, unpermitted under FailOpen")
+	assert.Equal(t, [2]int{1, 0}, closedObs.counts(), "errors, unpermitted under FailClosed")
+}
+
+// unpermitted counts the concurrency decisions that failed, and those whose request ran
+// anyway (observe.Decision.Unpermitted).
+type unpermitted struct {
+	mu          sync.Mutex
+	errs, moved int
+}
+
+func (u *unpermitted) ObserveDecision(_ context.Context, d observe.Decision) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if d.Concurrency && d.Outcome == observe.OutcomeError {
+		u.errs++
+	}
+	if d.Unpermitted {
+		u.moved++
+	}
+}
+
+func (u *unpermitted) counts() [2]int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return [2]int{u.errs, u.moved}
+}
+
+// By default the Redis limiter does not fail when Redis is down: it degrades to this
+// instance's share of max, so every error policy runs the request with a permit, and the
+// share holds (max 4, two instances: a third request in flight is refused).
+func TestConcurrencyDegradesByDefault(t *testing.T) {
+	down := downLimiter(t, cdistributed.WithQueue(-1), cdistributed.WithInstances(2))
+	entered, release := make(chan struct{}), make(chan struct{})
+	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("slow") == "1" {
+			entered <- struct{}{}
+			<-release
+		}
+		_, _ = io.WriteString(w, "ok")
+	})
+	srv := httptest.NewServer(httpmw.New(nil, httpmw.WithConcurrency(down, 4),
+		httpmw.WithErrorPolicy(ratelimit.FailClosed))(slow))
+	t.Cleanup(srv.Close)
+	first := make(chan int, 2)
+	for range 2 {
+		go func() { first <- send(t, http.MethodGet, srv.URL+"/?slow=1", "") }()
+		<-entered
+	}
+	assert.Equal(t, 503, send(t, http.MethodGet, srv.URL, ""), "the share is full")
+	close(release)
+	assert.Equal(t, 200, <-first)
+	assert.Equal(t, 200, <-first)
+	assert.Equal(t, 200, send(t, http.MethodGet, srv.URL, ""))
 }

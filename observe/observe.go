@@ -76,6 +76,9 @@ type Decision struct {
 	// concurrency limiter, Duration is the time spent getting the permit, Cost is 1, and
 	// Limit and Remaining are zero.
 	Concurrency bool
+	// Unpermitted reports a concurrency decision whose limiter failed (Outcome is error)
+	// and whose request ran anyway, without a permit: the error policy was FailOpen.
+	Unpermitted bool
 }
 
 // Outcome is what a decision came to: allowed, denied, or no decision (an error).

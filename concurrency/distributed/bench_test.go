@@ -13,10 +13,16 @@ import (
 
 func TestTwoScriptsPerPermit(t *testing.T) {
 	server := redistest.NewServer(t)
-	l := newLimiter(t, newClient(t, server.Addr()))
-	p, err := l.Acquire(t.Context(), "k", 1) // loads the scripts (EVALSHA, then EVAL)
+	client := newClient(t, server.Addr())
+	l := newLimiter(t, client)
+	p, err := l.Acquire(t.Context(), "k", 1) // loads the scripts (EVALSHA, then SCRIPT LOAD)
 	require.NoError(t, err)
 	p.Release()
+	// The limiter has said it is alive (members.lua), once at New, then every TTL/3 (10 s).
+	require.Eventually(t, func() bool {
+		n, err := client.Exists(t.Context(), distributed.DefaultPrefix).Result()
+		return err == nil && n == 1
+	}, 10*time.Second, time.Millisecond)
 	_, err = server.Do("CONFIG", "RESETSTAT")
 	require.NoError(t, err)
 	for range 10 {

@@ -3,14 +3,11 @@ package distributed
 import (
 	"context"
 	crand "crypto/rand"
-	_ "embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,45 +16,45 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/concurrency"
-)
-
-var (
-	//go:embed acquire.lua
-	acquireLua    string
-	acquireScript = redis.NewScript(acquireLua)
-	//go:embed release.lua
-	releaseLua    string
-	releaseScript = redis.NewScript(releaseLua)
-	//go:embed renew.lua
-	renewLua    string
-	renewScript = redis.NewScript(renewLua)
+	"github.com/sluice-go/ratelimit/internal/breaker"
 )
 
 // Limiter is a concurrency.Limiter whose permits live in Redis, so that every instance of a
 // service shares them. Each acquisition is one atomic Lua script on one key, timed by the
 // Redis clock; each release is another. It is safe for concurrent use.
 type Limiter struct {
-	client  redis.Scripter
-	prefix  string
-	ttl     time.Duration
-	timeout time.Duration
-	poll    time.Duration
-	queue   int
-	id      string        // names this limiter's permits: id:sequence
-	seq     atomic.Uint64 // the last permit's sequence
-	closed  atomic.Bool
-	life    context.Context // ended by Close: stops the renewals and the waits
-	stop    context.CancelFunc
-	done    chan struct{} // closed when the renewal goroutine has returned
+	client    redis.Scripter
+	proc      processor // client's Process, when it has one: the allocation-free path
+	prefix    string
+	ttl       time.Duration
+	ttlArg    any // ttl in microseconds, boxed once
+	timeout   time.Duration
+	bgBound   time.Duration // bounds the limiter's own round trips
+	poll      time.Duration
+	queue     int
+	onFailure OnFailure
+	instances int          // 0: counted in Redis
+	members   atomic.Int64 // the live limiters of the prefix, as last counted
+	id        [16]byte     // hex: names this limiter's permits (id + sequence) and wake-ups
+	idArg     any
+	seq       atomic.Uint64 // the last permit's sequence
+	leases    sync.Pool     // of *lease
+	local     *concurrency.Local
+	health    breaker.Breaker // opened by failures in a row: the calls then degrade at once
+	epoch     time.Time       // the breaker's clock
+	lastOK    atomic.Int64    // when Redis last answered, on the breaker's clock
+	closed    atomic.Bool
+	life      context.Context // ended by Close: stops the loops and the waits
+	stop      context.CancelFunc
+	kick      chan struct{} // wakes the background loop: a release to retry
+	wg        sync.WaitGroup
 
 	mu      sync.Mutex
-	leases  map[string]map[*lease]struct{} // held permits by Redis key, for renewal
-	waiting map[string]waiters             // callers waiting, by Redis key
+	held    leaseList            // permits granted and not released, for renewal
+	pending leaseList            // releases Redis has not confirmed, retried in the background
+	queues  map[string]*keyQueue // callers waiting, by Redis key
+	sub     *subscriber          // nil when the client cannot subscribe
 }
-
-// waiters are the callers of a limiter waiting for one key: how many, and the highest max
-// they asked for.
-type waiters struct{ n, max int }
 
 var (
 	_ concurrency.Limiter       = (*Limiter)(nil)
@@ -69,9 +66,12 @@ var (
 // *redis.ClusterClient, *redis.Ring, or a redis.UniversalClient holding one of them. Build
 // it with ContextTimeoutEnabled: true (see WithTimeout).
 //
-// New does not contact Redis, so a service starts while Redis is down. It starts one
-// goroutine, which renews the leases of the permits the limiter holds until Close. It
-// returns an error for a nil client, or a TTL shorter than 3 times the timeout.
+// New does not contact Redis, so a service starts while Redis is down. It starts two
+// goroutines, stopped by Close: one renews the leases of the permits held, retries the
+// releases Redis did not confirm and counts the fleet; one receives the wake-ups of the
+// keys this limiter's callers wait for (with a client that has Subscribe, as every go-redis
+// client does). It returns an error for a nil client, or a TTL shorter than 3 times the
+// timeout.
 func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 	if client == nil || reflect.ValueOf(client).Kind() == reflect.Pointer && reflect.ValueOf(client).IsNil() {
 		return nil, errors.New("distributed: New: nil client")
@@ -85,62 +85,87 @@ func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 	if o.ttl < time.Millisecond || (o.timeout > 0 && o.ttl < 3*o.timeout) {
 		return nil, fmt.Errorf("distributed: New: WithTTL(%v) is shorter than 3 × WithTimeout(%v), or than 1 ms", o.ttl, o.timeout)
 	}
+	l := &Limiter{
+		client:    client,
+		prefix:    o.prefix,
+		ttl:       o.ttl,
+		ttlArg:    o.ttl.Microseconds(),
+		timeout:   o.timeout,
+		bgBound:   o.timeout,
+		poll:      o.poll,
+		queue:     o.queue,
+		onFailure: o.onFailure,
+		instances: o.instances,
+		kick:      make(chan struct{}, 1),
+		queues:    make(map[string]*keyQueue),
+	}
+	localQueue := o.queue // the share's queue is as long as the limiter's
+	if localQueue == 0 {
+		localQueue = -1
+	}
+	l.local = concurrency.NewLocal(concurrency.WithQueue(localQueue, concurrency.OldestFirst))
+	l.health.Threshold, l.health.Cooldown = failuresInARow, int64(cooldown)
+	l.epoch = time.Now()
+	if l.bgBound == 0 {
+		l.bgBound = o.ttl / 3
+	}
 	var b [8]byte
 	_, _ = crand.Read(b[:])
-	l := &Limiter{
-		client:  client,
-		prefix:  o.prefix,
-		ttl:     o.ttl,
-		timeout: o.timeout,
-		poll:    o.poll,
-		queue:   o.queue,
-		id:      hex.EncodeToString(b[:]),
-		done:    make(chan struct{}),
-		leases:  make(map[string]map[*lease]struct{}),
-		waiting: make(map[string]waiters),
-	}
+	hex.Encode(l.id[:], b[:])
+	l.idArg = l.id[:]
+	l.members.Store(1)
+	l.proc, _ = client.(processor)
+	l.leases.New = func() any { return newLease(l) }
 	l.life, l.stop = context.WithCancel(context.Background())
-	go l.renewLoop()
+	if s, ok := client.(subscribeClient); ok {
+		l.sub = newSubscriber(l, s)
+		l.wg.Go(l.sub.run)
+	}
+	l.wg.Go(l.background)
 	return l, nil
 }
 
+// A slow Redis is not a dead one: a round trip that times out is tried again after a
+// pause, within the caller's context, while Redis answered a call of the limiter's within
+// the last TTL (or since New): the leases held elsewhere may all be live until then, and a
+// share beside them would exceed max. Other failures (a refused connection, an error reply)
+// count at once. failuresInARow of them open the breaker: the calls then degrade at once,
+// but one every cooldown, which asks Redis first.
+const (
+	failuresInARow = 3
+	cooldown       = 250 * time.Millisecond
+)
+
 // Acquire returns a permit for key once fewer than max live leases are held, in any
-// process, as concurrency.Limiter.Acquire says. While none is free it asks Redis again
-// every poll interval (WithPoll), with jitter, until ctx ends; at most WithQueue callers of
-// this limiter wait for one key. The errors wrap ratelimit.ErrKeyEmpty,
-// ratelimit.ErrKeyTooLong, ratelimit.ErrInvalidLimit (max < 1), ratelimit.ErrClosed,
-// concurrency.ErrQueueFull, ctx.Err(), ratelimit.ErrTimeout (Redis did not answer within
-// WithTimeout), ratelimit.ErrInvalidState (the key holds something else), or the client's
-// error.
+// process, as concurrency.Limiter.Acquire says. While none is free it waits, in this
+// limiter's queue for the key (WithQueue, oldest first), for a release to wake it: a
+// release in this process wakes the first waiter at once, one in another process through
+// Redis pub/sub; without a wake-up the first waiter asks again every WithPoll. When Redis
+// cannot answer it degrades to this instance's share of max, or returns the error
+// (WithOnFailure). The errors wrap ratelimit.ErrKeyEmpty, ratelimit.ErrKeyTooLong,
+// ratelimit.ErrInvalidLimit (max < 1), ratelimit.ErrClosed, concurrency.ErrQueueFull,
+// ctx.Err(), ratelimit.ErrInvalidState (the key holds something else) and, with
+// ReturnError, ratelimit.ErrTimeout (Redis did not answer within WithTimeout) or the
+// client's error.
 func (l *Limiter) Acquire(ctx context.Context, key string, max int) (concurrency.Permit, error) {
 	if err := l.check(ctx, key, max); err != nil {
 		return concurrency.Permit{}, err
 	}
-	rkey := l.prefix + key
-	p, ok, err := l.try(ctx, rkey, max)
-	if err != nil || ok {
-		return p, err
-	}
-	if !l.enter(rkey, max) {
-		return concurrency.Permit{}, fmt.Errorf("distributed: %w", concurrency.ErrQueueFull)
-	}
-	defer l.leave(rkey)
-	t := time.NewTimer(l.jitter())
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return concurrency.Permit{}, fmt.Errorf("distributed: waiting for a permit: %w", ctx.Err())
-		case <-l.life.Done():
-			return concurrency.Permit{}, fmt.Errorf("distributed: %w", ratelimit.ErrClosed)
-		case <-t.C:
-		}
-		p, ok, err := l.try(ctx, rkey, max)
-		if err != nil || ok {
+	ls := l.newLease(key, max)
+	queued, wakes := l.lookQueue(ls.rkey)
+	if !queued {
+		// Nobody of this limiter waits for the key: ask at once.
+		p, ok, err := l.attempt(ctx, &ls, true)
+		if ok || err != nil || ls == nil {
 			return p, err
 		}
-		t.Reset(l.jitter())
 	}
+	w, err := l.enter(ctx, ls.rkey, max, wakes)
+	if err != nil {
+		l.putLease(ls)
+		return concurrency.Permit{}, err
+	}
+	return l.wait(ctx, w, ls)
 }
 
 // TryAcquire returns a permit for key if fewer than max live leases are held, and never
@@ -149,19 +174,115 @@ func (l *Limiter) TryAcquire(ctx context.Context, key string, max int) (concurre
 	if err := l.check(ctx, key, max); err != nil {
 		return concurrency.Permit{}, false, err
 	}
-	return l.try(ctx, l.prefix+key, max)
+	ls := l.newLease(key, max)
+	p, ok, err := l.attempt(ctx, &ls, false)
+	if ls != nil && !ok {
+		l.putLease(ls)
+	}
+	return p, ok, err
 }
 
-// Close stops renewing the leases of the permits still held (they end within the TTL
-// unless released first), wakes the callers waiting with ratelimit.ErrClosed, and makes
-// every later Acquire and TryAcquire fail with it. Permits may be released after Close:
-// the release still reaches Redis. A second Close returns nil.
+// attempt asks Redis for ls's permit while the breaker lets it, trying a failed round trip
+// again while the caller's context lives and the breaker stays closed (TryAcquire too:
+// it never waits for a permit, but may for Redis); otherwise it answers as failed does. ok is false with a nil error and no permit when Redis refused: ls is then
+// the caller's again.
+func (l *Limiter) attempt(ctx context.Context, lsp **lease, wait bool) (concurrency.Permit, bool, error) {
+	var pause time.Duration
+	for {
+		ls := *lsp
+		key, n := ls.key, ls.max
+		admit, ticket := l.health.Admit(l.now())
+		if !admit {
+			l.putLease(ls)
+			*lsp = nil
+			return l.failed(ctx, key, n, errOpen, wait)
+		}
+		p, ok, err := l.try(ctx, ls)
+		switch {
+		case err == nil:
+			l.health.Success(ticket)
+			if now := l.now(); now-l.lastOK.Load() > int64(time.Millisecond) {
+				l.lastOK.Store(now)
+			}
+			return p, ok, nil
+		case ctx.Err() != nil || errors.Is(err, ratelimit.ErrInvalidState) || errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ratelimit.ErrTimeout):
+			l.health.Inconclusive(ticket, l.now())
+			*lsp = nil
+			return concurrency.Permit{}, false, err
+		}
+		*lsp = nil // ls went to be released
+		if l.onFailure == ReturnError {
+			return concurrency.Permit{}, false, err // the caller's breaker decides
+		}
+		now := l.now()
+		if !errors.Is(err, ratelimit.ErrTimeout) || now-l.lastOK.Load() >= int64(l.ttl) {
+			// Redis is down (it refused the connection, it answered with an error), or has
+			// not answered for a whole TTL: a failure, toward the breaker.
+			l.health.Failure(ticket, now, err)
+			if l.health.State() != breaker.Closed {
+				return l.failed(ctx, key, n, err, wait)
+			}
+		} else {
+			l.health.Inconclusive(ticket, now)
+		}
+		// Ask again after a pause that doubles, from the bound of a round trip up to the
+		// poll, so that the retries do not slow a slow Redis further.
+		pause = min(max(2*pause, l.timeout, time.Millisecond), l.poll)
+		if !sleep(ctx, pause/2+rand.N(pause)) {
+			return concurrency.Permit{}, false, fmt.Errorf("distributed: waiting for a permit: %w", ctx.Err())
+		}
+		if l.life.Err() != nil {
+			return concurrency.Permit{}, false, errClosed
+		}
+		*lsp = l.newLease(key, n)
+	}
+}
+
+var errOpen = fmt.Errorf("distributed: Redis failed %d times in a row: %w", failuresInARow, ratelimit.ErrTimeout)
+
+// now reads the breaker's clock.
+func (l *Limiter) now() int64 { return int64(time.Since(l.epoch)) }
+
+// failed answers a call Redis could not: the share of max from the local limiter, or the
+// error (WithOnFailure). A caller whose own context ended gets the error whatever the
+// option.
+func (l *Limiter) failed(ctx context.Context, key string, max int, err error, wait bool) (concurrency.Permit, bool, error) {
+	if l.onFailure == ReturnError || ctx.Err() != nil {
+		return concurrency.Permit{}, false, err
+	}
+	if !wait {
+		return l.local.TryAcquire(ctx, key, l.share(max))
+	}
+	p, err := l.local.Acquire(ctx, key, l.share(max))
+	return p, err == nil, err
+}
+
+// share returns this instance's share of n permits while Redis cannot answer.
+func (l *Limiter) share(n int) int {
+	k := l.instances
+	if k == 0 {
+		k = int(l.members.Load())
+	}
+	return max(n/max(k, 1), 1)
+}
+
+// Close stops the limiter's goroutines and waits for them: a round trip in flight ends
+// within its bound (WithTimeout; a third of the TTL without one). It wakes the callers
+// waiting with ratelimit.ErrClosed, and makes every later Acquire and TryAcquire fail with
+// it. The leases of the permits still held are no longer renewed (they end within the TTL
+// unless released first), and the releases Redis had not confirmed are tried once more, then
+// left to their leases' end. Permits may be released after Close: the release still reaches
+// Redis, once. A second Close returns nil.
 func (l *Limiter) Close() error {
 	if l.closed.Swap(true) {
 		return nil
 	}
 	l.stop()
-	<-l.done
+	if l.sub != nil {
+		l.sub.close()
+	}
+	l.wg.Wait()
+	l.local.Close()
 	return nil
 }
 
@@ -169,7 +290,7 @@ func (l *Limiter) Close() error {
 func (l *Limiter) check(ctx context.Context, key string, max int) error {
 	switch {
 	case l.closed.Load():
-		return fmt.Errorf("distributed: %w", ratelimit.ErrClosed)
+		return errClosed
 	case key == "":
 		return fmt.Errorf("distributed: %w", ratelimit.ErrKeyEmpty)
 	case len(key) > ratelimit.MaxKeyLen:
@@ -183,125 +304,30 @@ func (l *Limiter) check(ctx context.Context, key string, max int) error {
 	return nil
 }
 
-// try runs the acquisition script once.
-func (l *Limiter) try(ctx context.Context, rkey string, max int) (concurrency.Permit, bool, error) {
-	ls := &lease{l: l, key: rkey, max: max, id: l.id + ":" + strconv.FormatUint(l.seq.Add(1), 10)}
-	vals, err := l.run(ctx, acquireScript, rkey, max, l.ttl.Microseconds(), ls.id)
-	if err != nil {
-		// The script may have run and granted the permit while the reply was lost: free it,
-		// so that a failed call never holds a permit until its lease ends. In the
-		// background, within the limiter's deadline, so that a dead Redis costs the caller
-		// one deadline, not two.
-		if !errors.Is(err, ratelimit.ErrInvalidState) {
-			go ls.free()
-		}
-		return concurrency.Permit{}, false, err
-	}
-	if len(vals) != 3 {
-		return concurrency.Permit{}, false, fmt.Errorf("distributed: the script returned %d values, want 3", len(vals))
-	}
-	if vals[0] != 1 {
-		return concurrency.Permit{}, false, nil
-	}
-	l.mu.Lock()
-	set := l.leases[rkey]
-	if set == nil {
-		set = make(map[*lease]struct{})
-		l.leases[rkey] = set
-	}
-	set[ls] = struct{}{}
-	l.mu.Unlock()
-	return concurrency.NewPermit(ls, 0), true, nil
-}
-
-// errTimeout is the cause of the limiter's own deadline: a failure of Redis, told apart
-// from a caller whose own context ended first. It wraps context.DeadlineExceeded too, as
-// every deadline does.
-var errTimeout = fmt.Errorf("%w (%w)", ratelimit.ErrTimeout, context.DeadlineExceeded)
-
-// run runs script on rkey within the limiter's deadline and returns its integers.
-func (l *Limiter) run(ctx context.Context, script *redis.Script, rkey string, args ...any) ([]int64, error) {
-	ctx, cancel := l.bound(ctx)
-	defer cancel()
-	vals, err := script.Run(ctx, l.client, []string{rkey}, args...).Int64Slice()
-	if err != nil {
-		return nil, l.classify(ctx, err)
-	}
-	return vals, nil
-}
-
-// bound returns ctx with the limiter's deadline, unless ctx's own comes first.
-func (l *Limiter) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	if l.timeout > 0 {
-		if d, ok := ctx.Deadline(); !ok || time.Until(d) > l.timeout {
-			return context.WithTimeoutCause(ctx, l.timeout, errTimeout)
-		}
-	}
-	return ctx, func() {}
-}
-
-// classify wraps err with what it means: the caller's context ended, the limiter's deadline
-// passed (ratelimit.ErrTimeout), the key holds another type (ratelimit.ErrInvalidState), or
-// the client failed.
-func (l *Limiter) classify(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		// A socket deadline set from ctx can fire a moment before ctx's own timer: wait for
-		// it, so that the cause says whose deadline it was.
-		<-ctx.Done()
-		return fmt.Errorf("distributed: %w", context.Cause(ctx))
-	}
-	if strings.Contains(err.Error(), "WRONGTYPE") {
-		return fmt.Errorf("distributed: %w: %w", ratelimit.ErrInvalidState, err)
-	}
-	return fmt.Errorf("distributed: %w", err)
-}
-
-// enter counts a waiting caller of rkey, asking for max, if the queue has room.
-func (l *Limiter) enter(rkey string, max int) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	w := l.waiting[rkey]
-	if w.n >= l.queue {
-		return false
-	}
-	l.waiting[rkey] = waiters{n: w.n + 1, max: maxInt(w.max, max)}
-	return true
-}
-
-// maxInt is the builtin max, which Acquire's parameter of that name hides.
-func maxInt(a, b int) int { return max(a, b) }
-
-func (l *Limiter) leave(rkey string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if w := l.waiting[rkey]; w.n > 1 {
-		l.waiting[rkey] = waiters{n: w.n - 1, max: w.max}
-	} else {
-		delete(l.waiting, rkey)
-	}
-}
+var errClosed = fmt.Errorf("distributed: %w", ratelimit.ErrClosed)
 
 // Stats returns a snapshot of this limiter's own permits, not the fleet's: the keys it holds
 // permits of or waits for, the permits it holds (granted, not released, their leases not
-// lost), its callers waiting, and the lowest and highest limit among those keys (a key's
-// limit: the highest max of the calls holding or waiting for it). Summed over every instance
-// (the metrics' sum by policy), the in-flight figures are the fleet's. It asks nothing of
-// Redis, and holds the limiter's lock for one pass over its keys.
+// lost; those of its share while Redis cannot answer included), its callers waiting, and
+// the lowest and highest limit among those keys (a key's limit: the highest max of the
+// calls holding or waiting for it). Summed over every instance (the metrics' sum by
+// policy), the in-flight figures are the fleet's. It asks nothing of Redis, and holds the
+// limiter's lock for one pass over its permits and queues.
 func (l *Limiter) Stats() concurrency.Stats {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	limits := make(map[string]int, len(l.leases)+len(l.waiting))
+	limits := make(map[string]int)
 	var s concurrency.Stats
-	for key, set := range l.leases {
-		s.InFlight += len(set)
-		for ls := range set {
-			limits[key] = max(limits[key], ls.max)
+	for ls := l.held.head; ls != nil; ls = ls.next {
+		s.InFlight++
+		limits[ls.rkey] = max(limits[ls.rkey], ls.max)
+	}
+	for key, q := range l.queues {
+		if q.n > 0 {
+			s.Waiting += q.n
+			limits[key] = max(limits[key], q.most)
 		}
 	}
-	for key, w := range l.waiting {
-		s.Waiting += w.n
-		limits[key] = max(limits[key], w.max)
-	}
+	l.mu.Unlock()
 	for _, m := range limits {
 		if s.Keys == 0 || m < s.MinLimit {
 			s.MinLimit = m
@@ -309,48 +335,9 @@ func (l *Limiter) Stats() concurrency.Stats {
 		s.MaxLimit = max(s.MaxLimit, m)
 		s.Keys++
 	}
+	// The share's permits, without its keys: it tracks idle keys too.
+	d := l.local.Stats()
+	s.InFlight += d.InFlight
+	s.Waiting += d.Waiting
 	return s
-}
-
-// jitter returns a poll interval drawn from [poll/2, 3·poll/2).
-func (l *Limiter) jitter() time.Duration {
-	return l.poll/2 + rand.N(l.poll)
-}
-
-// lease is one permit held in Redis.
-type lease struct {
-	l        *Limiter
-	key, id  string
-	max      int // the max of the call that acquired it, for Stats
-	released atomic.Bool
-}
-
-// ReleasePermit frees the permit, once: it stops renewing it and deletes it from Redis.
-// The outcome is ignored, the Redis backend having no adaptive limit. A release that fails
-// (Redis down) is not retried: the lease ends within the TTL.
-func (ls *lease) ReleasePermit(_ uint64, _ concurrency.Outcome) {
-	if !ls.released.CompareAndSwap(false, true) {
-		return
-	}
-	ls.l.forget(ls)
-	ls.free()
-}
-
-// free deletes the permit from Redis, within the limiter's deadline.
-func (ls *lease) free() {
-	ctx, cancel := ls.l.bound(context.Background())
-	defer cancel()
-	_ = releaseScript.Run(ctx, ls.l.client, []string{ls.key}, ls.id).Err()
-}
-
-// forget stops renewing ls.
-func (l *Limiter) forget(ls *lease) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if set := l.leases[ls.key]; set != nil {
-		delete(set, ls)
-		if len(set) == 0 {
-			delete(l.leases, ls.key)
-		}
-	}
 }

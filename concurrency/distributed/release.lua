@@ -1,9 +1,42 @@
--- Frees one permit of one key.
+-- Frees permits of one key and wakes the limiters waiting for it.
 --
 -- KEYS[1]  the key's sorted set (see acquire.lua)
--- ARGV[1]  the permit's id
+-- ARGV[1]  ttl: the lease, in whole microseconds (1000 <= ttl)
+-- ARGV[2]  the releasing limiter's id: the wake-up's payload, so that it ignores its own
+-- ARGV[3…] the permits' ids
 --
--- Returns 1 when the permit was held, 0 when it was not (released already, or its lease
--- ended and was trimmed). ZREM alone would do: it is a script so that the limiter needs
--- nothing of its client but redis.Scripter, as package distributed's limiter does.
-return redis.call('ZREM', KEYS[1], ARGV[1])
+-- An id that is not in the set either ended, or its acquisition has not arrived yet (its
+-- caller gave up waiting for the reply): it becomes a tombstone, scored by minus the end of
+-- a lease starting now, so that acquire.lua refuses it if it comes. A tombstone is never
+-- counted as a holder, and is trimmed once that lease would have ended.
+-- Publishes one message on the channel named KEYS[1] when a live permit was freed. Returns
+-- how many live permits were freed.
+
+local ttl = tonumber(ARGV[1])
+local t = redis.call('TIME')
+local now = (tonumber(t[1]) - 1577836800) * 1000000 + tonumber(t[2])
+
+local freed = 0
+local marked = false
+for i = 3, #ARGV do
+  local ends = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if not ends then
+    redis.call('ZADD', KEYS[1], -(now + ttl), ARGV[i])
+    marked = true
+  elseif tonumber(ends) > 0 then
+    redis.call('ZREM', KEYS[1], ARGV[i])
+    if tonumber(ends) > now then
+      freed = freed + 1
+    end
+  end
+end
+if marked then
+  local ms = math.floor((ttl + 999) / 1000)
+  if redis.call('PTTL', KEYS[1]) < ms then
+    redis.call('PEXPIRE', KEYS[1], ms)
+  end
+end
+if freed > 0 then
+  redis.call('PUBLISH', KEYS[1], ARGV[2])
+end
+return freed

@@ -4,7 +4,7 @@
 // secondary (typically a concurrency.Local) that grants this instance's share of each max
 // while it does not.
 //
-//	primary, _ := distributed.New(client)
+//	primary, _ := distributed.New(client, distributed.WithOnFailure(distributed.ReturnError))
 //	limiter := fallback.New(primary, concurrency.NewLocal(), fallback.WithInstances(4))
 //
 // ExampleWithInstances runs one through an outage.

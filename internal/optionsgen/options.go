@@ -166,7 +166,8 @@ finds no permit and no room to wait {{.Busy}}, and keeps the tokens the rate lim
 The key is the one [WithKeyFunc] finds, under the {{.Req}}'s policy; a {{.Req}} denied by
 the rate limit takes no permit. The
 error policy ([WithErrorPolicy]) covers l's failures as the rate limiter's: under
-FailOpen a {{.Req}} proceeds without a permit. Without a rate limit option only
+FailOpen a {{.Req}} proceeds without a permit (concurrency/distributed does not fail by
+default: it degrades to this instance's share of max). Without a rate limit option only
 concurrency is limited, and the rate limiter given may be nil. {{cap .Panics}} when l is
 nil, when max is below 1, and beside [WithLimits] or [WithShadow]. Default: no concurrency limit. See
 {{doc "concurrency.md"}}.`,

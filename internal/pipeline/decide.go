@@ -237,9 +237,7 @@ func (p *Pipeline[R]) acquire(ctx context.Context, r R, d *Decision, l concurren
 		start = time.Since(p.epoch)
 	}
 	permit, err := l.Acquire(ctx, bucket.Name{Policy: d.Policy}.Key(d.Key), max)
-	if p.observer != nil {
-		p.reportPermit(ctx, r, d.Policy, err, time.Since(p.epoch)-start)
-	}
+	took := time.Since(p.epoch) - start
 	switch {
 	case err == nil:
 		d.Permit = permit
@@ -249,6 +247,9 @@ func (p *Pipeline[R]) acquire(ctx context.Context, r R, d *Decision, l concurren
 		d.Verdict, d.Err = Busy, err
 	default:
 		p.fail(ctx, r, d, err)
+	}
+	if p.observer != nil {
+		p.reportPermit(ctx, r, d.Policy, err, took, err != nil && d.Verdict == Proceed)
 	}
 	if d.Verdict != Proceed && d.Charged {
 		// The request never runs: its rate-limit charge is given back, so that refusals for
@@ -363,10 +364,10 @@ func (d *Decision) bind() {
 
 // reportPermit tells the observer of a concurrency limit's decision (see
 // observe.Decision.Concurrency): a permit granted, refused (err wraps ErrQueueFull) or not
-// decided, in took.
-func (p *Pipeline[R]) reportPermit(ctx context.Context, r R, policy string, err error, took time.Duration) {
+// decided, in took; unpermitted when the request runs without a permit all the same.
+func (p *Pipeline[R]) reportPermit(ctx context.Context, r R, policy string, err error, took time.Duration, unpermitted bool) {
 	d := observe.Decision{Policy: policy, Backend: p.permitBackend, Cost: 1, Duration: took, Concurrency: true,
-		Priority: ratelimit.PriorityFrom(p.withPriority(ctx, r))}
+		Priority: ratelimit.PriorityFrom(p.withPriority(ctx, r)), Unpermitted: unpermitted}
 	switch {
 	case err == nil:
 		d.Outcome = observe.OutcomeAllowed

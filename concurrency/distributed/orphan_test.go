@@ -1,0 +1,215 @@
+package distributed_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"net"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/ratelimit/concurrency/distributed"
+	"github.com/sluice-go/ratelimit/internal/redistest"
+)
+
+// hungRedis listens on loopback, accepts every connection and never answers, as a Redis
+// stuck in a long script or behind a dead network path would. It returns the address; the
+// listener and its connections close when the test ends.
+func hungRedis(t *testing.T) (addr string, stop func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	return ln.Addr().String(), func() {
+		ln.Close()
+		<-done
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	}
+}
+
+func TestHungRedisLeavesNoGoroutine(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []distributed.Option
+	}{
+		{"defaults", nil},
+		{"short timeout", []distributed.Option{distributed.WithTimeout(5 * time.Millisecond)}},
+		{"no timeout", []distributed.Option{distributed.WithTimeout(-1), distributed.WithTTL(600 * time.Millisecond)}},
+		{"return error", []distributed.Option{distributed.WithOnFailure(distributed.ReturnError)}},
+		{"no timeout, return error", []distributed.Option{distributed.WithTimeout(-1), distributed.WithTTL(600 * time.Millisecond),
+			distributed.WithOnFailure(distributed.ReturnError)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := runtime.NumGoroutine()
+			addr, stop := hungRedis(t)
+			client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, PoolSize: 16})
+			l, err := distributed.New(client, tc.opts...)
+			require.NoError(t, err)
+			var wg sync.WaitGroup
+			for g := range 16 {
+				wg.Go(func() {
+					for i := range 4 {
+						ctx, cancel := context.WithTimeout(t.Context(), time.Duration(1+(g+i)%30)*time.Millisecond)
+						if g%2 == 0 {
+							p, err := l.Acquire(ctx, "hung", 3)
+							if err == nil {
+								p.Release() // a permit of the share
+							}
+						} else {
+							p, ok, _ := l.TryAcquire(ctx, "hung", 3)
+							if ok {
+								p.Release()
+							}
+						}
+						cancel()
+					}
+				})
+			}
+			wg.Wait()
+			require.NoError(t, l.Close())
+			require.NoError(t, client.Close())
+			stop()
+			settled(t, before)
+		})
+	}
+}
+
+func TestAttackerLeavesNoOrphan(t *testing.T) {
+	// 64 goroutines acquire with deadlines of 1 to 40 ms and hold for at most 0.5 ms: many
+	// give up while their acquisition is on its way, some of those after Redis granted it.
+	// Each run ends with every slot free: the ids named before the call are released in
+	// the background, and an acquisition arriving after its release is refused.
+	server := redistest.NewServer(t)
+	client := newClient(t, server.Addr())
+	l := newLimiter(t, client)
+	for run := range 10 {
+		var wg sync.WaitGroup
+		for range 64 {
+			wg.Go(func() {
+				for range 8 {
+					ctx, cancel := context.WithTimeout(t.Context(), time.Duration(1+rand.IntN(40))*time.Millisecond)
+					p, err := l.Acquire(ctx, "attacked", 3)
+					if err == nil {
+						time.Sleep(time.Duration(rand.IntN(500)) * time.Microsecond) // the work
+						p.Release()
+					}
+					cancel()
+				}
+			})
+		}
+		wg.Wait()
+		require.Eventually(t, func() bool { return distributed.Pending(l) == 0 }, 10*time.Second, time.Millisecond,
+			"run %d: releases still pending", run)
+		require.Equal(t, int64(0), holders(t, client, "attacked"), "run %d: a lease held by nobody", run)
+		require.Zero(t, l.Stats().InFlight, "run %d", run)
+	}
+}
+
+func TestRestartedRedisCountsTheHolders(t *testing.T) {
+	for _, lose := range []string{"restart", "flush"} {
+		t.Run(lose, func(t *testing.T) {
+			// Renewals every second: the restart must take less than a TTL, or the holders
+			// may no longer be sure their leases were live, and stop renewing them.
+			const ttl = 3 * time.Second
+			server := redistest.NewServer(t)
+			client := newClient(t, server.Addr())
+			a := newLimiter(t, client, distributed.WithTTL(ttl), distributed.WithTimeout(ttl/3))
+			var held []interface{ Release() }
+			for range 3 {
+				p, err := a.Acquire(t.Context(), "lost", 3)
+				require.NoError(t, err)
+				held = append(held, p)
+			}
+			if lose == "restart" {
+				server = server.Restart(t)
+			} else {
+				_, err := server.Do("FLUSHALL")
+				require.NoError(t, err)
+			}
+			// The holders' renewals add their leases back: Redis counts the 3 running.
+			require.Eventually(t, func() bool {
+				n, err := client.ZCount(t.Context(), distributed.DefaultPrefix+"lost", "(0", "+inf").Result()
+				return err == nil && n == 3
+			}, 10*time.Second, time.Millisecond)
+			b := newLimiter(t, newClient(t, server.Addr()), distributed.WithTimeout(time.Second))
+			_, ok, err := b.TryAcquire(t.Context(), "lost", 3)
+			require.NoError(t, err)
+			assert.False(t, ok, "no more than max after recovery")
+			for _, p := range held {
+				p.Release()
+			}
+			assert.Equal(t, int64(0), holders(t, client, "lost"), "the holders' releases free their places")
+			for range 3 {
+				_, ok, err := b.TryAcquire(t.Context(), "lost", 3)
+				require.NoError(t, err)
+				require.True(t, ok)
+			}
+			_, ok, err = b.TryAcquire(t.Context(), "lost", 3)
+			require.NoError(t, err)
+			assert.False(t, ok)
+		})
+	}
+}
+
+func TestReleaseWakesWaiter(t *testing.T) {
+	// No poll within the test's time: only a wake-up can hand the permit on. In this
+	// process (one limiter), and across processes (two limiters, two connections: the
+	// wake-up goes through Redis pub/sub).
+	server := redistest.NewServer(t)
+	for _, tc := range []struct {
+		name   string
+		shared bool
+	}{{"same limiter", true}, {"another limiter", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newLimiter(t, newClient(t, server.Addr()), distributed.WithPoll(time.Hour))
+			b := a
+			if !tc.shared {
+				b = newLimiter(t, newClient(t, server.Addr()), distributed.WithPoll(time.Hour))
+			}
+			key := "wake-" + tc.name
+			p, err := a.Acquire(t.Context(), key, 1)
+			require.NoError(t, err)
+			got := make(chan error, 1)
+			go func() {
+				q, err := b.Acquire(t.Context(), key, 1)
+				if err == nil {
+					q.Release()
+				}
+				got <- err
+			}()
+			require.Eventually(t, func() bool { return b.Stats().Waiting == 1 }, 10*time.Second, time.Millisecond)
+			if !tc.shared {
+				// Subscribed: PUBSUB NUMSUB says so.
+				require.Eventually(t, func() bool {
+					r, err := server.Do("PUBSUB", "NUMSUB", distributed.DefaultPrefix+key)
+					return err == nil && r.([]any)[1] == int64(1)
+				}, 10*time.Second, time.Millisecond)
+			}
+			p.Release()
+			require.NoError(t, <-got)
+		})
+	}
+}
