@@ -72,7 +72,11 @@ func ParseLimit(s string) (Limit, error) {
 	}
 	seconds, ok := unitSeconds(unit)
 	if !ok {
-		return Limit{}, fmt.Errorf("%w: %q: unknown unit %q (s, min, h or day)", ErrInvalidLimit, s, unit)
+		if periodUnitNamed(strings.TrimLeft(unit, "0123456789")) != 0 {
+			return Limit{}, fmt.Errorf("%w: %q: %q is a calendar period: a quota names its time zone, as in %s@UTC",
+				ErrInvalidLimit, s, unit, fields[0])
+		}
+		return Limit{}, fmt.Errorf("%w: %q: unknown unit %q (s, min, h or day; a calendar quota: day, week or month@zone)", ErrInvalidLimit, s, unit)
 	}
 	l := Limit{Rate: n / seconds, Burst: defaultBurst(n)}
 	if n > MaxBurst {
@@ -91,6 +95,10 @@ func ParseLimit(s string) (Limit, error) {
 			continue
 		}
 		if len(rest) < 2 {
+			if k := rest[0]; k != "burst" && k != "warm-up" && k != "warmup" {
+				return Limit{}, fmt.Errorf("%w: %q: unknown algorithm %q (%s)",
+					ErrInvalidLimit, s, k, strings.Join(algorithmNames[TokenBucket:], ", "))
+			}
 			return Limit{}, fmt.Errorf("%w: %q: %q has no value", ErrInvalidLimit, s, rest[0])
 		}
 		switch key, value := rest[0], rest[1]; key {

@@ -71,7 +71,8 @@ var _ ratelimit.Limiter = (*Limiter)(nil)
 // New does not contact Redis, so a service starts while Redis is down; the script is loaded
 // on first use, and again whenever Redis has lost it (SCRIPT FLUSH, restart, failover).
 // It returns an error only for a nil client (also a nil *redis.Client or other nil
-// pointer) or reserves that cannot be enforced (WithReserves). Call Check to ask Redis at
+// pointer), reserves that cannot be enforced (WithReserves) or an algorithm that is none of
+// the ratelimit package's (WithAlgorithm). Call Check to ask Redis at
 // start-up. New adds a hook to the client (on a Cluster or a Ring, to the node clients it
 // creates from then on) that keeps its last dial error, for the limiter's errors to name;
 // the hook stays with the client, so build a limiter once per client, not per request.
@@ -93,6 +94,9 @@ func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 	}
 	if err := o.reserves.Validate(); err != nil {
 		return nil, fmt.Errorf("distributed: New: WithReserves: %w", err)
+	}
+	if err := args.CheckDefault(o.algorithm); err != nil {
+		return nil, fmt.Errorf("distributed: New: %w", err)
 	}
 	l := &Limiter{
 		client:    client,

@@ -149,7 +149,7 @@ rules: invalid rules: rules.json:5: policy "d": concurrency 2 needs a concurrenc
 rules: invalid rules: rules.json:6: policy "e": no limits and no concurrency`,
 		"unknown top field":    "rules: invalid rules: rules.json:1: unknown field polices (version, default, policies, rules)",
 		"unknown policy field": `rules: invalid rules: rules.json:2: policy "a": json: unknown field "burst"`,
-		"everything else": `rules: invalid rules: rules.json:3: policy "a": ratelimit: invalid limit: "10/week": unknown unit "week" (s, min, h or day)
+		"everything else": `rules: invalid rules: rules.json:3: policy "a": ratelimit: invalid limit: "10/week": "week" is a calendar period: a quota names its time zone, as in 10/week@UTC
 rules: invalid rules: rules.json:3: policy "a": key function "nobody" is not registered
 rules: invalid rules: rules.json:4: policy "b": ratelimit: invalid limit: burst 20000 is above the sliding window log's maximum of 10000 (ratelimit.MaxLogBurst)
 rules: invalid rules: rules.json:7: rule 1: policy "c" is not defined
