@@ -72,7 +72,8 @@ func PerHour(n int) Limit { return Limit{Rate: float64(n) / 3600, Burst: n} }
 // Validate returns nil if l can be enforced, or an error wrapping ErrInvalidLimit that says
 // which field is wrong: a Rate that is not finite and greater than zero, a Burst out of
 // [1, MaxBurst], a Warmup out of bounds, or an Algorithm that is none of the constants; for
-// a CalendarQuota, a Rate or Warmup that is not zero, or a Period out of bounds.
+// a CalendarQuota, a Rate or Warmup that is not zero, a Period out of bounds, or a zone the
+// time zone database lacks.
 // Whether a backend implements the algorithm, and its bounds for it, is the backend's to say
 // (LimitValidator).
 func (l Limit) Validate() error {
