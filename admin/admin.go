@@ -24,6 +24,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/bucket"
+	"github.com/sluice-go/ratelimit/internal/nilarg"
 	"github.com/sluice-go/ratelimit/rules"
 )
 
@@ -54,9 +55,9 @@ type Handler struct {
 // New returns the admin handler of the policies of rs, whose buckets l holds (the limiter
 // the middleware decides with). authorize says whether a request may be served (check a
 // token, a client certificate); a request it refuses gets 403. New panics if any argument
-// is nil: there is no default that lets anyone in.
+// is nil, or holds a nil pointer: there is no default that lets anyone in.
 func New(l ratelimit.Inspector, rs *rules.Rules, authorize func(*http.Request) bool, opts ...Option) *Handler {
-	if l == nil || rs == nil || authorize == nil {
+	if nilarg.Is(l) || rs == nil || authorize == nil {
 		panic("admin: New: nil Inspector, Rules or authorization function")
 	}
 	h := &Handler{limiter: l, rules: rs, authorize: authorize, mux: http.NewServeMux()}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/args"
 	"github.com/sluice-go/ratelimit/internal/calendar"
+	"github.com/sluice-go/ratelimit/internal/nilarg"
 )
 
 // MaxRate is the highest Limit.Rate the Redis backend accepts, in tokens per second: one
@@ -83,7 +83,7 @@ var _ ratelimit.Limiter = (*Limiter)(nil)
 // the limiter instead waits for each reply in a goroutine of its own, returning at the
 // deadline while the abandoned call finishes in the background.
 func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
-	if isNil(client) {
+	if nilarg.Is(client) {
 		return nil, errors.New("distributed: New: nil client")
 	}
 	o := defaultOptions()
@@ -123,16 +123,6 @@ func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 	l.proc, _ = client.(processor)
 	watchDials(client, &l.netErr)
 	return l, nil
-}
-
-// isNil reports whether client is nil, or a nil pointer in an interface (a
-// (*redis.Client)(nil), say), on which the first method called would panic.
-func isNil(client redis.Scripter) bool {
-	if client == nil {
-		return true
-	}
-	v := reflect.ValueOf(client)
-	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // honoursContext reports whether client stops waiting on the network when a context ends.

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/concurrency"
+	"github.com/sluice-go/ratelimit/internal/nilarg"
 )
 
 var (
@@ -73,7 +73,7 @@ var (
 // goroutine, which renews the leases of the permits the limiter holds until Close. It
 // returns an error for a nil client, or a TTL shorter than 3 times the timeout.
 func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
-	if client == nil || reflect.ValueOf(client).Kind() == reflect.Pointer && reflect.ValueOf(client).IsNil() {
+	if nilarg.Is(client) {
 		return nil, errors.New("distributed: New: nil client")
 	}
 	o := defaultOptions()

@@ -9,6 +9,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/headers"
+	"github.com/sluice-go/ratelimit/internal/nilarg"
 	"github.com/sluice-go/ratelimit/observe"
 	"github.com/sluice-go/ratelimit/rules"
 )
@@ -104,7 +105,7 @@ func (o *Options[R]) setLimitBy(option string) {
 // SetConcurrency holds each request to at most max(r) of its key in flight at once, with
 // permits of l; max nil means a constant maximum, n.
 func (o *Options[R]) SetConcurrency(l concurrency.Limiter, n int, max func(R) int) {
-	if isNilLimiter(l) && o.conflict == nil {
+	if nilarg.Is(l) && o.conflict == nil {
 		o.conflict = errors.New("WithConcurrency: nil concurrency.Limiter")
 	}
 	o.Concurrency, o.InFlight = l, max
