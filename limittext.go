@@ -166,6 +166,9 @@ func unitSeconds(unit string) (float64, bool) {
 // reads back as 0, the same period). An invalid l is written all the same ("0/s burst 0",
 // "1/s Algorithm(9)"), for error messages.
 func (l Limit) String() string {
+	if l == Unlimited {
+		return "unlimited"
+	}
 	if l.Algorithm == CalendarQuota || l.Period != (Period{}) {
 		return l.quotaString()
 	}

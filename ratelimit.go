@@ -12,7 +12,7 @@ import (
 // Limit is a rate limit: Rate tokens are added per second, up to Burst tokens, the capacity of
 // the bucket. A full bucket admits Burst requests at once; after that, one request per 1/Rate
 // seconds. The zero Limit is not a valid limit; middleware reads it as "do not limit this
-// request".
+// request", as it reads Unlimited, which says so on purpose.
 //
 // Limit is comparable, and every field is part of a bucket's identity: the same key under a
 // Limit that differs in any field is another bucket, with two exceptions: a Limit whose
@@ -117,6 +117,16 @@ const MaxKeyLen = 512
 
 // IsZero reports whether l is the zero Limit, which middleware reads as "no limit".
 func (l Limit) IsZero() bool { return l == Limit{} }
+
+// Unlimited is the limit of a request that is not to be limited, said on purpose: a limit
+// function (a middleware's WithLimitFunc, WithLimits) returns it for the requests it
+// exempts, and a table of limits (WithRouteLimits, WithMethodLimits) may give it to a route
+// or as the default. Middleware lets such a request through without asking the limiter.
+// The zero Limit means the same to middleware but is also what a setting never set gives
+// (PerSecond(0)): a limit function that returns it is reported, once, to the error handler,
+// and a fixed limit of zero is refused. Unlimited is not a limit a limiter decides: its
+// Rate is +Inf, which Validate refuses; it is written "unlimited".
+var Unlimited = Limit{Rate: math.Inf(1)}
 
 // Result is the outcome of one decision.
 type Result struct {

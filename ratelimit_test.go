@@ -238,3 +238,13 @@ func TestNames(t *testing.T) {
 	assert.Equal(t, "DefaultAlgorithm", ratelimit.DefaultAlgorithm.String())
 	assert.Equal(t, ratelimit.DefaultAlgorithm, ratelimit.Algorithm(0), "the zero value is the default")
 }
+
+// Unlimited is no limit a limiter decides, is not the zero Limit, and is written as what
+// it is.
+func TestUnlimitedValue(t *testing.T) {
+	assert.False(t, ratelimit.Unlimited.IsZero())
+	assert.ErrorIs(t, ratelimit.Unlimited.Validate(), ratelimit.ErrInvalidLimit)
+	assert.Equal(t, "unlimited", ratelimit.Unlimited.String())
+	_, err := ratelimit.Unlimited.MarshalText()
+	assert.ErrorIs(t, err, ratelimit.ErrInvalidLimit)
+}

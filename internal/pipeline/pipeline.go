@@ -117,6 +117,9 @@ type Pipeline[R any] struct {
 	shadowResume atomic.Int64
 	epoch        time.Time
 	shadowBudget time.Duration
+
+	// zeroReported records that a zero Limit from WithLimitFunc was reported (reportZero).
+	zeroReported atomic.Bool
 }
 
 // shadowBudget is the ShadowBudget of the pipelines New builds; tests that run shadow
