@@ -95,12 +95,15 @@ type policyBody struct {
 }
 
 // stateBody is what a request of cost 1 would be answered now, under one limit (Peek):
-// whether it would pass, the tokens it would leave, how long it would wait.
+// whether it would pass, the tokens it would leave, how long it would wait. Full says that
+// the bucket holds its whole Burst: nothing is spent, as for a key never seen (a mistyped
+// one, say), or one whose bucket has refilled; a limiter keeps no record of which.
 type stateBody struct {
 	Limit      string  `json:"limit"`
 	Allowed    bool    `json:"allowed"`
 	Remaining  int     `json:"remaining"`
 	RetryAfter float64 `json:"retry_after_seconds"`
+	Full       bool    `json:"full,omitempty"`
 }
 
 func (h *Handler) list(w http.ResponseWriter, _ *http.Request) {
@@ -158,8 +161,10 @@ func (h *Handler) states(w http.ResponseWriter, ctx context.Context, p rules.Pol
 		}
 		shown := l
 		shown.KeepUsage = false // as in /policies
+		// A request of cost 1 would leave Burst-1 whole tokens only in a full bucket.
+		full := res.Allowed && res.Remaining == l.Burst-1
 		out = append(out, stateBody{Limit: shown.String(), Allowed: res.Allowed, Remaining: res.Remaining,
-			RetryAfter: res.RetryAfter.Round(time.Millisecond).Seconds()})
+			RetryAfter: res.RetryAfter.Round(time.Millisecond).Seconds(), Full: full})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
