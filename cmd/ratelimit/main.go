@@ -13,6 +13,9 @@
 // environment. A peek whose buckets are all full says that nothing is spent, as for a key
 // never seen. The exit status is 0 on success, 1 when the endpoint refuses or fails, 2 on a
 // usage error.
+//
+// Run it from a clone of the module with go run ./cmd/ratelimit, or from anywhere with go run
+// github.com/sluice-go/ratelimit/cmd/ratelimit@latest (or go install, the same path).
 package main
 
 import (
