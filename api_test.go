@@ -112,6 +112,7 @@ func TestAPISurface(t *testing.T) {
 // one way to find a capability, in place of ErrorPolicy's String), the text of a Limit
 // (ParseLimit, MarshalText, UnmarshalText), and the algorithm as a property of a limit
 // (Limit.Algorithm, DefaultAlgorithm), calendar quotas (CalendarQuota, Quota, Limit.Period,
-// Period and its four fields, PeriodUnit, Day, Week, Month), and usage carried across a
-// change of a limit's numbers (Limit.KeepUsage).
-const maxSurface = 99
+// Period and its four fields, PeriodUnit, Day, Week, Month), usage carried across a change
+// of a limit's numbers (Limit.KeepUsage), and Unlimited, a request exempt on purpose rather
+// than by a zero Limit.
+const maxSurface = 100

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -40,9 +41,9 @@ type Period struct {
 	// one bucket with 1). It must be zero for Day and Week.
 	Anchor int
 	// Zone is the name of the time zone in the IANA database, such as "Europe/Paris", or
-	// "UTC". "Local", which differs from machine to machine, is refused. Limiters load the
-	// zone with time.LoadLocation, so the program needs the time zone database: the
-	// system's, or the copy embedded by importing time/tzdata.
+	// "UTC". "Local", which differs from machine to machine, is refused. Limit.Validate and
+	// the limiters load the zone with time.LoadLocation, so the program needs the time zone
+	// database: the system's, or the copy embedded by importing time/tzdata.
 	Zone string
 }
 
@@ -74,15 +75,36 @@ func (l Limit) validateQuota() error {
 		return fmt.Errorf("%w: anchor %d is not a day of the month between 1 and 28", ErrInvalidLimit, p.Anchor)
 	case !zoneName(p.Zone):
 		return fmt.Errorf("%w: time zone %q is not the name of a zone such as Europe/Paris or UTC", ErrInvalidLimit, p.Zone)
+	case !zoneFound(p.Zone):
+		return fmt.Errorf("%w: time zone %q is not in the time zone database (import time/tzdata to embed one)", ErrInvalidLimit, p.Zone)
 	}
 	return nil
+}
+
+// zonesFound holds the names of the zones time.LoadLocation has found, so that Validate,
+// which every decision of a quota calls, reads the time zone database once per zone rather
+// than on every call. It is the package's one piece of mutable state, a memo of a lookup
+// whose answer does not change; only zones found are kept, so it holds a few hundred names
+// at most, whatever limits are validated.
+var zonesFound sync.Map
+
+// zoneFound reports whether the time zone database has the zone named name.
+func zoneFound(name string) bool {
+	if _, ok := zonesFound.Load(name); ok {
+		return true
+	}
+	if _, err := time.LoadLocation(name); err != nil {
+		return false
+	}
+	zonesFound.Store(name, struct{}{})
+	return true
 }
 
 // maxPeriodCount is the largest Period.Count.
 const maxPeriodCount = 1000
 
 // zoneName reports whether name can be an IANA zone name: 1 to 64 letters, digits and
-// "/_+-", not "Local" (whether the database has it is the limiters' to say).
+// "/_+-", not "Local" (whether the database has it is zoneFound's to say).
 func zoneName(name string) bool {
 	if name == "" || len(name) > 64 || name == "Local" {
 		return false
@@ -99,6 +121,18 @@ func zoneName(name string) bool {
 // periodUnits are the names of the units of a quota's text, indexed by PeriodUnit, with
 // their aliases.
 var periodUnits = [...][]string{Day: {"day", "d"}, Week: {"week", "w"}, Month: {"month", "mo"}}
+
+// periodUnitNamed returns the unit name names in a quota's text, or 0.
+func periodUnitNamed(name string) PeriodUnit {
+	for u, names := range periodUnits {
+		for _, n := range names {
+			if name == n {
+				return PeriodUnit(u)
+			}
+		}
+	}
+	return 0
+}
 
 // quotaString writes a quota as ParseLimit reads it: "10000/day@Europe/Paris",
 // "100/2week@UTC", "1000000/month@UTC anchor 15". Fields a quota must not have are
@@ -156,21 +190,12 @@ func parseQuota(s string, n float64, unit string, rest []string) (Limit, error) 
 		}
 		name = name[digits:]
 	}
-	for u, names := range periodUnits {
-		for _, un := range names {
-			if name == un {
-				p.Unit = PeriodUnit(u)
-			}
-		}
-	}
+	p.Unit = periodUnitNamed(name)
 	if p.Unit == 0 {
 		return Limit{}, fmt.Errorf("%w: %q: unknown period %q (day, week or month)", ErrInvalidLimit, s, name)
 	}
 	if !zoneName(zone) {
 		return Limit{}, fmt.Errorf("%w: %q: time zone %q is not the name of a zone such as Europe/Paris or UTC", ErrInvalidLimit, s, zone)
-	}
-	if _, err := time.LoadLocation(zone); err != nil {
-		return Limit{}, fmt.Errorf("%w: %q: time zone %q: %w", ErrInvalidLimit, s, zone, err)
 	}
 	for ; len(rest) > 0; rest = rest[2:] {
 		if len(rest) < 2 || rest[0] != "anchor" {

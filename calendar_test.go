@@ -36,7 +36,7 @@ func TestParseQuota(t *testing.T) {
 		assert.Equal(t, ratelimit.Limit{Burst: 10000, Algorithm: ratelimit.CalendarQuota, Period: paris}, ratelimit.Quota(10000, paris))
 	}
 	bad := map[string]string{
-		"10/day@Mars/Olympus":    `ratelimit: invalid limit: "10/day@Mars/Olympus": time zone "Mars/Olympus": unknown time zone Mars/Olympus`,
+		"10/day@Mars/Olympus":    `ratelimit: invalid limit: time zone "Mars/Olympus" is not in the time zone database (import time/tzdata to embed one) (in "10/day@Mars/Olympus")`,
 		"10/day@Local":           `ratelimit: invalid limit: "10/day@Local": time zone "Local" is not the name of a zone such as Europe/Paris or UTC`,
 		"10/day@":                `ratelimit: invalid limit: "10/day@": time zone "" is not the name of a zone such as Europe/Paris or UTC`,
 		"10/year@UTC":            `ratelimit: invalid limit: "10/year@UTC": unknown period "year" (day, week or month)`,
@@ -89,4 +89,20 @@ func TestValidateQuota(t *testing.T) {
 	b, _ := ratelimit.ParseLimit("10000/day@Europe/Paris")
 	assert.True(t, map[ratelimit.Limit]bool{a: true}[b])
 	assert.Equal(t, "CalendarQuota", ratelimit.CalendarQuota.String())
+}
+
+// Validate and ParseLimit agree on time zones: a zone the database lacks is refused by
+// both, as is "Local" and a name that is not one.
+func TestQuotaZoneValidateAgrees(t *testing.T) {
+	for _, zone := range []string{"UTC", "Europe/Paris", "America/Argentina/Buenos_Aires", "Etc/GMT+5",
+		"Mars/Olympus_Mons", "Europe/Pariss", "Local", "", "../etc/passwd"} {
+		_, perr := ratelimit.ParseLimit("10/day@" + zone)
+		verr := ratelimit.Quota(10, ratelimit.Period{Unit: ratelimit.Day, Zone: zone}).Validate()
+		assert.Equal(t, perr == nil, verr == nil, "zone %q: ParseLimit %v, Validate %v", zone, perr, verr)
+		if verr != nil {
+			assert.ErrorIs(t, verr, ratelimit.ErrInvalidLimit)
+		}
+	}
+	err := ratelimit.Quota(10, ratelimit.Period{Unit: ratelimit.Day, Zone: "Mars/Olympus_Mons"}).Validate()
+	assert.EqualError(t, err, `ratelimit: invalid limit: time zone "Mars/Olympus_Mons" is not in the time zone database (import time/tzdata to embed one)`)
 }

@@ -140,7 +140,7 @@ func ExampleParseLimit() {
 	// 10/s burst 20  rate 10/s burst 20, written "10/s burst 20", err <nil>
 	// 1000/day       rate 0.0115741/s burst 1000, written "1000/day", err <nil>
 	// 0.5/s          rate 0.5/s burst 1, written "30/min burst 1", err <nil>
-	// 10/week        rate 0/s burst 0, written "0/s burst 0", err ratelimit: invalid limit: "10/week": unknown unit "week" (s, min, h or day)
+	// 10/week        rate 0/s burst 0, written "0/s burst 0", err ratelimit: invalid limit: "10/week": "week" is a calendar period: a quota names its time zone, as in 10/week@UTC
 }
 
 // A calendar quota: 10,000 a day from midnight in Paris, whatever that is in UTC, and a

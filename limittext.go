@@ -72,9 +72,13 @@ func ParseLimit(s string) (Limit, error) {
 	}
 	seconds, ok := unitSeconds(unit)
 	if !ok {
-		return Limit{}, fmt.Errorf("%w: %q: unknown unit %q (s, min, h or day)", ErrInvalidLimit, s, unit)
+		if periodUnitNamed(strings.TrimLeft(unit, "0123456789")) != 0 {
+			return Limit{}, fmt.Errorf("%w: %q: %q is a calendar period: a quota names its time zone, as in %s@UTC",
+				ErrInvalidLimit, s, unit, fields[0])
+		}
+		return Limit{}, fmt.Errorf("%w: %q: unknown unit %q (s, min, h or day; a calendar quota: day, week or month@zone)", ErrInvalidLimit, s, unit)
 	}
-	l := Limit{Rate: n / seconds, Burst: int(max(math.Ceil(n), 1))}
+	l := Limit{Rate: n / seconds, Burst: defaultBurst(n)}
 	if n > MaxBurst {
 		l.Burst = MaxBurst + 1 // refused by Validate below, with the burst named
 	}
@@ -91,6 +95,10 @@ func ParseLimit(s string) (Limit, error) {
 			continue
 		}
 		if len(rest) < 2 {
+			if k := rest[0]; k != "burst" && k != "warm-up" && k != "warmup" {
+				return Limit{}, fmt.Errorf("%w: %q: unknown algorithm %q (%s)",
+					ErrInvalidLimit, s, k, strings.Join(algorithmNames[TokenBucket:], ", "))
+			}
 			return Limit{}, fmt.Errorf("%w: %q: %q has no value", ErrInvalidLimit, s, rest[0])
 		}
 		switch key, value := rest[0], rest[1]; key {
@@ -145,41 +153,27 @@ func unitSeconds(unit string) (float64, bool) {
 	return 0, false
 }
 
-// String writes l as ParseLimit reads it, in the first unit (second, minute, hour, day) in
-// which the count is a whole number, else the first in which it is at least 1, else per
-// second; the count is written in the fewest digits that read back to exactly l.Rate, and
-// the burst, the warm-up, the algorithm and KeepUsage only when they are not the default:
-// "10/s", "100/min", "10/s burst 20", "1/day", "10/s warm-up 30s", "100/min sliding-log",
-// "100/min keep-usage"; a quota as "10000/day@Europe/Paris". ParseLimit(l.String()) == l for
-// every valid l (but that a quota's Count or Anchor of 1 reads back as 0, the same period).
-// An invalid l is written all the same
-// ("0/s burst 0", "1/s Algorithm(9)"), for error messages.
+// String writes l as ParseLimit reads it: as a whole count per unit when one reads back to
+// exactly l.Rate (ParseLimit divides the count by the unit's seconds), preferring the unit
+// whose count is also the Burst, so that the burst need not be written, then the smallest
+// unit (second, minute, hour, day): "10/s", "1000/min", "60/min" (Rate 1, Burst 60),
+// "1/s burst 2". A rate that no unit holds a whole number of is written in the first unit
+// in which it is at least 1, else per second, in the fewest digits that read back to
+// exactly l.Rate ("7.40740734/min burst 3"). The burst, the warm-up, the algorithm and
+// KeepUsage are written only when they are not the default: "10/s burst 20", "10/s warm-up
+// 30s", "100/min sliding-log", "100/min keep-usage"; a quota as "10000/day@Europe/Paris".
+// ParseLimit(l.String()) == l for every valid l (but that a quota's Count or Anchor of 1
+// reads back as 0, the same period). An invalid l is written all the same ("0/s burst 0",
+// "1/s Algorithm(9)"), for error messages.
 func (l Limit) String() string {
+	if l == Unlimited {
+		return "unlimited"
+	}
 	if l.Algorithm == CalendarQuota || l.Period != (Period{}) {
 		return l.quotaString()
 	}
-	count, unit := l.Rate, "s"
-	if l.Rate > 0 && !math.IsInf(l.Rate, 1) {
-		chosen := -1
-		for i, u := range units {
-			c := l.Rate * u.seconds
-			if c/u.seconds != l.Rate || c > 1<<53 {
-				continue // does not read back exactly
-			}
-			if c == math.Trunc(c) {
-				chosen = i
-				break
-			}
-			if chosen < 0 && c >= 1 {
-				chosen = i
-			}
-		}
-		if chosen >= 0 {
-			count, unit = l.Rate*units[chosen].seconds, units[chosen].name
-		}
-	}
-	s := strconv.FormatFloat(count, 'g', -1, 64) + "/" + unit
-	if count <= 0 || math.IsNaN(count) || math.IsInf(count, 0) || l.Burst != int(max(math.Ceil(count), 1)) {
+	s, count := rateText(l.Rate, l.Burst)
+	if count <= 0 || math.IsNaN(count) || math.IsInf(count, 0) || l.Burst != defaultBurst(count) {
 		s += " burst " + strconv.Itoa(l.Burst)
 	}
 	if l.Warmup != 0 {
@@ -197,6 +191,43 @@ func (l Limit) String() string {
 	}
 	return s
 }
+
+// rateText writes rate as a count per unit, as String does, with the count it wrote.
+func rateText(rate float64, burst int) (string, float64) {
+	if !(rate > 0) || math.IsInf(rate, 1) {
+		return strconv.FormatFloat(rate, 'g', -1, 64) + "/s", rate
+	}
+	whole, first := -1, -1
+	for i, u := range units {
+		// ParseLimit computes the rate as count/seconds: the count to write is the one
+		// whose quotient is rate, if a whole one is. Rate·seconds may be a rounding off it
+		// (1000/60·60 is 1000.0000000000001).
+		if c := math.Round(rate * u.seconds); c >= 1 && c <= 1<<53 && c/u.seconds == rate {
+			if defaultBurst(c) == burst {
+				return strconv.FormatFloat(c, 'f', -1, 64) + "/" + u.name, c
+			}
+			if whole < 0 {
+				whole = i
+			}
+		}
+		if c := rate * u.seconds; first < 0 && c >= 1 && c <= 1<<53 && c/u.seconds == rate {
+			first = i
+		}
+	}
+	if whole >= 0 {
+		c := math.Round(rate * units[whole].seconds)
+		return strconv.FormatFloat(c, 'f', -1, 64) + "/" + units[whole].name, c
+	}
+	count, unit := rate, "s"
+	if first >= 0 {
+		count, unit = rate*units[first].seconds, units[first].name
+	}
+	return strconv.FormatFloat(count, 'g', -1, 64) + "/" + unit, count
+}
+
+// defaultBurst is the burst ParseLimit gives a count that names none: the count rounded
+// up, at least 1.
+func defaultBurst(count float64) int { return int(max(math.Ceil(count), 1)) }
 
 // MarshalText returns l.String(), or an error wrapping ErrInvalidLimit for an invalid l;
 // the zero Limit, which middleware reads as "not limited", is the empty text. With

@@ -11,7 +11,7 @@ import (
 // Limit is a rate limit: Rate tokens are added per second, up to Burst tokens, the capacity of
 // the bucket. A full bucket admits Burst requests at once; after that, one request per 1/Rate
 // seconds. The zero Limit is not a valid limit; middleware reads it as "do not limit this
-// request".
+// request", as it reads Unlimited, which says so on purpose.
 //
 // Limit is comparable, and every field is part of a bucket's identity: the same key under a
 // Limit that differs in any field is another bucket, with two exceptions: a Limit whose
@@ -71,7 +71,8 @@ func PerHour(n int) Limit { return Limit{Rate: float64(n) / 3600, Burst: n} }
 // Validate returns nil if l can be enforced, or an error wrapping ErrInvalidLimit that says
 // which field is wrong: a Rate that is not finite and greater than zero, a Burst out of
 // [1, MaxBurst], a Warmup out of bounds, or an Algorithm that is none of the constants; for
-// a CalendarQuota, a Rate or Warmup that is not zero, or a Period out of bounds.
+// a CalendarQuota, a Rate or Warmup that is not zero, a Period out of bounds, or a zone the
+// time zone database lacks.
 // Whether a backend implements the algorithm, and its bounds for it, is the backend's to say
 // (LimitValidator).
 func (l Limit) Validate() error {
@@ -115,6 +116,16 @@ const MaxKeyLen = 512
 
 // IsZero reports whether l is the zero Limit, which middleware reads as "no limit".
 func (l Limit) IsZero() bool { return l == Limit{} }
+
+// Unlimited is the limit of a request that is not to be limited, said on purpose: a limit
+// function (a middleware's WithLimitFunc, WithLimits) returns it for the requests it
+// exempts, and a table of limits (WithRouteLimits, WithMethodLimits) may give it to a route
+// or as the default. Middleware lets such a request through without asking the limiter.
+// The zero Limit means the same to middleware but is also what a setting never set gives
+// (PerSecond(0)): a limit function that returns it is reported, once, to the error handler,
+// and a fixed limit of zero is refused. Unlimited is not a limit a limiter decides: its
+// Rate is +Inf, which Validate refuses; it is written "unlimited".
+var Unlimited = Limit{Rate: math.Inf(1)}
 
 // Result is the outcome of one decision.
 type Result struct {

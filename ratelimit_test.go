@@ -118,20 +118,25 @@ func TestParseLimit(t *testing.T) {
 		assert.Equal(t, c.want, got, c.text)
 	}
 	bad := map[string]string{
-		"":                              "ratelimit: invalid limit: empty text",
-		"100":                           `ratelimit: invalid limit: "100": "100" is not a count per unit, such as 100/min`,
-		"x/s":                           `ratelimit: invalid limit: "x/s": count "x" is not a number greater than zero`,
-		"0/s":                           `ratelimit: invalid limit: "0/s": count "0" is not a number greater than zero`,
-		"10/week":                       `ratelimit: invalid limit: "10/week": unknown unit "week" (s, min, h or day)`,
-		"10/s burst":                    `ratelimit: invalid limit: "10/s burst": "burst" has no value`,
-		"10/s burst two":                `ratelimit: invalid limit: "10/s burst two": burst "two" is not a whole number`,
-		"10/s burst 0":                  `ratelimit: invalid limit: burst 0 is less than 1 (in "10/s burst 0")`,
-		"10/s warm-up soon":             `ratelimit: invalid limit: "10/s warm-up soon": warm-up "soon" is not a duration such as 30s`,
-		"10/s cap 3":                    `ratelimit: invalid limit: "10/s cap 3": unknown part "cap" (burst, warm-up, an algorithm: token-bucket, fixed-window, sliding-log, sliding-counter, leaky-bucket, or a last keep-usage)`,
-		"10/s keep-usage burst 3":       `ratelimit: invalid limit: "10/s keep-usage burst 3": unknown part "keep-usage" (burst, warm-up, an algorithm: token-bucket, fixed-window, sliding-log, sliding-counter, leaky-bucket, or a last keep-usage)`,
-		"10/s sliding-log leaky-bucket": `ratelimit: invalid limit: "10/s sliding-log leaky-bucket": a second algorithm "leaky-bucket"`,
-		"10/s burst sliding-log":        `ratelimit: invalid limit: "10/s burst sliding-log": burst "sliding-log" is not a whole number`,
-		"10/s warm-up 1ns":              `ratelimit: invalid limit: warm-up 1ns is not a whole number of microseconds between 0 and MaxWarmup (2^53 µs) (in "10/s warm-up 1ns")`,
+		"":                                      "ratelimit: invalid limit: empty text",
+		"100":                                   `ratelimit: invalid limit: "100": "100" is not a count per unit, such as 100/min`,
+		"x/s":                                   `ratelimit: invalid limit: "x/s": count "x" is not a number greater than zero`,
+		"0/s":                                   `ratelimit: invalid limit: "0/s": count "0" is not a number greater than zero`,
+		"10/week":                               `ratelimit: invalid limit: "10/week": "week" is a calendar period: a quota names its time zone, as in 10/week@UTC`,
+		"10/month":                              `ratelimit: invalid limit: "10/month": "month" is a calendar period: a quota names its time zone, as in 10/month@UTC`,
+		"10/2week burst 3":                      `ratelimit: invalid limit: "10/2week burst 3": "2week" is a calendar period: a quota names its time zone, as in 10/2week@UTC`,
+		"10/fortnight":                          `ratelimit: invalid limit: "10/fortnight": unknown unit "fortnight" (s, min, h or day; a calendar quota: day, week or month@zone)`,
+		"100/min sliding-lgo":                   `ratelimit: invalid limit: "100/min sliding-lgo": unknown algorithm "sliding-lgo" (token-bucket, fixed-window, sliding-log, sliding-counter, leaky-bucket)`,
+		"100/min burst 5 slidinglog keep-usage": `ratelimit: invalid limit: "100/min burst 5 slidinglog keep-usage": unknown algorithm "slidinglog" (token-bucket, fixed-window, sliding-log, sliding-counter, leaky-bucket)`,
+		"10/s burst":                            `ratelimit: invalid limit: "10/s burst": "burst" has no value`,
+		"10/s burst two":                        `ratelimit: invalid limit: "10/s burst two": burst "two" is not a whole number`,
+		"10/s burst 0":                          `ratelimit: invalid limit: burst 0 is less than 1 (in "10/s burst 0")`,
+		"10/s warm-up soon":                     `ratelimit: invalid limit: "10/s warm-up soon": warm-up "soon" is not a duration such as 30s`,
+		"10/s cap 3":                            `ratelimit: invalid limit: "10/s cap 3": unknown part "cap" (burst, warm-up, an algorithm: token-bucket, fixed-window, sliding-log, sliding-counter, leaky-bucket, or a last keep-usage)`,
+		"10/s keep-usage burst 3":               `ratelimit: invalid limit: "10/s keep-usage burst 3": unknown part "keep-usage" (burst, warm-up, an algorithm: token-bucket, fixed-window, sliding-log, sliding-counter, leaky-bucket, or a last keep-usage)`,
+		"10/s sliding-log leaky-bucket":         `ratelimit: invalid limit: "10/s sliding-log leaky-bucket": a second algorithm "leaky-bucket"`,
+		"10/s burst sliding-log":                `ratelimit: invalid limit: "10/s burst sliding-log": burst "sliding-log" is not a whole number`,
+		"10/s warm-up 1ns":                      `ratelimit: invalid limit: warm-up 1ns is not a whole number of microseconds between 0 and MaxWarmup (2^53 µs) (in "10/s warm-up 1ns")`,
 	}
 	for text, want := range bad {
 		_, err := ratelimit.ParseLimit(text)
@@ -229,4 +234,14 @@ func TestNames(t *testing.T) {
 	assert.Equal(t, "Algorithm(9)", ratelimit.Algorithm(9).String())
 	assert.Equal(t, "DefaultAlgorithm", ratelimit.DefaultAlgorithm.String())
 	assert.Equal(t, ratelimit.DefaultAlgorithm, ratelimit.Algorithm(0), "the zero value is the default")
+}
+
+// Unlimited is no limit a limiter decides, is not the zero Limit, and is written as what
+// it is.
+func TestUnlimitedValue(t *testing.T) {
+	assert.False(t, ratelimit.Unlimited.IsZero())
+	assert.ErrorIs(t, ratelimit.Unlimited.Validate(), ratelimit.ErrInvalidLimit)
+	assert.Equal(t, "unlimited", ratelimit.Unlimited.String())
+	_, err := ratelimit.Unlimited.MarshalText()
+	assert.ErrorIs(t, err, ratelimit.ErrInvalidLimit)
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/bucket"
+	"github.com/sluice-go/ratelimit/internal/nilarg"
 	"github.com/sluice-go/ratelimit/rules"
 )
 
@@ -54,10 +55,11 @@ type Handler struct {
 // New returns the admin handler of the policies of rs, whose buckets l holds (the limiter
 // the middleware decides with). authorize says whether a request may be served (check a
 // token, a client certificate); a request it refuses gets 403. New panics if any argument
-// is nil, for there is no default that lets anyone in, and if l cannot inspect buckets (a
-// ratelimit.Inspector, found through any wrapper with ratelimit.As).
+// is nil, or holds a nil pointer, for there is no default that lets anyone in, and if l
+// cannot inspect buckets (a ratelimit.Inspector, found through any wrapper with
+// ratelimit.As).
 func New(l ratelimit.Limiter, rs *rules.Rules, authorize func(*http.Request) bool, opts ...Option) *Handler {
-	if l == nil || rs == nil || authorize == nil {
+	if nilarg.Is(l) || rs == nil || authorize == nil {
 		panic("admin: New: nil Limiter, Rules or authorization function")
 	}
 	ins, ok := ratelimit.As[ratelimit.Inspector](l)
@@ -99,12 +101,15 @@ type policyBody struct {
 }
 
 // stateBody is what a request of cost 1 would be answered now, under one limit (Peek):
-// whether it would pass, the tokens it would leave, how long it would wait.
+// whether it would pass, the tokens it would leave, how long it would wait. Full says that
+// the bucket holds its whole Burst: nothing is spent, as for a key never seen (a mistyped
+// one, say), or one whose bucket has refilled; a limiter keeps no record of which.
 type stateBody struct {
 	Limit      string  `json:"limit"`
 	Allowed    bool    `json:"allowed"`
 	Remaining  int     `json:"remaining"`
 	RetryAfter float64 `json:"retry_after_seconds"`
+	Full       bool    `json:"full,omitempty"`
 }
 
 func (h *Handler) list(w http.ResponseWriter, _ *http.Request) {
@@ -162,8 +167,10 @@ func (h *Handler) states(w http.ResponseWriter, ctx context.Context, p rules.Pol
 		}
 		shown := l
 		shown.KeepUsage = false // as in /policies
+		// A request of cost 1 would leave Burst-1 whole tokens only in a full bucket.
+		full := res.Allowed && res.Remaining == l.Burst-1
 		out = append(out, stateBody{Limit: shown.String(), Allowed: res.Allowed, Remaining: res.Remaining,
-			RetryAfter: res.RetryAfter.Round(time.Millisecond).Seconds()})
+			RetryAfter: res.RetryAfter.Round(time.Millisecond).Seconds(), Full: full})
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -68,7 +68,7 @@ func TestAdmin(t *testing.T) {
 	_, body = do(ops, "POST", "/policies/login/keys/ann/refund?n=1", auth...)
 	assert.JSONEq(t, `[{"limit":"2/min","allowed":true,"remaining":0,"retry_after_seconds":0}]`, body)
 	_, body = do(ops, "POST", "/policies/login/keys/ann/reset", auth...)
-	assert.JSONEq(t, `[{"limit":"2/min","allowed":true,"remaining":1,"retry_after_seconds":0}]`, body)
+	assert.JSONEq(t, `[{"limit":"2/min","allowed":true,"remaining":1,"retry_after_seconds":0,"full":true}]`, body)
 	assert.Equal(t, 200, login())
 	code, _ = do(ops, "GET", "/policies/nope/keys/ann", auth...)
 	assert.Equal(t, http.StatusNotFound, code)
@@ -163,7 +163,7 @@ func TestAdminShadowPolicy(t *testing.T) {
 	_, body := do(ops, "GET", "/policies/login/keys/ann")
 	assert.JSONEq(t, `[{"limit":"1/min","allowed":false,"remaining":0,"retry_after_seconds":60}]`, body)
 	_, body = do(ops, "POST", "/policies/login/keys/ann/reset")
-	assert.JSONEq(t, `[{"limit":"1/min","allowed":true,"remaining":0,"retry_after_seconds":0}]`, body)
+	assert.JSONEq(t, `[{"limit":"1/min","allowed":true,"remaining":0,"retry_after_seconds":0,"full":true}]`, body)
 	// The enforced bucket of the same policy and key was never touched.
 	res, err := limiter.Peek(t.Context(), "login|ann", ratelimit.PerMinute(1), 1)
 	require.NoError(t, err)
@@ -186,7 +186,7 @@ func TestAdminWithShadow(t *testing.T) {
 		opts []admin.Option
 		want string
 	}{
-		{nil, `[{"limit":"2/min","allowed":true,"remaining":1,"retry_after_seconds":0}]`},
+		{nil, `[{"limit":"2/min","allowed":true,"remaining":1,"retry_after_seconds":0,"full":true}]`},
 		{[]admin.Option{admin.WithShadow()}, `[{"limit":"2/min","allowed":true,"remaining":0,"retry_after_seconds":0}]`},
 	} {
 		ops := httptest.NewServer(admin.New(limiter, live, func(*http.Request) bool { return true }, tc.opts...))

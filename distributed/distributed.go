@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/args"
 	"github.com/sluice-go/ratelimit/internal/calendar"
+	"github.com/sluice-go/ratelimit/internal/nilarg"
 )
 
 // MaxRate is the highest Limit.Rate the Redis backend accepts, in tokens per second: one
@@ -75,7 +75,8 @@ var _ ratelimit.Limiter = (*Limiter)(nil)
 // New does not contact Redis, so a service starts while Redis is down; the script is loaded
 // on first use, and again whenever Redis has lost it (SCRIPT FLUSH, restart, failover).
 // It returns an error only for a nil client (also a nil *redis.Client or other nil
-// pointer) or reserves that cannot be enforced (WithReserves). Call Check to ask Redis at
+// pointer), reserves that cannot be enforced (WithReserves) or an algorithm that is none of
+// the ratelimit package's (WithAlgorithm). Call Check to ask Redis at
 // start-up. New adds a hook to the client (on a Cluster or a Ring, to the node clients it
 // creates from then on) that keeps its last dial error, for the limiter's errors to name;
 // the hook stays with the client, so build a limiter once per client, not per request.
@@ -86,7 +87,7 @@ var _ ratelimit.Limiter = (*Limiter)(nil)
 // the limiter instead waits for each reply in a goroutine of its own, returning at the
 // deadline while the abandoned call finishes in the background.
 func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
-	if isNil(client) {
+	if nilarg.Is(client) {
 		return nil, errors.New("distributed: New: nil client")
 	}
 	o := defaultOptions()
@@ -97,6 +98,9 @@ func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 	}
 	if err := o.reserves.Validate(); err != nil {
 		return nil, fmt.Errorf("distributed: New: WithReserves: %w", err)
+	}
+	if err := args.CheckDefault(o.algorithm); err != nil {
+		return nil, fmt.Errorf("distributed: New: %w", err)
 	}
 	l := &Limiter{
 		client:    client,
@@ -124,16 +128,6 @@ func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 	l.proc, _ = client.(processor)
 	watchDials(client, &l.netErr)
 	return l, nil
-}
-
-// isNil reports whether client is nil, or a nil pointer in an interface (a
-// (*redis.Client)(nil), say), on which the first method called would panic.
-func isNil(client redis.Scripter) bool {
-	if client == nil {
-		return true
-	}
-	v := reflect.ValueOf(client)
-	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // honoursContext reports whether client stops waiting on the network when a context ends.

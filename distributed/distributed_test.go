@@ -209,9 +209,14 @@ func TestWaitNotSupported(t *testing.T) {
 	require.ErrorIs(t, err, ratelimit.ErrNotSupported)
 }
 
+// An algorithm that is none of the constants is refused at construction, as on the local
+// backend; CalendarQuota as the default decides only the limits that name an algorithm.
 func TestAlgorithmNotSupported(t *testing.T) {
-	l, err := distributed.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}),
+	_, err := distributed.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}),
 		distributed.WithAlgorithm(ratelimit.Algorithm(99)))
+	require.EqualError(t, err, "distributed: New: WithAlgorithm(Algorithm(99)): not one of the ratelimit package's algorithms")
+	l, err := distributed.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}),
+		distributed.WithAlgorithm(ratelimit.CalendarQuota))
 	require.NoError(t, err)
 	_, err = l.Allow(context.Background(), "k", ratelimit.PerSecond(1))
 	require.ErrorIs(t, err, ratelimit.ErrNotSupported)

@@ -93,8 +93,9 @@ func WithTimeout(d time.Duration) Option {
 // algorithm for which Wait is supported. A token bucket limit with a warm-up
 // (ratelimit.Limit.Warmup) runs a script of its own, tag "tbw"; the other algorithms refuse
 // a warm-up with ratelimit.ErrNotSupported. Every algorithm decides as the local backend does.
-// With any other value every call under a limit that names no algorithm returns
-// ratelimit.ErrNotSupported. Every algorithm refuses,
+// With ratelimit.CalendarQuota, whose period is its limits', every call under a limit that
+// names no algorithm returns ratelimit.ErrNotSupported; New fails on a value that is none of
+// the constants. Every algorithm refuses,
 // with ratelimit.ErrInvalidLimit, a limit whose Burst/Rate is longer than 2⁵³ µs, and the
 // window algorithms one whose window is shorter than 1 µs.
 func WithAlgorithm(a ratelimit.Algorithm) Option {

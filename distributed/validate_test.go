@@ -24,7 +24,7 @@ func TestValidateLimit(t *testing.T) {
 	assert.ErrorIs(t, l.ValidateLimit(ratelimit.Limit{Rate: 1, Burst: ratelimit.MaxLogBurst + 1}), ratelimit.ErrInvalidLimit)
 	assert.ErrorIs(t, l.ValidateLimit(ratelimit.Limit{Rate: 1}), ratelimit.ErrInvalidLimit)
 
-	other, err := distributed.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), distributed.WithAlgorithm(ratelimit.Algorithm(99)))
+	other, err := distributed.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), distributed.WithAlgorithm(ratelimit.CalendarQuota))
 	require.NoError(t, err)
 	assert.ErrorIs(t, other.ValidateLimit(ratelimit.PerSecond(10)), ratelimit.ErrNotSupported)
 }

@@ -34,7 +34,7 @@ func inBubble(t *testing.T, server *redistest.Server, f func(t *testing.T, l *di
 
 // TestWaitOtherAlgorithms: Wait stays unsupported for the policing algorithms.
 func TestWaitOtherAlgorithms(t *testing.T) {
-	for _, alg := range []ratelimit.Algorithm{ratelimit.TokenBucket, ratelimit.SlidingWindowLog, ratelimit.Algorithm(99)} {
+	for _, alg := range []ratelimit.Algorithm{ratelimit.TokenBucket, ratelimit.SlidingWindowLog, ratelimit.CalendarQuota} {
 		l, err := distributed.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), distributed.WithAlgorithm(alg))
 		require.NoError(t, err)
 		require.ErrorIs(t, l.Wait(context.Background(), "k", ratelimit.PerSecond(1)), ratelimit.ErrNotSupported, "%v", alg)

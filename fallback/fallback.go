@@ -10,6 +10,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/args"
 	"github.com/sluice-go/ratelimit/internal/breaker"
+	"github.com/sluice-go/ratelimit/internal/nilarg"
 	"github.com/sluice-go/ratelimit/observe"
 )
 
@@ -47,11 +48,16 @@ var _ ratelimit.Limiter = (*Limiter)(nil)
 // with an error wrapping ErrUnavailable, and the caller's error policy applies, so that the
 // Limiter adds the circuit breaker and the denial cache to a primary of its own.
 //
-// New panics if primary is nil, or on reserves that cannot be enforced (WithReserves). The
+// New panics if primary is nil, or secondary a nil of some type (a (*local.Limiter)(nil),
+// which would panic on the first request the primary fails), or on reserves that cannot
+// be enforced (WithReserves). The
 // Limiter starts no goroutine, and closes neither limiter: they belong to the caller.
 func New(primary, secondary ratelimit.Limiter, opts ...Option) *Limiter {
-	if primary == nil {
+	if nilarg.Is(primary) {
 		panic("fallback: New: nil primary Limiter")
+	}
+	if nilarg.Typed(secondary) {
+		panic(fmt.Sprintf("fallback: New: nil secondary Limiter (%T): pass nil for none", secondary))
 	}
 	o := defaultOptions()
 	for _, opt := range opts {

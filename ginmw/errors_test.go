@@ -120,7 +120,7 @@ func TestNewPanics(t *testing.T) {
 				ginmw.WithLimitFunc(func(*gin.Context) ratelimit.Limit { return ratelimit.PerSecond(1) }))
 		})
 	// A fixed zero limit is a number missing from the configuration, not "unlimited".
-	assert.PanicsWithValue(t, "ginmw: New: WithLimit(0/s burst 0): the zero Limit (no limit at all): a fixed limit must be a valid limit; exempt requests with WithSkipFunc, or return the zero Limit from a limit function, instead",
+	assert.PanicsWithValue(t, "ginmw: New: WithLimit(0/s burst 0): the zero Limit (no limit at all): a fixed limit must be a valid limit; give ratelimit.Unlimited, or exempt requests with WithSkipFunc, instead",
 		func() { ginmw.New(l, ginmw.WithLimit(ratelimit.PerMinute(0))) })
 	// WithLimits gives keys and costs: a key or cost function beside it is refused.
 	multi := ginmw.WithLimits(func(*gin.Context) []ratelimit.Request { return nil })
@@ -144,7 +144,7 @@ func TestNewAsksTheBackend(t *testing.T) {
 	assert.PanicsWithValue(t, fmt.Sprintf("ginmw: New: WithLimit(%v): ratelimit: invalid limit: burst %d is above the sliding window log's maximum of %d (ratelimit.MaxLogBurst)",
 		tooLong, tooLong.Burst, ratelimit.MaxLogBurst),
 		func() { ginmw.New(log, ginmw.WithLimit(tooLong)) })
-	assert.PanicsWithValue(t, "ginmw: New: WithRouteLimits: /login: 2e+06/s burst 1: ratelimit: invalid limit: rate 2e+06 is above the Redis backend's maximum of 1e+06 per second",
+	assert.PanicsWithValue(t, "ginmw: New: WithRouteLimits: /login: 2000000/s burst 1: ratelimit: invalid limit: rate 2e+06 is above the Redis backend's maximum of 1e+06 per second",
 		func() {
 			redisLimiter, err := distributed.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}))
 			require.NoError(t, err)

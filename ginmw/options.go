@@ -45,10 +45,10 @@ func WithDeniedHandler(f func(c *gin.Context, res ratelimit.Result)) Option {
 	}
 }
 
-// WithErrorHandler sets what is told about a key function's failure and the limiter's
-// errors, before the middleware acts on them; a handler that aborts the request answers it
-// itself. Default: the error is attached with c.Error, for gin.Logger and other
-// error-reporting middleware.
+// WithErrorHandler sets what is told about a key function's failure, the limiter's errors and,
+// once, a zero Limit from WithLimitFunc, before the middleware acts on them; a handler that
+// aborts the request answers it itself. Default: the error is attached with c.Error, for
+// gin.Logger and other error-reporting middleware.
 func WithErrorHandler(f func(c *gin.Context, err error)) Option {
 	return func(o *options) {
 		if f == nil {

@@ -29,7 +29,8 @@ func WithKeyFunc(f func(c *gin.Context) (string, error)) Option {
 // [WithLimits] gives the limits, and when two of them are given, naming both. l must be a
 // valid limit, accepted by the limiter when it is a [ratelimit.LimitValidator]: the zero
 // Limit (PerMinute(0), a setting left unset) is refused too, since it would leave every
-// request unlimited; exempt requests with [WithSkipFunc] instead.
+// request unlimited; give [ratelimit.Unlimited] or exempt requests with [WithSkipFunc]
+// instead.
 func WithLimit(l ratelimit.Limit) Option {
 	return func(o *options) { o.SetLimit(l) }
 }
@@ -39,8 +40,9 @@ func WithLimit(l ratelimit.Limit) Option {
 // no route) get def. Each route is a policy of its own, named by its pattern in the
 // headers, the metrics and its buckets: two routes never share a bucket, whatever their
 // limits. def's requests are under the policy named by [WithPolicyName]. An entry of the
-// zero Limit is refused, as by [WithLimit]; def may be the zero Limit, which leaves the
-// other routes unlimited. The map is copied. See [WithLimit] for the default.
+// zero Limit is refused, as by [WithLimit], and one of [ratelimit.Unlimited] exempts its
+// route; def may be either, which leaves the other routes unlimited. The map is copied. See
+// [WithLimit] for the default.
 func WithRouteLimits(limits map[string]ratelimit.Limit, def ratelimit.Limit) Option {
 	return func(o *options) {
 		o.SetTable("WithRouteLimits", limits, def, (*gin.Context).FullPath)
@@ -93,8 +95,10 @@ func WithRefundIf(f func(c *gin.Context) bool) Option {
 }
 
 // WithLimitFunc sets a function that returns each request's limit, for limits that depend
-// on the user's plan and the like, under the policy named by [WithPolicyName]; the zero
-// Limit leaves a request unlimited. See [WithLimit] for the default. A nil f is ignored.
+// on the user's plan and the like, under the policy named by [WithPolicyName];
+// [ratelimit.Unlimited] leaves a request unlimited. So does the zero Limit, but as what a
+// setting never set gives (PerSecond(0)) it is reported, the first time only, to the error
+// handler. See [WithLimit] for the default. A nil f is ignored.
 func WithLimitFunc(f func(c *gin.Context) ratelimit.Limit) Option {
 	return func(o *options) { o.SetLimitFunc(f) }
 }

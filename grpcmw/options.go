@@ -59,11 +59,11 @@ func WithDeniedHandler(f func(ctx context.Context, fullMethod string, res rateli
 	return func(o *options) { o.denied = f }
 }
 
-// WithErrorHandler sets what is told about a key function's failure and the limiter's
-// errors, before the interceptor acts on them. If f returns an error, the call ends with it
-// (make it with status.Error, such as codes.Unauthenticated for a call without an API
-// key). Default: the error is logged with grpclog at error level, at most once a second
-// with the number of errors left out since the last line, and nil is returned.
+// WithErrorHandler sets what is told about a key function's failure, the limiter's errors and,
+// once, a zero Limit from WithLimitFunc, before the interceptor acts on them. If f returns an
+// error, the call ends with it (make it with status.Error, such as codes.Unauthenticated for a
+// call without an API key). Default: the error is logged with grpclog at error level, at most
+// once a second with the number of errors left out since the last line, and nil is returned.
 func WithErrorHandler(f func(ctx context.Context, fullMethod string, err error) error) Option {
 	return func(o *options) {
 		if f == nil {

@@ -34,8 +34,8 @@ func WithKeyFunc(f func(ctx context.Context, fullMethod string) (string, error))
 // [WithLimitFunc] and [WithLimits] gives the limits, and when two of them are given, naming
 // both. l must be a valid limit, accepted by the limiter when it is a
 // [ratelimit.LimitValidator]: the zero Limit (PerMinute(0), a setting left unset) is
-// refused too, since it would leave every call unlimited; exempt calls with [WithSkipFunc]
-// instead.
+// refused too, since it would leave every call unlimited; give [ratelimit.Unlimited] or
+// exempt calls with [WithSkipFunc] instead.
 func WithLimit(l ratelimit.Limit) Option {
 	return func(o *options) { o.SetLimit(l) }
 }
@@ -45,8 +45,9 @@ func WithLimit(l ratelimit.Limit) Option {
 // policy of its own, named by its full name in the metadata, QuotaFailure, the metrics and
 // its buckets: two methods never share a bucket, whatever their limits. def's calls are
 // under the policy named by [WithPolicyName]. An entry of the zero Limit is refused, as by
-// [WithLimit]; def may be the zero Limit, which leaves the other methods unlimited. The map
-// is copied. See [WithLimit] for the default.
+// [WithLimit], and one of [ratelimit.Unlimited] exempts its method; def may be either,
+// which leaves the other methods unlimited. The map is copied. See [WithLimit] for the
+// default.
 func WithMethodLimits(limits map[string]ratelimit.Limit, def ratelimit.Limit) Option {
 	return func(o *options) {
 		o.SetTable("WithMethodLimits", limits, def, func(c call) string { return c.method })
@@ -108,8 +109,10 @@ func WithRefundIf(f func(ctx context.Context, fullMethod string, err error) bool
 }
 
 // WithLimitFunc sets a function that returns each call's limit, for limits that depend on
-// the caller's plan and the like, under the policy named by [WithPolicyName]; the zero
-// Limit leaves a call unlimited. See [WithLimit] for the default. A nil f is ignored.
+// the caller's plan and the like, under the policy named by [WithPolicyName];
+// [ratelimit.Unlimited] leaves a call unlimited. So does the zero Limit, but as what a
+// setting never set gives (PerSecond(0)) it is reported, the first time only, to the error
+// handler. See [WithLimit] for the default. A nil f is ignored.
 func WithLimitFunc(f func(ctx context.Context, fullMethod string) ratelimit.Limit) Option {
 	var g func(call) ratelimit.Limit
 	if f != nil {

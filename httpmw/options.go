@@ -70,11 +70,11 @@ func WithDeniedHandler(f func(w http.ResponseWriter, r *http.Request, res rateli
 	}
 }
 
-// WithErrorHandler sets what is told about a key function's failure and the limiter's
-// errors, before the middleware acts on them. A handler that answers the request itself
-// (with a 401, say) returns true, and the middleware does nothing more. Default: the error
-// is logged with slog.Default() at error level, at most once a second with the number of
-// errors left out since the last line, and false is returned.
+// WithErrorHandler sets what is told about a key function's failure, the limiter's errors and,
+// once, a zero Limit from WithLimitFunc, before the middleware acts on them. A handler that
+// answers the request itself (with a 401, say) returns true, and the middleware does nothing
+// more. Default: the error is logged with slog.Default() at error level, at most once a second
+// with the number of errors left out since the last line, and false is returned.
 func WithErrorHandler(f func(w http.ResponseWriter, r *http.Request, err error) (answered bool)) Option {
 	return func(o *options) {
 		if f == nil {

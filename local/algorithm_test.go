@@ -72,7 +72,7 @@ func TestValidateLimitAlgorithm(t *testing.T) {
 	t.Cleanup(func() { _ = tb.Close() })
 	fw := New(WithAlgorithm(ratelimit.FixedWindow), WithCleanupInterval(-1))
 	t.Cleanup(func() { _ = fw.Close() })
-	odd := New(WithAlgorithm(ratelimit.Algorithm(99)), WithCleanupInterval(-1))
+	odd := New(WithAlgorithm(ratelimit.CalendarQuota), WithCleanupInterval(-1))
 	t.Cleanup(func() { _ = odd.Close() })
 
 	bigLog := ratelimit.Limit{Rate: 1, Burst: ratelimit.MaxLogBurst + 1, Algorithm: ratelimit.SlidingWindowLog}

@@ -35,7 +35,8 @@ type Limiter struct {
 
 // New returns a Limiter configured by opts and starts its cleanup goroutine (unless
 // WithCleanupInterval turned it off). Call Close to stop it. It panics on reserves that
-// cannot be enforced (WithReserves).
+// cannot be enforced (WithReserves), and on an algorithm that is none of the ratelimit
+// package's (WithAlgorithm).
 func New(opts ...Option) *Limiter {
 	o := defaultOptions()
 	for _, opt := range opts {
@@ -45,6 +46,9 @@ func New(opts ...Option) *Limiter {
 	}
 	if err := o.reserves.Validate(); err != nil {
 		panic("local: New: WithReserves: " + err.Error())
+	}
+	if err := args.CheckDefault(o.algorithm); err != nil {
+		panic("local: New: " + err.Error())
 	}
 	epoch := time.Now()
 	l := &Limiter{

@@ -303,8 +303,13 @@ func TestEvictionAtCap(t *testing.T) {
 	require.Equal(t, 64, l.Len())
 }
 
+// An algorithm that is none of the constants is refused at construction: it could decide
+// nothing. CalendarQuota as the default decides only the limits that name an algorithm.
 func TestAlgorithmNotSupported(t *testing.T) {
-	l := New(WithAlgorithm(ratelimit.Algorithm(99)))
+	require.PanicsWithValue(t, "local: New: WithAlgorithm(Algorithm(99)): not one of the ratelimit package's algorithms",
+		func() { New(WithAlgorithm(ratelimit.Algorithm(99))) })
+	require.Panics(t, func() { New(WithAlgorithm(ratelimit.Algorithm(-1))) })
+	l := New(WithAlgorithm(ratelimit.CalendarQuota))
 	defer l.Close()
 	_, err := l.Allow(context.Background(), "k", perSecond)
 	require.ErrorIs(t, err, ratelimit.ErrNotSupported)

@@ -101,8 +101,10 @@ func WithMaxBuckets(n int) Option {
 // its queue), at most 10⁶ requests a second. Only the token bucket takes a limit with a
 // warm-up (ratelimit.Limit.Warmup, at most 10⁶ a second); the others refuse it with
 // ratelimit.ErrNotSupported. Every algorithm decides as the Redis backend does, to the
-// microsecond, on the limits both accept. With any other value every call under a limit
-// that names no algorithm returns ratelimit.ErrNotSupported. The window algorithms also refuse, with
+// microsecond, on the limits both accept. With ratelimit.CalendarQuota, whose period is its
+// limits', every call under a limit that names no algorithm returns
+// ratelimit.ErrNotSupported; New panics on a value that is none of the constants. The
+// window algorithms also refuse, with
 // ratelimit.ErrInvalidLimit, a limit whose window is shorter than 1 µs or longer than 2⁵³ µs.
 func WithAlgorithm(a ratelimit.Algorithm) Option {
 	return func(o *options) {

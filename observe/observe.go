@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/nilarg"
 )
 
 // Observer is told of every decision a limiter makes: by the middlewares given one with
@@ -196,7 +197,8 @@ func Classify(ctx context.Context, err error) ErrorKind {
 	return KindUnavailable
 }
 
-// Join returns an Observer that tells each of list in turn, skipping nil ones, and that
+// Join returns an Observer that tells each of list in turn, skipping nil ones (but it
+// panics on one that holds a nil pointer, which would fail on every decision), and that
 // recovers a panic in any of them, so that one broken observer neither fails the request
 // nor keeps the others from being told. Joined observers are flattened.
 //
@@ -210,6 +212,9 @@ func Classify(ctx context.Context, err error) ErrorKind {
 func Join(list ...Observer) Observer {
 	var m multiObserver
 	for _, o := range list {
+		if nilarg.Typed(o) {
+			panic(fmt.Sprintf("observe: Join: a nil %T", o))
+		}
 		switch o := o.(type) {
 		case nil:
 		case multiObserver:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/nilarg"
 )
 
 // Wrap returns l reporting each of its decisions to o: each Allow and AllowN as a Decision
@@ -24,9 +25,9 @@ import (
 // Wrap is for code that calls a Limiter directly; the middlewares take an Observer of
 // their own (WithObserver), and wrapping the Limiter they are given as well reports each
 // decision twice. A panic in o is recovered (see Join): the call returns l's answer all
-// the same. Wrap panics if l or o is nil.
+// the same. Wrap panics if l or o is nil or holds a nil pointer.
 func Wrap(l ratelimit.Limiter, o Observer, policy string) ratelimit.Limiter {
-	if l == nil {
+	if nilarg.Is(l) {
 		panic("observe: Wrap: nil Limiter")
 	}
 	obs := Join(o)

@@ -3,6 +3,7 @@ package otelmetrics
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"unicode/utf8"
@@ -12,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/sluice-go/ratelimit/fallback"
+	"github.com/sluice-go/ratelimit/internal/nilarg"
 	"github.com/sluice-go/ratelimit/observe"
 )
 
@@ -86,12 +88,21 @@ type counter struct {
 }
 
 // New returns an Observer whose instruments come from the MeterProvider of
-// WithMeterProvider (default: the global one). It fails only if the provider refuses to
-// make an instrument.
+// WithMeterProvider (default: the global one). It fails if the provider refuses to make an
+// instrument, or if WithMeterProvider or WithConcurrency was given a nil of some type (a
+// (*sdkmetric.MeterProvider)(nil)), which would panic at the first collection.
 func New(opts ...Option) (*Observer, error) {
 	cfg := defaultOptions()
 	for _, opt := range opts {
 		opt(&cfg)
+	}
+	if nilarg.Typed(cfg.provider) {
+		return nil, fmt.Errorf("otelmetrics: New: WithMeterProvider: a nil %T", cfg.provider)
+	}
+	for _, c := range cfg.concurrency {
+		if nilarg.Is(c.stats) {
+			return nil, fmt.Errorf("otelmetrics: New: WithConcurrency: a nil %T", c.stats)
+		}
 	}
 	mp := cfg.provider
 	if mp == nil {

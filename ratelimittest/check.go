@@ -10,7 +10,7 @@ import (
 )
 
 // Check runs the rules Run runs and returns their failures, joined, each prefixed with its
-// rule's path ("TokenBucket/SeedTable: ..."), instead of failing t: for a test that a limiter
+// rule's path ("TokenBucket/WorkedExample: ..."), instead of failing t: for a test that a limiter
 // breaks the contract, such as this package's own test of a wrong backend. t is used for
 // what the rules need of a test besides failing (testing/synctest bubbles, logs, temporary
 // directories); a rule's cleanups run when the rule ends.

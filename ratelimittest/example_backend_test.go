@@ -150,7 +150,7 @@ func TestExampleBackendWrong(t *testing.T) {
 	require.NoError(t, ratelimittest.Check(t, harness(false)))
 	err := ratelimittest.Check(t, harness(true))
 	require.Error(t, err)
-	for _, rule := range []string{"TokenBucket/SeedTimeline: ", "TokenBucket/DenialTakesNothing: "} {
+	for _, rule := range []string{"TokenBucket/WorkedExample: ", "TokenBucket/DenialTakesNothing: "} {
 		require.Contains(t, err.Error(), rule)
 	}
 	require.NotContains(t, err.Error(), "TokenBucket/InvalidInput: ", "bad input is refused before any charge")

@@ -23,7 +23,7 @@ var fixedWindowRules = []rule{
 	{"AgainstModel", checkModelRule},
 }
 
-// fwBoundaryBurst is the weakness of seed 001 and 002, pinned: Burst requests at the very end
+// fwBoundaryBurst is the fixed window's known weakness, pinned: Burst requests at the very end
 // of one window and Burst at the start of the next all pass, 2×Burst within 2 ms.
 func fwBoundaryBurst(t testing.TB, h harness) {
 	limit := ratelimit.PerMinute(6) // W = 60 s

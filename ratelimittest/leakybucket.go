@@ -16,7 +16,7 @@ import (
 // request added. With T = 1/Rate and the queue's end TAT, a request at u starts at
 // S = max(TAT, u) and waits Delay = S − u: the k-th of a burst at once waits k·T.
 var leakyBucketRules = []rule{
-	{"SeedTimeline", withDelays(seedTimeline, 0, time.Second, 0, 600*ms)},
+	{"WorkedExample", withDelays(workedExample, 0, time.Second, 0, 600*ms)},
 	{"RetryAfterIsExact", withDelays(retryAfterIsExact, 0, time.Second, 0, 0, time.Second, 0, 0, time.Second)},
 	{"DenialTakesNothing", withDelays(denialTakesNothing, 0, 100*ms, 200*ms, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 200*ms, 0)},
 	{"AllowNIsAllOrNothing", withDelays(allowNIsAllOrNothing, 0, 0, 3*time.Second, 0, 3*time.Second, 0)},
@@ -30,7 +30,7 @@ var leakyBucketRules = []rule{
 
 // The token bucket's tables, with the Delays of their requests in order (0 for a denial):
 //
-//   - SeedTimeline (T = 1 s): A at 0.1 s finds the queue empty; B starts when A is done, at
+//   - WorkedExample (T = 1 s): A at 0.1 s finds the queue empty; B starts when A is done, at
 //     1.1 s; D at 1.5 s starts at the TAT, 2.1 s: 0.6 s.
 //   - RetryAfterIsExact (T = 1 s): each request allowed after a denial finds the queue a
 //     second from empty, since the denial's RetryAfter is when the queue has room again.

@@ -122,10 +122,10 @@ func quotaPriority(t testing.TB, h harness) {
 }
 
 // quotaUnknownZone: a zone the database lacks is refused as an invalid limit, by
-// ValidateLimit and by every call.
+// Limit.Validate, ValidateLimit and every call.
 func quotaUnknownZone(t testing.TB, h harness) {
 	limit := ratelimit.Quota(1, ratelimit.Period{Unit: ratelimit.Day, Zone: "Mars/Olympus_Mons"})
-	require.NoError(t, limit.Validate(), "a name Validate cannot refuse")
+	require.ErrorIs(t, limit.Validate(), ratelimit.ErrInvalidLimit)
 	if v, ok := ratelimit.As[ratelimit.LimitValidator](h.Limiter); ok {
 		require.ErrorIs(t, v.ValidateLimit(limit), ratelimit.ErrInvalidLimit)
 	}

@@ -7,8 +7,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 )
 
-// slidingCounterRules are the rules of ratelimit.SlidingWindowCounter (seeds 001 and 002):
-// fixed windows of W = Burst/Rate aligned to the Unix epoch, and at x into a window the
+// slidingCounterRules are the rules of ratelimit.SlidingWindowCounter: fixed windows of W = Burst/Rate aligned to the Unix epoch, and at x into a window the
 // estimate est = prev·(W − x)/W + cur of what the sliding window (now − W, now] holds, prev
 // and cur being the counts of the previous and the current fixed window. A request for n is
 // allowed when est + n ≤ Burst. Remaining = ⌊Burst − est⌋ after the decision; RetryAfter is

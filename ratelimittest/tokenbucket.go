@@ -10,10 +10,10 @@ import (
 	"github.com/sluice-go/ratelimit"
 )
 
-// tokenBucketRules are the rules of ratelimit.TokenBucket: the GCRA and token bucket tables
-// of seed 000, to the nanosecond.
+// tokenBucketRules are the rules of ratelimit.TokenBucket, to the nanosecond: GCRA's
+// theoretical arrival time and the token bucket's refill, which decide alike.
 var tokenBucketRules = []rule{
-	{"SeedTimeline", seedTimeline},
+	{"WorkedExample", workedExample},
 	{"RetryAfterIsExact", retryAfterIsExact},
 	{"DenialTakesNothing", denialTakesNothing},
 	{"AllowNIsAllOrNothing", allowNIsAllOrNothing},
@@ -23,10 +23,11 @@ var tokenBucketRules = []rule{
 	{"Invariants", invariants},
 }
 
-// seedTimeline is the example of seed 000: Rate 1/s, Burst 2, first request at 0.1 s. In GCRA
+// workedExample is the contract's example: Rate 1/s, Burst 2, first request at 0.1 s; two
+// pass at once, the third is denied with RetryAfter 1 s, one passes at 1.5 s. In GCRA
 // terms T = 1 s and τ = 2 s; ResetAfter is TAT − now, Remaining ⌊(τ − (TAT − now)) / T⌋.
-func seedTimeline(t testing.TB, h harness) {
-	play(t, h, "seed", ratelimit.Limit{Rate: 1, Burst: 2}, []step{
+func workedExample(t testing.TB, h harness) {
+	play(t, h, "worked example", ratelimit.Limit{Rate: 1, Burst: 2}, []step{
 		// A at 0.1 s: TAT 0 → max(0.1, 0) + 1 = 1.1; 1.1 − 2 ≤ 0.1, allowed. Reset 1.1 − 0.1.
 		{advance: 100 * ms, want: allowed(1, time.Second)},
 		// B at 0.1 s: TAT 1.1 → 2.1; 2.1 − 2 = 0.1 ≤ 0.1, allowed on the line. Reset 2 s.

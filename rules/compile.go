@@ -48,13 +48,17 @@ type RuleDoc struct {
 // one of ratelimit.Priority's names; a concurrency below 0, or above 0 without a
 // concurrency limiter or in a shadow policy; a policy with neither limits nor concurrency;
 // a rule without a match or naming no known policy; the same policy twice. Compile checks
-// everything before returning, and returns every error it found, joined.
+// everything before returning, and returns every error it found, joined. An option given a
+// nil of some type, which no file can mend, is an error of its own, before any.
 func Compile(doc Document, reg Registry, opts ...Option) (*Set, error) {
 	var o options
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
 		}
+	}
+	if err := o.nilArg(); err != nil {
+		return nil, fmt.Errorf("rules: Compile: %w", err)
 	}
 	v := o.validator
 	s := &Set{Version: doc.Version, policies: map[string]*Policy{}, byPath: map[string][]int{}}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/concurrency"
+	"github.com/sluice-go/ratelimit/internal/nilarg"
 	"github.com/sluice-go/ratelimit/internal/settle"
 )
 
@@ -54,12 +55,26 @@ func WithValidator(v ratelimit.LimitValidator) Option { return func(o *options) 
 // policy of concurrency above 0 is refused at load without it. Default: none.
 func WithConcurrency(l concurrency.Limiter) Option { return func(o *options) { o.concurrency = l } }
 
+// nilArg returns an error naming the option given a nil of some type (a
+// (*local.Limiter)(nil)): it is not "none", which is the untyped nil, and would panic on the
+// first file or request it met.
+func (o *options) nilArg() error {
+	switch {
+	case nilarg.Typed(o.validator):
+		return fmt.Errorf("WithValidator: a nil %T", o.validator)
+	case nilarg.Typed(o.concurrency):
+		return fmt.Errorf("WithConcurrency: a nil %T", o.concurrency)
+	}
+	return nil
+}
+
 // WithErrorHandler sets what is told of a reload that failed (Watch's, whose caller cannot
 // see the error otherwise); the set in force stays. Default: none.
 func WithErrorHandler(f func(error)) Option { return func(o *options) { o.onError = f } }
 
 // New returns Rules whose files may name the key functions of reg, with no set loaded:
-// until Load succeeds, a middleware's WithRules limits nothing.
+// until Load succeeds, a middleware's WithRules limits nothing. New panics on an option
+// given a nil of some type, such as WithValidator((*local.Limiter)(nil)).
 func New(reg Registry, opts ...Option) *Rules {
 	r := &Rules{reg: reg, opts: options{parse: ParseJSON}}
 	for _, o := range opts {
@@ -69,6 +84,9 @@ func New(reg Registry, opts ...Option) *Rules {
 	}
 	if r.opts.parse == nil {
 		r.opts.parse = ParseJSON
+	}
+	if err := r.opts.nilArg(); err != nil {
+		panic("rules: New: " + err.Error())
 	}
 	return r
 }

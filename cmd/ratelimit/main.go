@@ -9,8 +9,13 @@
 // -addr is the admin endpoint's URL, mount prefix included (default $RATELIMIT_ADMIN, or
 // http://localhost:9090). Each -H header is sent with every request; the Authorization
 // header defaults to $RATELIMIT_AUTHORIZATION, so that a token need not be on the command
-// line. -json prints the endpoint's answer as it is. The exit status is 0 on success, 1
-// when the endpoint refuses or fails, 2 on a usage error.
+// line. -json prints the endpoint's answer as it is; -h lists the commands and the
+// environment. A peek whose buckets are all full says that nothing is spent, as for a key
+// never seen. The exit status is 0 on success, 1 when the endpoint refuses or fails, 2 on a
+// usage error.
+//
+// Run it from a clone of the module with go run ./cmd/ratelimit, or from anywhere with go run
+// github.com/sluice-go/ratelimit/cmd/ratelimit@latest (or go install, the same path).
 package main
 
 import (
@@ -40,7 +45,27 @@ func (h *headers) String() string     { return strings.Join(*h, ", ") }
 func (h *headers) Set(v string) error { *h = append(*h, v); return nil }
 
 // errUsage is run's error for a command line it cannot read.
-var errUsage = errors.New("usage: ratelimit [-addr URL] [-H 'Name: value']... [-json] policies | peek POLICY KEY | reset POLICY KEY | refund POLICY KEY N")
+var errUsage = errors.New("usage: ratelimit [-addr URL] [-H 'Name: value']... [-json] policies | peek POLICY KEY | reset POLICY KEY | refund POLICY KEY N (ratelimit -h for more)")
+
+// usage is what -h prints before the flags.
+const usage = `usage: ratelimit [flags] COMMAND
+
+Speaks to a service's admin endpoint (package admin).
+
+Commands:
+  policies                the rules' policies: name, key function, limits
+  peek   POLICY KEY       the state of KEY's buckets under POLICY
+  reset  POLICY KEY       fill KEY's buckets under POLICY
+  refund POLICY KEY N     give N tokens back to KEY's buckets under POLICY
+
+KEY is the key as the policy's key function makes it, such as ip:127.0.0.1 (the client's IP).
+
+Environment:
+  RATELIMIT_ADMIN          the endpoint's URL, the default of -addr
+  RATELIMIT_AUTHORIZATION  the Authorization header sent (a token kept off the command line)
+
+Flags:
+`
 
 // run runs the command line args, writing to stdout and stderr, and returns the exit status.
 func run(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
@@ -50,7 +75,13 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	var hdrs headers
 	fs.Var(&hdrs, "H", "a header sent with every request, 'Name: value' (repeatable)")
 	raw := fs.Bool("json", false, "print the endpoint's JSON answer as it is")
-	if err := fs.Parse(args); err != nil {
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
 		return 2
 	}
 	method, path, show, err := command(fs.Args())
@@ -172,10 +203,20 @@ func showStates(w io.Writer, body []byte) error {
 		Allowed    bool
 		Remaining  int
 		RetryAfter float64 `json:"retry_after_seconds"`
+		Full       bool
 	}
 	if err := decode(body, &states); err != nil {
 		return err
 	}
+	full := len(states) > 0
+	for _, s := range states {
+		full = full && s.Full
+	}
+	defer func() {
+		if full {
+			fmt.Fprintln(w, "no usage: every bucket is full, as for a key never seen (is KEY written as its key function makes it, ip:127.0.0.1 and not 127.0.0.1?)")
+		}
+	}()
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LIMIT\tNEXT\tREMAINING\tRETRY AFTER")
 	for _, s := range states {

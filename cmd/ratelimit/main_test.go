@@ -70,8 +70,23 @@ search  user  5/s          cost 2, shadow
 	assert.Contains(t, out, "2/min  allowed  1")
 	code, out, _ = cli(env, "-json", "peek", "login", "u/1")
 	assert.Equal(t, 0, code)
-	assert.JSONEq(t, `[{"limit":"2/min","allowed":true,"remaining":1,"retry_after_seconds":0},
-		{"limit":"10/h","allowed":true,"remaining":9,"retry_after_seconds":0}]`, out)
+	assert.JSONEq(t, `[{"limit":"2/min","allowed":true,"remaining":1,"retry_after_seconds":0,"full":true},
+		{"limit":"10/h","allowed":true,"remaining":9,"retry_after_seconds":0,"full":true}]`, out)
+
+	// A key never seen (the IP without its "ip:") reads as full buckets, and says so; one
+	// bucket spent is not "no usage".
+	code, out, _ = cli(env, "peek", "login", "127.0.0.1")
+	assert.Equal(t, 0, code)
+	assert.Equal(t, `LIMIT  NEXT     REMAINING  RETRY AFTER
+2/min  allowed  1          0s
+10/h   allowed  9          0s
+no usage: every bucket is full, as for a key never seen (is KEY written as its key function makes it, ip:127.0.0.1 and not 127.0.0.1?)
+`, out)
+	_, err := limiter.Allow(t.Context(), bucket.Name{Policy: "login", Limit: 1, Keep: true}.Key("u/1"), mustLimit(t, "10/h keep-usage"))
+	require.NoError(t, err)
+	code, out, _ = cli(env, "peek", "login", "u/1")
+	assert.Equal(t, 0, code)
+	assert.NotContains(t, out, "no usage")
 
 	// The header from -H instead of the environment; and none at all.
 	noAuth := map[string]string{"RATELIMIT_ADMIN": srv.URL + "/admin"}
@@ -86,6 +101,18 @@ search  user  5/s          cost 2, shadow
 	for _, args := range [][]string{{}, {"peek", "login"}, {"refund", "login", "u/1", "0"}, {"-H", "no colon", "policies"}} {
 		code, _, _ = cli(env, args...)
 		assert.Equal(t, 2, code, args)
+	}
+}
+
+// -h lists the commands and the environment variables, and exits 0.
+func TestHelp(t *testing.T) {
+	var out, errOut strings.Builder
+	code := run([]string{"-h"}, &out, &errOut, func(string) string { return "" })
+	assert.Equal(t, 0, code)
+	assert.Empty(t, out.String())
+	for _, want := range []string{"policies", "peek   POLICY KEY", "reset  POLICY KEY", "refund POLICY KEY N",
+		"RATELIMIT_ADMIN", "RATELIMIT_AUTHORIZATION", "-addr", "-json"} {
+		assert.Contains(t, errOut.String(), want)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/internal/breaker"
+	"github.com/sluice-go/ratelimit/internal/nilarg"
 )
 
 // Limiter is a concurrency.Limiter whose permits live in Redis, so that every instance of a
@@ -73,7 +73,7 @@ var (
 // client does). It returns an error for a nil client, or a TTL shorter than 3 times the
 // timeout.
 func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
-	if client == nil || reflect.ValueOf(client).Kind() == reflect.Pointer && reflect.ValueOf(client).IsNil() {
+	if nilarg.Is(client) {
 		return nil, errors.New("distributed: New: nil client")
 	}
 	o := defaultOptions()

@@ -11,6 +11,7 @@ import (
 	"github.com/sluice-go/ratelimit/concurrency"
 	ratefallback "github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/internal/breaker"
+	"github.com/sluice-go/ratelimit/internal/nilarg"
 	"github.com/sluice-go/ratelimit/observe"
 )
 
@@ -67,11 +68,15 @@ var (
 // may be nil: calls the primary cannot decide then fail with an error wrapping
 // ErrUnavailable, and the caller's error policy applies.
 //
-// New panics if primary is nil. The Limiter starts no goroutine, and closes neither
+// New panics if primary is nil, or secondary a nil of some type (a (*concurrency.Local)(nil),
+// which would panic on the first call the primary fails). The Limiter starts no goroutine, and closes neither
 // limiter: they belong to the caller.
 func New(primary, secondary concurrency.Limiter, opts ...Option) *Limiter {
-	if primary == nil {
+	if nilarg.Is(primary) {
 		panic("fallback: New: nil primary Limiter")
+	}
+	if nilarg.Typed(secondary) {
+		panic(fmt.Sprintf("fallback: New: nil secondary Limiter (%T): pass nil for none", secondary))
 	}
 	o := defaultOptions()
 	for _, opt := range opts {

@@ -14,10 +14,13 @@
 //     the OpenTelemetry Prometheus exporter, named as the PromQL of
 //     https://github.com/sluice-go/ratelimit/blob/main/docs/observability.md expects;
 //     GET /healthz is not limited.
-//   - The breaker's changes are logged once at the start and once at the end of an outage.
+//   - The breaker's changes are logged once at the start and once at the end of an outage;
+//     go-redis's own lines (several a second while Redis is away) go to the same logger at
+//     debug level, which the default handler drops (redis.SetLogger).
 //   - SIGINT or SIGTERM drains the server, then closes the limiters and the client.
 //
-// Run it beside a Redis server:
+// Run it beside a Redis server, or without one: it then warns once that Redis is not
+// answering and serves on local limits (this instance's share of each) until Redis does.
 //
 //	cd examples/production && go run . -redis localhost:6379
 //	curl -si -X POST -d 'user=alice&password=wrong' localhost:8080/login
@@ -38,6 +41,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -89,6 +93,7 @@ func main() {
 
 // run serves on ln until ctx ends, then shuts down gracefully.
 func run(ctx context.Context, ln net.Listener, cfg config, logger *slog.Logger) error {
+	redis.SetLogger(redisLog{logger}) // process-wide: before any client
 	client := redis.NewClient(&redis.Options{
 		Addr:                  cfg.RedisAddr,
 		ContextTimeoutEnabled: true, // the limiter's deadline is the socket's: no retry after a timeout
@@ -148,6 +153,16 @@ func run(ctx context.Context, ln net.Listener, cfg config, logger *slog.Logger) 
 		return err
 	}
 	return <-done
+}
+
+// redisLog routes go-redis's own log lines to logger at debug level, marked from=go-redis:
+// while Redis is away the breaker says so twice (start and end), and the client's lines
+// about each failed connection would bury that. logging.Disable (package
+// github.com/redis/go-redis/v9/logging) silences them instead.
+type redisLog struct{ logger *slog.Logger }
+
+func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
+	l.logger.DebugContext(ctx, strings.TrimSpace(fmt.Sprintf(format, v...)), "from", "go-redis")
 }
 
 // routes builds the service: its handlers, each behind its limits.

@@ -160,6 +160,50 @@ func TestProduction(t *testing.T) {
 	}
 }
 
+// Without Redis (nothing listens at its address) the program starts all the same, warns
+// once, and enforces this instance's share of the limits locally: one of two instances
+// holds a login's 5 a minute as 2.5 a minute with a burst of 2 (rounded down), so the third
+// failure is refused.
+func TestNoRedis(t *testing.T) {
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	deadAddr := dead.Addr().String()
+	require.NoError(t, dead.Close())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var logs syncBuffer
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	ran := make(chan error, 1)
+	go func() {
+		ran <- run(ctx, ln, config{RedisAddr: deadAddr, Instances: 2}, slog.New(slog.NewTextHandler(&logs, nil)))
+	}()
+	client := &http.Client{Timeout: 5 * time.Second}
+	var statuses []int
+	for range 4 {
+		form := url.Values{"user": {"alice"}, "password": {"wrong"}}
+		res, err := client.Post("http://"+ln.Addr().String()+"/login", "application/x-www-form-urlencoded", strings.NewReader(form.Encode()))
+		require.NoError(t, err)
+		_ = res.Body.Close()
+		statuses = append(statuses, res.StatusCode)
+	}
+	assert.Equal(t, []int{401, 401, 429, 429}, statuses)
+	assert.Equal(t, 1, strings.Count(logs.String(), "Redis is not answering; starting on local limits"), "logs:\n%s", logs.String())
+	assert.NotContains(t, logs.String(), "from=go-redis", "go-redis's lines are at debug level")
+	stop()
+	require.NoError(t, <-ran)
+}
+
+// go-redis's own lines reach the program's logger at debug level, marked as its: dropped
+// by a handler at the default level, kept by one at debug.
+func TestRedisLog(t *testing.T) {
+	var info, debug bytes.Buffer
+	redisLog{slog.New(slog.NewTextHandler(&info, nil))}.Printf(context.Background(), "redis: connection pool: %v\n", "dial tcp: refused")
+	assert.Empty(t, info.String())
+	redisLog{slog.New(slog.NewTextHandler(&debug, &slog.HandlerOptions{Level: slog.LevelDebug}))}.Printf(context.Background(), "redis: connection pool: %v\n", "dial tcp: refused")
+	assert.Contains(t, debug.String(), `level=DEBUG msg="redis: connection pool: dial tcp: refused" from=go-redis`)
+}
+
 // newRequest builds a request, with a Content-Type when ct is not empty.
 func newRequest(t *testing.T, method, target string, body io.Reader, ct string) *http.Request {
 	t.Helper()

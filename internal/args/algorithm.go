@@ -29,6 +29,17 @@ func Resolve(limit ratelimit.Limit, def ratelimit.Algorithm) ratelimit.Limit {
 	return limit
 }
 
+// CheckDefault returns nil when a may be a limiter's default algorithm (local.WithAlgorithm,
+// distributed.WithAlgorithm): one of the ratelimit package's Algorithm constants, which
+// Limit.Validate is the owner of. Any other value could decide nothing, so the backends'
+// constructors refuse it rather than fail every call.
+func CheckDefault(a ratelimit.Algorithm) error {
+	if err := (ratelimit.Limit{Rate: 1, Burst: 1, Algorithm: a}).Validate(); err != nil && a != ratelimit.CalendarQuota {
+		return fmt.Errorf("WithAlgorithm(%v): not one of the ratelimit package's algorithms", a)
+	}
+	return nil
+}
+
 // CheckAlgorithm returns nil when limit suits algorithm a, beyond what Check verifies, or an
 // error wrapping ratelimit.ErrInvalidLimit, or ratelimit.ErrNotSupported for a warm-up on an
 // algorithm without one (see CheckWarmup). Both backends call it after Check, so that they

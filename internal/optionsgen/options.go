@@ -49,8 +49,8 @@ its limits carry their keys.`,
 [WithLimitFunc] and [WithLimits] gives the limits, and when two of them are given,
 naming both. l must be a valid limit, accepted by the limiter when it is a
 [ratelimit.LimitValidator]: the zero Limit (PerMinute(0), a setting left unset) is
-refused too, since it would leave every {{.Req}} unlimited; exempt {{.Reqs}} with
-[WithSkipFunc] instead.`,
+refused too, since it would leave every {{.Req}} unlimited; give [ratelimit.Unlimited]
+or exempt {{.Reqs}} with [WithSkipFunc] instead.`,
 		params: "l ratelimit.Limit",
 		set:    "o.SetLimit(l)",
 	},
@@ -59,8 +59,8 @@ refused too, since it would leave every {{.Req}} unlimited; exempt {{.Reqs}} wit
 		doc: `{{.TableIntro}} Each {{.Route}} is a policy of its own, named by its {{.RouteName}}
 in {{.RouteNamedIn}}, the metrics and its buckets: two {{.Routes}} never share a bucket,
 whatever their limits. def's {{.Reqs}} are under the policy named by [WithPolicyName]. An
-entry of the zero Limit is refused, as by [WithLimit]; def may be the zero Limit, which
-leaves the other {{.Routes}} unlimited. The map is copied. See [WithLimit] for the
+entry of the zero Limit is refused, as by [WithLimit], and one of [ratelimit.Unlimited]
+exempts its {{.Route}}; def may be either, which leaves the other {{.Routes}} unlimited. The map is copied. See [WithLimit] for the
 default.
 {{- if .TableMore}}
 
@@ -120,8 +120,9 @@ to its shadow buckets ([WithShadow]). {{.RefundMore}} It needs a limiter that im
 		name: "WithLimitFunc",
 		doc: `WithLimitFunc sets a function that returns each {{.Req}}'s limit, for limits that
 depend on the {{.User}}'s plan and the like, under the policy named by [WithPolicyName];
-the zero Limit leaves a {{.Req}} unlimited. See [WithLimit] for the default. A nil f is
-ignored.`,
+[ratelimit.Unlimited] leaves a {{.Req}} unlimited. So does the zero Limit, but as what a
+setting never set gives (PerSecond(0)) it is reported, the first time only, to the error
+handler. See [WithLimit] for the default. A nil f is ignored.`,
 		fn:  "ratelimit.Limit",
 		set: "o.SetLimitFunc({{.G}})",
 	},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -160,7 +161,14 @@ func (p *Pipeline[R]) prepare(r R, d *Decision) (ok bool) {
 	}
 	d.Shadow = p.opts.Shadow
 	d.Limit, d.Policy = p.opts.Limit(r)
+	if math.IsInf(d.Limit.Rate, 1) && d.Limit == ratelimit.Unlimited {
+		d.Limit, d.Policy = ratelimit.Limit{}, ""
+		return false
+	}
 	if d.Limit.IsZero() {
+		if p.opts.zeroFromFunc && !p.zeroReported.Load() {
+			p.reportZero(r, d)
+		}
 		return false
 	}
 	if d.Policy == "" {
@@ -174,6 +182,18 @@ func (p *Pipeline[R]) prepare(r R, d *Decision) (ok bool) {
 	}
 	d.bucket = bucket.Name{Policy: d.Policy, Shadow: d.Shadow}.Key(d.Key)
 	return true
+}
+
+// reportZero tells the error handler, once in the pipeline's life, that WithLimitFunc's
+// function returned the zero Limit for r: the request is not limited, as before, and the
+// mistake is seen without a report per request. The error handler may end r.
+func (p *Pipeline[R]) reportZero(r R, d *Decision) {
+	if !p.zeroReported.CompareAndSwap(false, true) {
+		return
+	}
+	if herr := p.onError(r, fmt.Errorf("%s%w", p.prefix, ErrZeroFromFunc)); herr != nil {
+		d.Verdict, d.Err = Handled, herr
+	}
 }
 
 // bucketOfParts sets d.Key and d.bucket from the parts of r's default key (KeyParts), with
@@ -268,6 +288,9 @@ func (p *Pipeline[R]) prepareAll(r R, d *Decision) (ok bool) {
 	d.Shadow = p.opts.Shadow
 	reported := false
 	for i, q := range given {
+		if math.IsInf(q.Limit.Rate, 1) && q.Limit == ratelimit.Unlimited {
+			q.Limit = ratelimit.Limit{} // an entry skipped, as the zero Limit is
+		}
 		if !q.Limit.IsZero() {
 			if q.Name == "" {
 				q.Name = p.opts.PolicyName

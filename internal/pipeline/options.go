@@ -9,6 +9,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/headers"
+	"github.com/sluice-go/ratelimit/internal/nilarg"
 	"github.com/sluice-go/ratelimit/observe"
 	"github.com/sluice-go/ratelimit/rules"
 )
@@ -70,6 +71,9 @@ type Options[R any] struct {
 	// fixed are the limits known before any request (WithLimit, a table of limits), with
 	// the option that gave each, checked by New.
 	fixed []fixedLimit
+	// zeroFromFunc says that Limit is WithLimitFunc's function, whose zero Limit is
+	// reported once (see reportZero): a setting never set, or ratelimit.Unlimited meant.
+	zeroFromFunc bool
 }
 
 type fixedLimit struct {
@@ -107,7 +111,7 @@ func (o *Options[R]) setLimitBy(option string) {
 // SetConcurrency holds each request to at most max(r) of its key in flight at once, with
 // permits of l; max nil means a constant maximum, n.
 func (o *Options[R]) SetConcurrency(l concurrency.Limiter, n int, max func(R) int) {
-	if isNilLimiter(l) && o.conflict == nil {
+	if nilarg.Is(l) && o.conflict == nil {
 		o.conflict = errors.New("WithConcurrency: nil concurrency.Limiter")
 	}
 	o.Concurrency, o.InFlight = l, max
@@ -143,7 +147,7 @@ func (o *Options[R]) SetLimit(l ratelimit.Limit) {
 	o.setLimitBy("WithLimit")
 	o.fixed = []fixedLimit{{fmt.Sprintf("WithLimit(%v)", l), "", l, false}}
 	o.Limit = func(R) (ratelimit.Limit, string) { return l, "" }
-	o.Limits = nil
+	o.Limits, o.zeroFromFunc = nil, false
 }
 
 // SetLimits gives each request the limits f returns; nil is ignored.
@@ -168,7 +172,7 @@ func (o *Options[R]) SetRules(rs *rules.Rules, view func(R) rules.Request) {
 func (o *Options[R]) SetLimitFunc(f func(R) ratelimit.Limit) {
 	if f != nil {
 		o.setLimitBy("WithLimitFunc")
-		o.fixed, o.Limits = nil, nil
+		o.fixed, o.Limits, o.zeroFromFunc = nil, nil, true
 		o.Limit = func(r R) (ratelimit.Limit, string) { return f(r), "" }
 	}
 }
@@ -184,7 +188,7 @@ func (o *Options[R]) SetTable(option string, limits map[string]ratelimit.Limit, 
 		o.fixed = append(o.fixed, fixedLimit{fmt.Sprintf("%s: %s: %v", option, n, limits[n]), n, limits[n], false})
 	}
 	o.fixed = append(o.fixed, fixedLimit{fmt.Sprintf("%s: default %v", option, def), "", def, true})
-	o.Limits = nil
+	o.Limits, o.zeroFromFunc = nil, false
 	o.Limit = func(r R) (ratelimit.Limit, string) {
 		n := name(r)
 		if l, ok := limits[n]; ok {
@@ -197,7 +201,12 @@ func (o *Options[R]) SetTable(option string, limits map[string]ratelimit.Limit, 
 // ErrZeroLimit is check's error for a fixed limit that is the zero Limit where a limit is
 // expected: a number missing from the configuration (PerMinute(0), an unset setting), which
 // would otherwise leave every request unlimited without a word.
-var ErrZeroLimit = errors.New("the zero Limit (no limit at all): a fixed limit must be a valid limit; exempt requests with WithSkipFunc, or return the zero Limit from a limit function, instead")
+var ErrZeroLimit = errors.New("the zero Limit (no limit at all): a fixed limit must be a valid limit; give ratelimit.Unlimited, or exempt requests with WithSkipFunc, instead")
+
+// ErrZeroFromFunc is the error reported, once, when WithLimitFunc's function returns the
+// zero Limit: the request is not limited, which is what the function meant only if it
+// returns ratelimit.Unlimited.
+var ErrZeroFromFunc = errors.New("WithLimitFunc returned the zero Limit (a setting never set, such as PerSecond(0)): requests given it are not limited; return ratelimit.Unlimited if that is meant (reported once)")
 
 // conflicts returns an error naming two options that cannot be given together, or nil.
 func (o *Options[R]) conflicts() error {
@@ -254,6 +263,9 @@ func (o *Options[R]) conflicts() error {
 // limiter's validator (nil for none), or is zero where zero is not a choice.
 func (o *Options[R]) check(v ratelimit.LimitValidator) error {
 	for _, f := range o.fixed {
+		if f.limit == ratelimit.Unlimited {
+			continue // a choice, said so
+		}
 		if f.limit.IsZero() {
 			if f.zeroOK {
 				continue

@@ -7,7 +7,6 @@ package pipeline
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/headers"
+	"github.com/sluice-go/ratelimit/internal/nilarg"
 	"github.com/sluice-go/ratelimit/observe"
 )
 
@@ -122,6 +122,9 @@ type Pipeline[R any] struct {
 	shadowResume atomic.Int64
 	epoch        time.Time
 	shadowBudget time.Duration
+
+	// zeroReported records that a zero Limit from WithLimitFunc was reported (reportZero).
+	zeroReported atomic.Bool
 }
 
 // shadowBudget is the ShadowBudget of the pipelines New builds; tests that run shadow
@@ -148,8 +151,11 @@ const (
 // later set of the rules pass the same check to come into force (see checkRules).
 func New[R any](prefix string, l ratelimit.Limiter, o *Options[R], onError func(R, error) error) (*Pipeline[R], error) {
 	rateless := o.Limit == nil && o.Limits == nil && o.Rules == nil
-	if isNil(l) && !(rateless && o.Concurrency != nil) {
+	if nilarg.Is(l) && !(rateless && o.Concurrency != nil) {
 		return nil, errors.New("nil Limiter")
+	}
+	if nilarg.Typed(o.Observer) {
+		return nil, fmt.Errorf("WithObserver: a nil %T", o.Observer)
 	}
 	if err := o.conflicts(); err != nil {
 		return nil, err
@@ -219,24 +225,6 @@ func (p *Pipeline[R]) Style(d *Decision) headers.Style {
 		return headers.StyleNone
 	}
 	return p.opts.Style
-}
-
-// isNil reports whether l is nil, or an interface holding a nil pointer (a *local.Limiter
-// never built, say), which would fail on the first request rather than at start-up.
-func isNil(l ratelimit.Limiter) bool {
-	return l == nil || isNilLimiter(l)
-}
-
-// isNilLimiter reports whether v is nil or holds a nil pointer, map, function or the like.
-func isNilLimiter(v any) bool {
-	if v == nil {
-		return true
-	}
-	switch v := reflect.ValueOf(v); v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
-		return v.IsNil()
-	}
-	return false
 }
 
 // The messages of the middlewares' answers, the same in every framework. They name no key,

@@ -53,6 +53,7 @@ type setup struct {
 	conc     concurrency.Limiter        // WithConcurrency(conc, inFlight)
 	inFlight int
 	rules    *rules.Rules // WithRules, instead of limit
+	errs     func(error)  // WithErrorHandler, told each error and letting the request go on; nil: the default
 }
 
 // multi reports whether s gives its limits through WithLimits.
@@ -245,6 +246,9 @@ func serveGin(t *testing.T, s setup) func(context.Context) answer {
 	if s.skip {
 		opts = append(opts, ginmw.WithSkipFunc(func(*gin.Context) bool { return true }))
 	}
+	if s.errs != nil {
+		opts = append(opts, ginmw.WithErrorHandler(func(_ *gin.Context, err error) { s.errs(err) }))
+	}
 	if s.priority != nil {
 		opts = append(opts, ginmw.WithPriorityFunc(func(*gin.Context) ratelimit.Priority { return s.priority() }))
 	}
@@ -306,6 +310,9 @@ func serveHTTP(t *testing.T, s setup) func(context.Context) answer {
 	}
 	if s.skip {
 		opts = append(opts, httpmw.WithSkipFunc(func(*http.Request) bool { return true }))
+	}
+	if s.errs != nil {
+		opts = append(opts, httpmw.WithErrorHandler(func(_ http.ResponseWriter, _ *http.Request, err error) bool { s.errs(err); return false }))
 	}
 	if s.priority != nil {
 		opts = append(opts, httpmw.WithPriorityFunc(func(*http.Request) ratelimit.Priority { return s.priority() }))
@@ -405,6 +412,9 @@ func serveGRPC(t *testing.T, s setup, stream bool) func(context.Context) answer 
 	}
 	if s.skip {
 		opts = append(opts, grpcmw.WithSkipFunc(func(context.Context, string) bool { return true }))
+	}
+	if s.errs != nil {
+		opts = append(opts, grpcmw.WithErrorHandler(func(_ context.Context, _ string, err error) error { s.errs(err); return nil }))
 	}
 	if s.priority != nil {
 		opts = append(opts, grpcmw.WithPriorityFunc(func(context.Context, string) ratelimit.Priority { return s.priority() }))
