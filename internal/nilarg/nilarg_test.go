@@ -80,7 +80,7 @@ func TestConstructorsRefuseTypedNil(t *testing.T) {
 		{"concurrency/fallback.New/primary", func() error { cfallback.New(nilPermits, permits); return nil }, "fallback: New: nil primary Limiter"},
 		{"concurrency/fallback.New/secondary", func() error { cfallback.New(permits, nilPermits); return nil }, "fallback: New: nil secondary Limiter (*concurrency.Local): pass nil for none"},
 		{"concurrency/fallback.New/no secondary", func() error { cfallback.New(permits, nil); return nil }, ""},
-		{"admin.New", func() error { admin.New(nilLocal, rs, allow); return nil }, "admin: New: nil Inspector, Rules or authorization function"},
+		{"admin.New", func() error { admin.New(nilLocal, rs, allow); return nil }, "admin: New: nil Limiter, Rules or authorization function"},
 		{"rules.New/WithValidator", func() error { rules.New(nil, rules.WithValidator(nilLocal)); return nil }, "rules: New: WithValidator: a nil *local.Limiter"},
 		{"rules.New/WithConcurrency", func() error { rules.New(nil, rules.WithConcurrency(nilPermits)); return nil }, "rules: New: WithConcurrency: a nil *concurrency.Local"},
 		{"rules.New/none", func() error { rules.New(nil, rules.WithValidator(nil), rules.WithConcurrency(nil)); return nil }, ""},
