@@ -139,6 +139,7 @@ func everyScript() map[string]string {
 	add(quotaTag, quotaScript)
 	add(keepQuotaTag, keepQuotaScript)
 	add("multi", multi)
+	add(leaseTag, leaseScript)
 	return m
 }
 
@@ -146,7 +147,7 @@ func everyScript() map[string]string {
 // no clock argument, the client clock's never read TIME.
 func TestScriptsAssembled(t *testing.T) {
 	scripts := everyScript()
-	require.Len(t, scripts, 2*(5+5+1+2+1))
+	require.Len(t, scripts, 2*(5+5+1+2+1+1))
 	for name, src := range scripts {
 		assert.False(t, strings.Contains(src, "-- @include"), name)
 		time, clientArgs := strings.Count(src, "redis.call('TIME')"), strings.Count(src, "ARGV[#ARGV")
