@@ -1,8 +1,8 @@
 package distributed
 
 import (
-	_ "embed"
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"strconv"
