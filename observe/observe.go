@@ -80,6 +80,12 @@ type Decision struct {
 	// Unpermitted reports a concurrency decision whose limiter failed (Outcome is error)
 	// and whose request ran anyway, without a permit: the error policy was FailOpen.
 	Unpermitted bool
+	// Lease reports a grant of package lease rather than a decision: one call to Redis for
+	// a chunk of Cost tokens (0 to give tokens back), Outcome allowed when it was answered
+	// with Remaining tokens granted (perhaps fewer than asked, perhaps none for a return),
+	// denied when a chunk was refused, error when Redis failed. Backend is "lease", Limit
+	// the bucket's (a shard's, with WithShards), Duration the round trip.
+	Lease bool
 }
 
 // Outcome is what a decision came to: allowed, denied, or no decision (an error).
