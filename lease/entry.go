@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -85,6 +86,10 @@ func newEntry(l *Limiter, key string, limit ratelimit.Limit) *entry {
 
 // allowN decides n tokens from the allowance, asking Redis for a chunk when it cannot.
 func (e *entry) allowN(ctx context.Context, n int) (ratelimit.Result, error) {
+	if n > e.shards[len(e.shards)-1].limit.Burst {
+		return ratelimit.Result{Limit: e.limit}, fmt.Errorf("lease: %w: a shard's burst is %d (WithShards)",
+			ratelimit.ErrExceedsBurst, e.shards[len(e.shards)-1].limit.Burst)
+	}
 	now := e.l.now()
 	e.used.Store(now)
 	if res, ok := e.spend(now, n); ok {

@@ -2,6 +2,7 @@ package lease_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -32,6 +33,8 @@ type fleet struct {
 	limit   ratelimit.Limit
 	members []*lease.Limiter
 	errors  int
+	demand  int // requests per step: fleetDemand unless set
+	every   int // if not 0, the demand comes all at once every that many steps
 }
 
 func newFleet(w *world, running int) *fleet {
@@ -59,7 +62,14 @@ func (f *fleet) run(at map[int]func()) []int {
 		if do := at[step]; do != nil {
 			do()
 		}
-		for range fleetDemand {
+		demand := f.demand
+		switch {
+		case demand == 0:
+			demand = fleetDemand
+		case f.every > 0 && step%f.every != 0:
+			demand = 0
+		}
+		for range demand {
 			for f.members[next%fleetK] == nil {
 				next++
 			}
@@ -179,4 +189,42 @@ func maxOf(v []int) int {
 		m = max(m, x)
 	}
 	return m
+}
+
+// TestFleetShards: the fleet on a key split over 4 shards of 500/s and a burst of 50 each,
+// at 4× the rate and at the rate. A chunk is then at most 50/(4k) tokens, 1, so the bound
+// is below the unsplit key's; it holds in every window. The admitted share is what the
+// split costs: a shard's refill is lost while it is full and the fleet draws from another,
+// and a request of more than a shard's burst is never admitted.
+func TestFleetShards(t *testing.T) {
+	for _, c := range []struct {
+		shards, demand, every int
+		least                 float64 // of what the limit lets through: Rate·T + Burst, or the demand
+	}{
+		{1, fleetDemand, 0, 0.97}, {4, fleetDemand, 0, 0.97},
+		// The rate's worth in bursts of 200 every 100 ms: the shards are drained unevenly.
+		{1, 200, 100, 0.97}, {4, 200, 100, 0.97},
+	} {
+		t.Run(fmt.Sprintf("%d shards, %d every %d ms", c.shards, c.demand, max(c.every, 1)), func(t *testing.T) {
+			inWorld(t, nil, func(w *world) {
+				f := &fleet{w: w, limit: ratelimit.Limit{Rate: fleetRate, Burst: fleetBurst},
+					members: make([]*lease.Limiter, fleetK), demand: c.demand, every: c.every}
+				for i := range fleetK {
+					f.members[i], _ = w.instance(lease.WithInstances(fleetK), lease.WithShards(c.shards))
+				}
+				admitted := f.run(nil)
+				require.Zero(w.t, f.errors)
+				chunk := fleetBurst / c.shards / (lease.CapShare * fleetK)
+				bound := fleetBurst + fleetRate + fleetK*chunk
+				for first, n := range windows(admitted) {
+					require.LessOrEqual(w.t, n, bound, "the 1 s window from %d ms", first)
+				}
+				most := min(fleetRate*fleetSteps/1000+fleetBurst, c.demand*fleetSteps/max(c.every, 1))
+				share := float64(total(admitted)) / float64(most)
+				assert.GreaterOrEqual(w.t, share, c.least)
+				w.t.Logf("%d shards, %d every %d ms: admitted %d, %.1f %% of what the limit lets through",
+					c.shards, c.demand, max(c.every, 1), total(admitted), 100*share)
+			})
+		})
+	}
 }
