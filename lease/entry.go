@@ -95,15 +95,19 @@ func (e *entry) allowN(ctx context.Context, n int) (ratelimit.Result, error) {
 	if res, ok := e.spend(now, n); ok {
 		return res, nil
 	}
-	if until := e.refused.Load(); now < until {
-		return e.denied(now, n), nil
-	}
-	if err := e.request(ctx, now, n, true); err != nil {
-		return ratelimit.Result{Limit: e.limit}, err
-	}
-	now = e.l.now()
-	if res, ok := e.spend(now, n); ok {
-		return res, nil
+	// A chunk that others waiting on the same request took first is no answer: ask again,
+	// a few times, until Redis refuses (or the caller's context ends).
+	for range 4 {
+		if until := e.refused.Load(); now < until {
+			return e.denied(now, n), nil
+		}
+		if err := e.request(ctx, now, n, true); err != nil {
+			return ratelimit.Result{Limit: e.limit}, err
+		}
+		now = e.l.now()
+		if res, ok := e.spend(now, n); ok {
+			return res, nil
+		}
 	}
 	return e.denied(now, n), nil
 }
