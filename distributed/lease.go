@@ -19,7 +19,8 @@ var leaseFile string
 var leaseScript = newScriptPair(expand(leaseFile))
 
 // leaseTag names a leased token bucket in the keys of its buckets: a hash of its TAT and
-// its holders' records, never the value of a plain token bucket ("tb").
+// its holders' records, never the value of a plain token bucket ("tb"); shard i of k is
+// "tl<i>/<k>".
 const leaseTag = "tl"
 
 // LeaseRequest is one request of a holder (an instance of package lease) for a chunk of a
@@ -41,6 +42,10 @@ type LeaseRequest struct {
 	// has not asked again, Redis takes it for dead and gives what it held back to the
 	// bucket. The holder must spend nothing of it after that.
 	Lease time.Duration
+	// Shard, of Shards, names one of the buckets a key is split over (package lease's
+	// WithShards), each of which has a key of its own, under the limit given to Lease (the
+	// shard's). Shards 0 and 1 are the one bucket of an unsplit key.
+	Shard, Shards int
 }
 
 // LeaseGrant is Redis's answer to a LeaseRequest.
@@ -74,7 +79,11 @@ func (l *Limiter) Lease(ctx context.Context, key string, limit ratelimit.Limit, 
 	if err := l.checkLease(key, limit, r); err != nil {
 		return LeaseGrant{}, err
 	}
-	keys := []string{l.key(key, leaseTag, limit)}
+	tag := leaseTag
+	if r.Shards > 1 {
+		tag = leaseTag + strconv.Itoa(r.Shard) + "/" + strconv.Itoa(r.Shards)
+	}
+	keys := []string{l.key(key, tag, limit)}
 	b := make([]byte, 0, 64)
 	b = strconv.AppendUint(b, r.Seq, 10)
 	b = append(b, ' ')
@@ -123,6 +132,8 @@ func (l *Limiter) checkLease(key string, limit ratelimit.Limit, r LeaseRequest) 
 		return fmt.Errorf("%w: an instance id must be 1 to 64 bytes without spaces: %w", errLease, ratelimit.ErrInvalidRequest)
 	case r.Seq == 0 || r.Seq >= 1<<53:
 		return fmt.Errorf("%w: Seq out of range: %w", errLease, ratelimit.ErrInvalidRequest)
+	case r.Shards > 1 && (r.Shard < 0 || r.Shard >= r.Shards):
+		return fmt.Errorf("%w: Shard out of range: %w", errLease, ratelimit.ErrInvalidRequest)
 	case r.Want < 0 || r.Want > limit.Burst || r.Held < 0 || r.Return < 0 || r.Lease <= 0:
 		return fmt.Errorf("%w: Want, Held, Return or Lease out of range: %w", errLease, ratelimit.ErrInvalidRequest)
 	}
