@@ -120,13 +120,19 @@ func newPermitCounters(policy, _ string) *permitCounters {
 // registerPermits makes ratelimit.concurrency.requests, which counts the decisions of
 // concurrency limits by policy and result.
 func (o *Observer) registerPermits(meter metric.Meter, maxSeries int) error {
-	o.permits = observe.NewSeries(maxSeries, newPermitCounters)
 	var err error
-	o.permitRequests, err = meter.Int64ObservableCounter("ratelimit.concurrency.requests",
-		metric.WithUnit("{request}"),
-		metric.WithDescription("Concurrency-limit decisions, by policy and result: a permit granted, refused, or not decided."))
+	o.permits, o.permitRequests, err = registerOutcomes(meter, maxSeries, "ratelimit.concurrency.requests",
+		"{request}", "Concurrency-limit decisions, by policy and result: a permit granted, refused, or not decided.")
+	return err
+}
+
+// registerOutcomes makes the counter name, which reports the counts of the series it
+// returns by policy and outcome.
+func registerOutcomes(meter metric.Meter, maxSeries int, name, unit, desc string) (*observe.Series[permitCounters], metric.Int64ObservableCounter, error) {
+	series := observe.NewSeries(maxSeries, newPermitCounters)
+	counter, err := meter.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
 	if err != nil {
-		return err
+		return series, counter, err
 	}
 	_, err = meter.RegisterCallback(func(_ context.Context, obs metric.Observer) error {
 		type sums struct {
@@ -134,7 +140,7 @@ func (o *Observer) registerPermits(meter metric.Meter, maxSeries int) error {
 			cells  [observe.NumCells]int64
 		}
 		byPolicy := make(map[string]*sums)
-		o.permits.All(func(s *permitCounters) {
+		series.All(func(s *permitCounters) {
 			sum := byPolicy[s.policy]
 			if sum == nil {
 				sum = &sums{series: s}
@@ -147,13 +153,13 @@ func (o *Observer) registerPermits(meter metric.Meter, maxSeries int) error {
 		for _, sum := range byPolicy {
 			for i, n := range sum.cells {
 				if n > 0 {
-					obs.ObserveInt64(o.permitRequests, n, sum.series.cells[i].attrs)
+					obs.ObserveInt64(counter, n, sum.series.cells[i].attrs)
 				}
 			}
 		}
 		return nil
-	}, o.permitRequests)
-	return err
+	}, counter)
+	return series, counter, err
 }
 
 // observePermit counts d, a concurrency limit's decision.

@@ -32,6 +32,9 @@
 //     ratelimit.result (allowed: a permit granted; denied: none free in time; error) and,
 //     on errors only, error.type: the decisions of a middleware's WithConcurrency
 //     (observe.Decision.Concurrency), which ratelimit.requests does not count.
+//   - ratelimit.lease.grants (Counter, {call}): ratelimit.policy, ratelimit.result and, on
+//     errors, error.type: package lease's calls to Redis for a chunk
+//     (observe.Decision.Lease), which ratelimit.requests does not count.
 //
 // https://github.com/sluice-go/ratelimit/blob/main/docs/observability.md says what each
 // answers, with queries and alerts.

@@ -66,6 +66,9 @@ type Observer struct {
 	// registerPermits.
 	permitRequests metric.Int64ObservableCounter
 	permits        *observe.Series[permitCounters]
+	// grants counts package lease's grants (observe.Decision.Lease): see lease.go.
+	grantCalls metric.Int64ObservableCounter
+	grants     *observe.Series[permitCounters]
 }
 
 var (
@@ -118,7 +121,7 @@ func New(opts ...Option) (*Observer, error) {
 		}
 	}
 
-	var errs [8]error
+	var errs [9]error
 	o.requests, errs[0] = meter.Int64ObservableCounter("ratelimit.requests",
 		metric.WithUnit("{request}"),
 		metric.WithDescription("Rate-limiting decisions, by policy and result."))
@@ -138,6 +141,7 @@ func New(opts ...Option) (*Observer, error) {
 	errs[5] = registerBuckets(meter, cfg.buckets)
 	errs[6] = registerConcurrency(meter, cfg.concurrency)
 	errs[7] = o.registerPermits(meter, cfg.maxSeries)
+	errs[8] = o.registerGrants(meter, cfg.maxSeries)
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -224,8 +228,12 @@ func (o *Observer) ObserveDecision(ctx context.Context, d observe.Decision) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if d.Concurrency {
+	switch {
+	case d.Concurrency:
 		o.observePermit(d)
+		return
+	case d.Lease:
+		o.grants.Lookup(d.Policy, d.Backend).cells[permitCell(d)].n.Add(1)
 		return
 	}
 	s := o.series.Lookup(d.Policy, d.Backend)

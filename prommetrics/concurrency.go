@@ -109,8 +109,14 @@ func (c *Collector) observePermit(d observe.Decision) {
 
 // collectPermits sends the counts of concurrency decisions, summed by policy.
 func (c *Collector) collectPermits(ch chan<- prometheus.Metric) {
+	collectOutcomes(ch, c.permits, permitsDesc, permitErrorsDesc)
+}
+
+// collectOutcomes sends the counts of series by outcome, summed by policy, on desc, or on
+// errDesc for errors.
+func collectOutcomes(ch chan<- prometheus.Metric, series *observe.Series[permitCounters], desc, errDesc *prometheus.Desc) {
 	byPolicy := make(map[string]*[observe.NumCells]int64)
-	c.permits.All(func(s *permitCounters) {
+	series.All(func(s *permitCounters) {
 		sum := byPolicy[s.policy]
 		if sum == nil {
 			sum = new([observe.NumCells]int64)
@@ -127,10 +133,10 @@ func (c *Collector) collectPermits(ch chan<- prometheus.Metric) {
 			}
 			cell := observe.CellAt(i)
 			if cell.Outcome == observe.OutcomeError {
-				ch <- prometheus.MustNewConstMetric(permitErrorsDesc, prometheus.CounterValue, float64(n),
+				ch <- prometheus.MustNewConstMetric(errDesc, prometheus.CounterValue, float64(n),
 					observe.ErrorType(cell.Kind), policy, cell.Outcome.String())
 			} else {
-				ch <- prometheus.MustNewConstMetric(permitsDesc, prometheus.CounterValue, float64(n),
+				ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(n),
 					policy, cell.Outcome.String())
 			}
 		}

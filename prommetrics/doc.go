@@ -35,6 +35,8 @@
 //   - ratelimit_concurrency_requests_total{ratelimit_policy, ratelimit_result} (and
 //     error_type on errors): the decisions of a middleware's WithConcurrency
 //     (observe.Decision.Concurrency), which ratelimit_requests_total does not count.
+//   - ratelimit_lease_grants_total{ratelimit_policy, ratelimit_result} (and error_type on
+//     errors): package lease's calls to Redis for a chunk (observe.Decision.Lease).
 //
 // https://github.com/sluice-go/ratelimit/blob/main/docs/observability.md says what each
 // answers, with PromQL for the alerts.

@@ -56,6 +56,10 @@ func traffic(o observe.Observer, hooks ...func(fallback.StateChange)) {
 		{Policy: "exports", Backend: "local", Concurrency: true, Outcome: observe.OutcomeDenied, Cost: 1, Duration: 20 * time.Millisecond},
 		{Policy: "exports", Backend: "distributed", Concurrency: true, Outcome: observe.OutcomeError, ErrorKind: observe.KindTimeout, Cost: 1},
 		{Policy: "api", Backend: "local", Concurrency: true, Outcome: observe.OutcomeError, ErrorKind: observe.KindCanceled, Cost: 1},
+		{Policy: "hot", Backend: "lease", Lease: true, Outcome: observe.OutcomeAllowed, Cost: 25, Remaining: 25, Duration: 200 * us},
+		{Policy: "hot", Backend: "lease", Lease: true, Outcome: observe.OutcomeAllowed, Cost: 25, Remaining: 3, Duration: 200 * us},
+		{Policy: "hot", Backend: "lease", Lease: true, Outcome: observe.OutcomeDenied, Cost: 25, Duration: 200 * us},
+		{Policy: "hot", Backend: "lease", Lease: true, Outcome: observe.OutcomeError, ErrorKind: observe.KindTimeout, Cost: 25},
 	} {
 		o.ObserveDecision(ctx, d)
 	}

@@ -53,6 +53,7 @@ type Collector struct {
 	concurrency []concurrencySource
 	series      *observe.Series[counters]
 	permits     *observe.Series[permitCounters] // concurrency limits' decisions
+	grants      *observe.Series[permitCounters] // package lease's grants
 
 	transMu     sync.Mutex
 	transitions map[[2]string]int64
@@ -105,6 +106,9 @@ func New(opts ...Option) *Collector {
 		permits: observe.NewSeries(cfg.maxSeries, func(policy, _ string) *permitCounters {
 			return &permitCounters{policy: policy}
 		}),
+		grants: observe.NewSeries(cfg.maxSeries, func(policy, _ string) *permitCounters {
+			return &permitCounters{policy: policy}
+		}),
 		transitions: make(map[[2]string]int64),
 	}
 }
@@ -112,8 +116,12 @@ func New(opts ...Option) *Collector {
 // ObserveDecision counts d. It allocates nothing once the pair (d.Policy, d.Backend) has
 // been seen, unless a name is not valid UTF-8.
 func (c *Collector) ObserveDecision(_ context.Context, d observe.Decision) {
-	if d.Concurrency {
+	switch {
+	case d.Concurrency:
 		c.observePermit(d)
+		return
+	case d.Lease:
+		c.grants.Lookup(d.Policy, d.Backend).cells[permitCell(d)].Add(1)
 		return
 	}
 	s := c.series.Lookup(d.Policy, d.Backend)
@@ -176,6 +184,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	collectConcurrency(ch, c.concurrency)
 	c.collectPermits(ch)
+	collectOutcomes(ch, c.grants, grantsDesc, grantErrorsDesc)
 }
 
 // counts are the counts of a policy's decisions, summed over its backends.
