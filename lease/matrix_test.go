@@ -14,8 +14,8 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/fallback"
-	"github.com/sluice-go/ratelimit/local"
 	"github.com/sluice-go/ratelimit/lease"
+	"github.com/sluice-go/ratelimit/local"
 	"github.com/sluice-go/ratelimit/observe"
 )
 
