@@ -158,4 +158,3 @@ func (ts timeState) debit(limit ratelimit.Limit, u int64, d int) bool {
 	})
 	return ok && db.debit(limit, u, d)
 }
-
