@@ -1,6 +1,9 @@
 package ratelimit
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Settler is implemented by limiters that can settle a cost known only once the work is
 // done (an LLM call's tokens, a response's bytes): the request is decided for an estimate,
@@ -21,4 +24,18 @@ type Settler interface {
 	// for one token. A limiter made of several (package fallback) settles the part that
 	// charged, which c names.
 	Settle(ctx context.Context, key string, limit Limit, c Charge, reserved, actual int) (Result, error)
+}
+
+// Reserver is implemented by limiters that can book a slot ahead: charge a request now for
+// a moment that may come later, within a wait the caller accepts. Find it with As.
+type Reserver interface {
+	// Reserve books n tokens if the request's slot comes within maxWait, and within the
+	// backend's ceiling, the debt bound of Settler (a bucket at most Burst tokens in debt):
+	// it charges them now and returns Allowed true with the Delay to hold the request
+	// before it proceeds (0 when it conforms now). Otherwise it charges nothing and returns
+	// Allowed false with RetryAfter the wait the slot would have needed. n > Burst (or
+	// above the burst left to ctx's priority) is ErrExceedsBurst. To give a booked slot up,
+	// Refund n with the Result's Charge: the charge is undone exactly, as far as Refund says.
+	// A plain AllowN on a bucket booked ahead is denied until the bookings have passed.
+	Reserve(ctx context.Context, key string, limit Limit, n int, maxWait time.Duration) (Result, error)
 }

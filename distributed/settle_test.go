@@ -36,7 +36,6 @@ func (c *counting) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	}
 }
 
-
 // TestSettleNoDrift is local's TestSettleNoDrift on the scripts, with 20,000 settles rather
 // than a million (each is a round trip; the arithmetic is the same float64 operations, and a
 // TAT in one binade adds whole tokens exactly however many there are), each answered exactly
