@@ -2,6 +2,7 @@ package distributed_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -156,4 +157,41 @@ func TestWaitTokenBucket(t *testing.T) {
 		require.NoError(t, l.Wait(ctx, "k", limit))
 		require.Equal(t, 300*ms, time.Since(start), "the slot was not taken")
 	})
+}
+
+// TestReservedAtZeroUsage: the race of litellm PR #23775, five concurrent requests reading a
+// usage of zero and all passing, cannot happen: an estimate is charged by the admission
+// itself, in the script that decides it. 3000 tokens a minute, five requests estimating
+// 1000 each at once: exactly three pass. Each then settles to 900, giving 100 back: 300 are
+// left, so one more request of 300 passes and none of 301.
+func TestReservedAtZeroUsage(t *testing.T) {
+	client := newClient(t, redistest.NewServer(t).Addr())
+	l := newLimiter(t, client, ratelimittest.NewClock())
+	ctx := context.Background()
+	limit := ratelimit.Limit{Rate: 50, Burst: 3000}
+	results := make([]ratelimit.Result, 5)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Go(func() {
+			res, err := l.AllowN(ctx, "tpm", limit, 1000)
+			require.NoError(t, err)
+			results[i] = res
+		})
+	}
+	wg.Wait()
+	passed := 0
+	for _, res := range results {
+		if res.Allowed {
+			passed++
+			_, err := l.Settle(ctx, "tpm", limit, res.Charge, 1000, 900)
+			require.NoError(t, err)
+		}
+	}
+	require.Equal(t, 3, passed)
+	res, err := l.Peek(ctx, "tpm", limit, 301)
+	require.NoError(t, err)
+	require.False(t, res.Allowed)
+	res, err = l.AllowN(ctx, "tpm", limit, 300)
+	require.NoError(t, err)
+	require.True(t, res.Allowed)
 }
