@@ -195,3 +195,33 @@ func TestReservedAtZeroUsage(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res.Allowed)
 }
+
+// TestReservePriority: reserve × priority reserves. 10/s, Burst 10, the default reserves (a
+// Sheddable request leaves 5): after five bookings a Sheddable one's slot is a token away,
+// 100 ms, where a Critical one's is now; a Sheddable request for more than the 5 it may use
+// never fits. Reserve × warm-up is TestReserveNotSupported's (a warm bucket books nothing).
+func TestReservePriority(t *testing.T) {
+	clock := ratelimittest.NewClock()
+	l := newLimiter(t, newClient(t, redistest.NewServer(t).Addr()), clock, distributed.WithReserves(ratelimit.Reserves{}))
+	ctx := context.Background()
+	shed := ratelimit.WithPriority(ctx, ratelimit.Sheddable)
+	limit := ratelimit.Limit{Rate: 10, Burst: 10}
+	for range 5 {
+		res, err := l.Reserve(shed, "k", limit, 1, 0)
+		require.NoError(t, err)
+		require.True(t, res.Allowed)
+	}
+	res, err := l.Reserve(shed, "k", limit, 1, 0)
+	require.NoError(t, err)
+	require.False(t, res.Allowed)
+	require.Equal(t, 100*ms, res.RetryAfter)
+	res, err = l.Reserve(ctx, "k", limit, 1, 0)
+	require.NoError(t, err)
+	require.True(t, res.Allowed, "a Critical request")
+	require.Equal(t, time.Duration(0), res.Delay)
+	res, err = l.Reserve(shed, "k", limit, 1, time.Second)
+	require.NoError(t, err)
+	require.Equal(t, 200*ms, res.Delay, "now two tokens away for Sheddable")
+	_, err = l.Reserve(shed, "k", limit, 6, time.Hour)
+	require.ErrorIs(t, err, ratelimit.ErrExceedsBurst)
+}
