@@ -2,6 +2,7 @@ package distributed_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -224,4 +225,24 @@ func TestReservePriority(t *testing.T) {
 	require.Equal(t, 200*ms, res.Delay, "now two tokens away for Sheddable")
 	_, err = l.Reserve(shed, "k", limit, 6, time.Hour)
 	require.ErrorIs(t, err, ratelimit.ErrExceedsBurst)
+}
+
+// TestReserveCluster: on a Redis Cluster each bucket's one key is in its own slot, and a
+// booking goes to it as AllowN does: keys of every node book their second slot 100 ms on
+// (10/s, Burst 1).
+func TestReserveCluster(t *testing.T) {
+	cluster := redistest.NewCluster(t)
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = client.Close() })
+	l := newLimiter(t, client, ratelimittest.NewClock())
+	limit := ratelimit.Limit{Rate: 10, Burst: 1}
+	for i := range 12 {
+		key := fmt.Sprint("user:", i)
+		for _, delay := range []time.Duration{0, 100 * ms} {
+			res, err := l.Reserve(context.Background(), key, limit, 1, time.Second)
+			require.NoError(t, err, key)
+			require.True(t, res.Allowed, key)
+			require.Equal(t, delay, res.Delay, key)
+		}
+	}
 }
