@@ -268,8 +268,8 @@ func resultOf(r []int64, limit ratelimit.Limit) ratelimit.Result {
 // with Reserve, in one script, and sleeps until it: callers in every process are spaced on
 // the one Redis clock. A slot past ctx's deadline fails at once, having booked nothing.
 // With any other algorithm Wait returns ratelimit.ErrNotSupported: the windows keep no
-// timeline to book a slot on. Use Allow and the Result's RetryAfter. After Close, and when Close is called
-// while it sleeps, Wait returns ratelimit.ErrClosed.
+// timeline to book a slot on. Use Allow and the Result's RetryAfter. After Close, and when
+// Close is called while it sleeps, Wait returns ratelimit.ErrClosed.
 func (l *Limiter) Wait(ctx context.Context, key string, limit ratelimit.Limit) error {
 	if l.closed.Load() {
 		return ratelimit.ErrClosed

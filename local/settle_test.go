@@ -19,7 +19,8 @@ import (
 // arithmetic says, to the microsecond: the model counts the tokens the bucket is short of
 // full, d, in [0, 2000]; an underrun lowers it (not below 0, a full bucket), an overrun raises
 // it unless it would pass 2000 (refused), and the clock moves by whole milliseconds, each
-// lowering d by one. ResetAfter is then d ms exactly (d + 1 with Peek's token), checked every 1000 settles.
+// lowering d by one. ResetAfter is then d ms exactly (d + 1 with Peek's token), checked
+// every 1000 settles.
 func TestSettleNoDrift(t *testing.T) {
 	clock := ratelimittest.NewClock()
 	l := local.New(local.WithClock(clock.Now), local.WithCleanupInterval(0))
