@@ -113,6 +113,7 @@ func TestAPISurface(t *testing.T) {
 // (ParseLimit, MarshalText, UnmarshalText), and the algorithm as a property of a limit
 // (Limit.Algorithm, DefaultAlgorithm), calendar quotas (CalendarQuota, Quota, Limit.Period,
 // Period and its four fields, PeriodUnit, Day, Week, Month), usage carried across a change
-// of a limit's numbers (Limit.KeepUsage), and Unlimited, a request exempt on purpose rather
-// than by a zero Limit.
-const maxSurface = 100
+// of a limit's numbers (Limit.KeepUsage), Unlimited, a request exempt on purpose rather
+// than by a zero Limit, and the settle and reserve capabilities (Settler, Reserver, one
+// method each).
+const maxSurface = 104

@@ -107,7 +107,7 @@ func TestWaitPerLimitLeakyBucket(t *testing.T) {
 			require.NoError(t, l.Wait(ctx, "q", limit))
 			assert.Equal(t, time.Duration(i)*100*time.Millisecond, time.Since(start))
 		}
-		require.ErrorIs(t, l.Wait(ctx, "q", ratelimit.Limit{Rate: 10, Burst: 2}), ratelimit.ErrNotSupported)
+		require.ErrorIs(t, l.Wait(ctx, "q", ratelimit.Limit{Rate: 10, Burst: 2, Algorithm: ratelimit.FixedWindow}), ratelimit.ErrNotSupported)
 	})
 }
 

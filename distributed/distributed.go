@@ -264,15 +264,21 @@ func resultOf(r []int64, limit ratelimit.Limit) ratelimit.Result {
 // is full when only its reserve is left (WithReserves). If ctx ends while Wait sleeps for its turn, it returns ctx's error and the place
 // stays taken: the request it held has gone by.
 //
-// With any other algorithm Wait returns ratelimit.ErrNotSupported: waiting on a shared
-// bucket would need a reservation that a policing algorithm cannot hold fairly across
-// instances. Use Allow and the Result's RetryAfter. After Close, and when Close is called
-// while it sleeps, Wait returns ratelimit.ErrClosed.
+// With ratelimit.TokenBucket (without a Warmup or KeepUsage) Wait books its token's slot
+// with Reserve, in one script, and sleeps until it: callers in every process are spaced on
+// the one Redis clock. A slot past ctx's deadline fails at once, having booked nothing.
+// With any other algorithm Wait returns ratelimit.ErrNotSupported: the windows keep no
+// timeline to book a slot on. Use Allow and the Result's RetryAfter. After Close, and when
+// Close is called while it sleeps, Wait returns ratelimit.ErrClosed.
 func (l *Limiter) Wait(ctx context.Context, key string, limit ratelimit.Limit) error {
 	if l.closed.Load() {
 		return ratelimit.ErrClosed
 	}
-	if a := args.Resolve(limit, l.algorithm).Algorithm; a != ratelimit.LeakyBucket {
+	a := args.Resolve(limit, l.algorithm).Algorithm
+	if a == ratelimit.TokenBucket && limit.Warmup == 0 && !limit.KeepUsage {
+		return l.waitBooked(ctx, key, limit)
+	}
+	if a != ratelimit.LeakyBucket {
 		return fmt.Errorf("%w: Wait on the Redis backend with %v", ratelimit.ErrNotSupported, a)
 	}
 	return l.waitInQueue(ctx, key, limit)

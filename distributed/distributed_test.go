@@ -205,7 +205,7 @@ func TestCloseLeavesClientOpen(t *testing.T) {
 func TestWaitNotSupported(t *testing.T) {
 	l, err := distributed.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}))
 	require.NoError(t, err)
-	err = l.Wait(context.Background(), "k", ratelimit.PerSecond(1))
+	err = l.Wait(context.Background(), "k", ratelimit.Limit{Rate: 1, Burst: 1, Algorithm: ratelimit.SlidingWindowCounter})
 	require.ErrorIs(t, err, ratelimit.ErrNotSupported)
 }
 

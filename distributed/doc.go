@@ -57,5 +57,6 @@
 // the caller's error policy, or package fallback, decides. Build the client with
 // ContextTimeoutEnabled: true so go-redis itself stops waiting at the deadline; otherwise the
 // limiter waits for each reply in a goroutine of its own. Wait works with
-// ratelimit.LeakyBucket only, whose script reserves a place in the queue atomically.
+// ratelimit.LeakyBucket, whose script reserves a place in the queue atomically, and with
+// ratelimit.TokenBucket, which books its slot with Reserve (see Limiter.Reserve).
 package distributed

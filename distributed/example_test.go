@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -59,5 +60,28 @@ func ExampleWithReserves() {
 		fmt.Printf("shed; retry in %v\n", res.RetryAfter) // when a sheddable request passes again
 	default:
 		fmt.Printf("allowed; %d left to sheddable requests\n", res.Remaining)
+	}
+}
+
+// Workers in several processes draining one queue at 100 jobs a second: each books its
+// job's slot on the Redis clock, within the second it is willing to wait, and sleeps until
+// it. Wait does the same for one token (and fails at once when the slot is past its
+// context's deadline).
+func ExampleLimiter_Reserve() {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
+	defer client.Close()
+	limiter, err := distributed.New(client)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer limiter.Close()
+	res, err := limiter.Reserve(context.Background(), "jobs", ratelimit.PerSecond(100), 1, time.Second)
+	switch {
+	case err != nil:
+		log.Printf("no decision: %v", err)
+	case !res.Allowed:
+		fmt.Printf("no slot within a second; the next is %v away\n", res.RetryAfter)
+	default:
+		time.Sleep(res.Delay) // then run the job; or Refund the booking to give it up
 	}
 }

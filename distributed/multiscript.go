@@ -66,7 +66,11 @@ var writes = []string{"SET", "DEL", "ZADD", "ZREMRANGEBYSCORE", "PEXPIRE"}
 // multi.lua reads once (fragments/clock_shared.lua); multi.lua's own clock line stays, for
 // newScriptPair. The substitutions are checked: a single-key script that writes with a
 // command they do not know panics here, when the package is loaded, and so in every test.
-func multiScript(algs []multiAlgorithm) string {
+func multiScript(algs []multiAlgorithm) string { return assemble(multiSource, algs) }
+
+// assemble is multiScript on the script base, which has the marker and a write function
+// (settle.lua's as well as multi.lua's).
+func assemble(base string, algs []multiAlgorithm) string {
 	var fragment strings.Builder
 	for _, a := range algs {
 		body := clocked(a.single, sharedClock)
@@ -83,8 +87,8 @@ func multiScript(algs []multiAlgorithm) string {
 			a.tag, body, a.refund, a.redecide)
 	}
 	const marker = "-- @algorithms"
-	if strings.Count(multiSource, marker) != 1 {
-		panic("distributed: multi.lua lacks " + marker)
+	if strings.Count(base, marker) != 1 {
+		panic("distributed: a script lacks " + marker)
 	}
-	return strings.Replace(multiSource, marker, fragment.String(), 1)
+	return strings.Replace(base, marker, fragment.String(), 1)
 }

@@ -32,9 +32,10 @@ func inBubble(t *testing.T, server *redistest.Server, f func(t *testing.T, l *di
 	})
 }
 
-// TestWaitOtherAlgorithms: Wait stays unsupported for the policing algorithms.
+// TestWaitOtherAlgorithms: Wait stays unsupported for the windows, which keep no timeline
+// to book a slot on (the token bucket waits with Reserve: reserve_test.go).
 func TestWaitOtherAlgorithms(t *testing.T) {
-	for _, alg := range []ratelimit.Algorithm{ratelimit.TokenBucket, ratelimit.SlidingWindowLog, ratelimit.CalendarQuota} {
+	for _, alg := range []ratelimit.Algorithm{ratelimit.FixedWindow, ratelimit.SlidingWindowLog, ratelimit.CalendarQuota} {
 		l, err := distributed.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), distributed.WithAlgorithm(alg))
 		require.NoError(t, err)
 		require.ErrorIs(t, l.Wait(context.Background(), "k", ratelimit.PerSecond(1)), ratelimit.ErrNotSupported, "%v", alg)

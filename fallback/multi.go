@@ -43,7 +43,8 @@ func partsOf(primary, secondary ratelimit.Limiter) parts {
 // that took them, and nowhere else: to the primary through the breaker, refunding nothing
 // (an error wrapping ErrUnavailable) while it cannot be reached; to the secondary under the
 // scaled limit. The zero Charge refunds the bucket that would decide now, and a Charge that
-// names no part of the Limiter is refused (ratelimit.ErrInvalidRequest).
+// names no part of the Limiter is refused (ratelimit.ErrInvalidRequest). A Settler, when
+// both parts have one, settles the part that charged, as Refund refunds it.
 func (l *Limiter) As(target any) bool {
 	switch t := target.(type) {
 	case *ratelimit.MultiLimiter:
@@ -54,6 +55,11 @@ func (l *Limiter) As(target any) bool {
 	case *ratelimit.Inspector:
 		if l.parts.primaryIns != nil && (l.secondary == nil || l.parts.secondaryIns != nil) {
 			*t = inspector{l}
+			return true
+		}
+	case *ratelimit.Settler:
+		if s, ok := settlerOf(l); ok {
+			*t = s
 			return true
 		}
 	case *ratelimit.LimitValidator:

@@ -62,10 +62,11 @@ func (m *middleware) handle(c *gin.Context) {
 	}
 	switch d.Verdict {
 	case pipeline.Proceed:
-		if d.Permit.Held() || m.Refund != nil && d.Charged {
+		if d.Permit.Held() || (m.Refund != nil || m.Settle != nil) && d.Charged {
 			defer d.Permit.Release() // after the handlers, even one that panics
-			c.Next()
+			c.Next()                 // returns once a streamed body (c.Stream) has ended
 			m.p.Refund(c.Request.Context(), c, &d)
+			m.p.Settle(c.Request.Context(), c, &d)
 		}
 	case pipeline.Busy:
 		c.Header("Retry-After", "1")

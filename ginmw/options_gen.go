@@ -94,6 +94,20 @@ func WithRefundIf(f func(c *gin.Context) bool) Option {
 	return func(o *options) { o.Refund = f }
 }
 
+// WithSettle settles a request's cost after the handler ran, for a cost known only then (an
+// LLM call's tokens, a response's bytes): the request is decided for its estimate (its
+// cost, [WithCostFunc]), and f returns what it really cost, actual, with ok true; each
+// bucket the decision charged is then settled from the estimate to actual
+// ([ratelimit.Settler]): an underrun given back, an overrun charged, into debt if need be,
+// which later requests wait out (a denial's Retry-After counts it). ok false settles
+// nothing. A request refunded by [WithRefundIf] is not settled. Errors go to the error
+// handler. It needs a limiter that implements [ratelimit.Settler] (New panics otherwise).
+// Default: no settling. See
+// https://github.com/sluice-go/ratelimit/blob/main/docs/limits.md#settle.
+func WithSettle(f func(c *gin.Context) (actual int, ok bool)) Option {
+	return func(o *options) { o.Settle = f }
+}
+
 // WithLimitFunc sets a function that returns each request's limit, for limits that depend
 // on the user's plan and the like, under the policy named by [WithPolicyName];
 // [ratelimit.Unlimited] leaves a request unlimited. So does the zero Limit, but as what a

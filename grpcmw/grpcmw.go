@@ -61,10 +61,13 @@ func newInterceptor(name string, l ratelimit.Limiter, opts []Option, client bool
 	return &interceptor{p: p, options: o}
 }
 
-// after gives the call's tokens back when WithRefundIf says so of err, the handler's.
+// after gives the call's tokens back when WithRefundIf says so of err, the handler's, and
+// otherwise settles them to the call's actual cost (WithSettle): a stream's, when it ends.
 func (m *interceptor) after(ctx context.Context, fullMethod string, d *pipeline.Decision, err error) {
-	if m.Refund != nil && d.Charged {
-		m.p.Refund(ctx, call{ctx: ctx, method: fullMethod, err: err}, d)
+	if (m.Refund != nil || m.Settle != nil) && d.Charged {
+		c := call{ctx: ctx, method: fullMethod, err: err}
+		m.p.Refund(ctx, c, d)
+		m.p.Settle(ctx, c, d)
 	}
 }
 

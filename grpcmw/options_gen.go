@@ -108,6 +108,24 @@ func WithRefundIf(f func(ctx context.Context, fullMethod string, err error) bool
 	return func(o *options) { o.Refund = g }
 }
 
+// WithSettle settles a call's cost after the handler (on the client side, the call)
+// returned err, for a cost known only then (an LLM call's tokens, a response's bytes): the
+// call is decided for its estimate (its cost, [WithCostFunc]), and f returns what it really
+// cost, actual, with ok true; each bucket the decision charged is then settled from the
+// estimate to actual ([ratelimit.Settler]): an underrun given back, an overrun charged,
+// into debt if need be, which later calls wait out (a denial's Retry-After counts it). ok
+// false settles nothing. A call refunded by [WithRefundIf] is not settled. Errors go to the
+// error handler. It needs a limiter that implements [ratelimit.Settler] (the constructors
+// panic otherwise). Default: no settling. See
+// https://github.com/sluice-go/ratelimit/blob/main/docs/limits.md#settle.
+func WithSettle(f func(ctx context.Context, fullMethod string, err error) (actual int, ok bool)) Option {
+	var g func(call) (actual int, ok bool)
+	if f != nil {
+		g = func(c call) (actual int, ok bool) { return f(c.ctx, c.method, c.err) }
+	}
+	return func(o *options) { o.Settle = g }
+}
+
 // WithLimitFunc sets a function that returns each call's limit, for limits that depend on
 // the caller's plan and the like, under the policy named by [WithPolicyName];
 // [ratelimit.Unlimited] leaves a call unlimited. So does the zero Limit, but as what a

@@ -57,6 +57,9 @@ func StreamServerInterceptor(l ratelimit.Limiter, opts ...Option) grpc.StreamSer
 	if m.perMessage && m.Refund != nil {
 		panic("grpcmw: StreamServerInterceptor: WithPerMessage and WithRefundIf: a stream charged per message cannot be refunded; pass one of them")
 	}
+	if m.perMessage && m.Settle != nil {
+		panic("grpcmw: StreamServerInterceptor: WithPerMessage and WithSettle: a stream charged per message has no one charge to settle; pass one of them")
+	}
 	if m.perMessage && m.Concurrency != nil {
 		panic("grpcmw: StreamServerInterceptor: WithPerMessage and WithConcurrency: a permit is held by a stream, not by a message; pass one of them")
 	}

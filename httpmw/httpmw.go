@@ -55,14 +55,15 @@ func New(l ratelimit.Limiter, opts ...Option) func(http.Handler) http.Handler {
 				return
 			}
 			defer d.Permit.Release() // after the handler, even one that panics
-			if m.Refund == nil || !d.Charged {
+			if m.Refund == nil && m.Settle == nil || !d.Charged {
 				next.ServeHTTP(w, r)
 				return
 			}
 			sw := &statusWriter{ResponseWriter: w}
-			next.ServeHTTP(wrap(sw), r)
+			next.ServeHTTP(wrap(sw), r) // returns once a streamed body has ended
 			x.status = sw.status()
 			m.p.Refund(r.Context(), x, &d)
+			m.p.Settle(r.Context(), x, &d)
 		})
 	}
 }

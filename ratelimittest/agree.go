@@ -56,6 +56,11 @@ func Agree(t *testing.T, a, b Harness, more ...Harness) {
 	if quotas && len(common) > 0 {
 		t.Run("CalendarQuota", func(t *testing.T) { agreeTimelines(t, all, common[0], quotaLimits(t), quotaGap, 25) })
 	}
+	for _, alg := range []ratelimit.Algorithm{ratelimit.TokenBucket, ratelimit.LeakyBucket} {
+		if settlers(t, all) && slices.Contains(common, alg) {
+			t.Run("Settle/"+alg.String(), func(t *testing.T) { agreeSettle(t, all, alg) })
+		}
+	}
 	if keep {
 		for _, alg := range common {
 			t.Run("KeepUsage/"+alg.String(), func(t *testing.T) { agreeKeep(t, all, alg) })

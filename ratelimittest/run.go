@@ -37,6 +37,7 @@ type harness struct {
 // capabilities are what a limiter turned out to implement.
 type capabilities struct {
 	multi, inspector, wait bool
+	settle                 bool // a ratelimit.Settler (with an Inspector)
 	// queue: Wait under a limit naming ratelimit.LeakyBucket joins its queue.
 	queue bool
 }
@@ -66,6 +67,9 @@ func suites(h Harness, alg ratelimit.Algorithm, c capabilities) []suite {
 	all = append(all, suite{"Mixed", mixed, false})
 	if c.inspector {
 		all = append(all, suite{"Inspector", append(slices.Clone(inspectorRules), refundRulesOf(alg)...), false})
+	}
+	if c.settle && c.inspector {
+		all = append(all, suite{"Settle", settleRulesOf(alg), false})
 	}
 	if h.Reserves {
 		all = append(all, suite{"Priority", priorityRules, false})
@@ -110,6 +114,7 @@ func probe(t testing.TB, h Harness, alg ratelimit.Algorithm) capabilities {
 	var c capabilities
 	_, c.multi = ratelimit.As[ratelimit.MultiLimiter](l)
 	_, c.inspector = ratelimit.As[ratelimit.Inspector](l)
+	_, c.settle = ratelimit.As[ratelimit.Settler](l)
 	err := l.Wait(context.Background(), "ratelimittest-probe", ratelimit.Limit{Rate: 1, Burst: 1})
 	if !errors.Is(err, ratelimit.ErrNotSupported) {
 		require.NoError(t, err, "Wait for the first token of a new bucket")

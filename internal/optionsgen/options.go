@@ -117,6 +117,22 @@ to its shadow buckets ([WithShadow]). {{.RefundMore}} It needs a limiter that im
 		set:    "o.Refund = {{.G}}",
 	},
 	{
+		name: "WithSettle",
+		doc: `WithSettle settles a {{.Req}}'s cost after {{.RefundWhen}}, for a cost known only
+then (an LLM call's tokens, a response's bytes): the {{.Req}} is decided for its estimate
+(its cost, [WithCostFunc]), and f returns what it really cost, actual, with ok true; each
+bucket the decision charged is then settled from the estimate to actual
+([ratelimit.Settler]): an underrun given back, an overrun charged, into debt if need be,
+which later {{.Req}}s wait out (a denial's Retry-After counts it). ok false settles
+nothing. A {{.Req}} refunded by [WithRefundIf] is not settled. Errors go to the error
+handler. It needs a limiter that implements [ratelimit.Settler] ({{.Panics}} otherwise).
+Default: no settling. See {{doc "limits.md#settle"}}.`,
+		fn:     "(actual int, ok bool)",
+		fnIn:   "{{.RefundIn}}",
+		fnArgs: "{{.RefundArgs}}",
+		set:    "o.Settle = {{.G}}",
+	},
+	{
 		name: "WithLimitFunc",
 		doc: `WithLimitFunc sets a function that returns each {{.Req}}'s limit, for limits that
 depend on the {{.User}}'s plan and the like, under the policy named by [WithPolicyName];

@@ -74,6 +74,9 @@ var capabilityChecks = []capabilityCheck{
 	{"Inspector", has[ratelimit.Inspector], func(l ratelimit.Limiter) bool {
 		return refuses(l, httpmw.WithLimit(ratelimit.PerSecond(1)), httpmw.WithRefundIf(func(*http.Request, int) bool { return true }))
 	}, false},
+	{"Settler", has[ratelimit.Settler], func(l ratelimit.Limiter) bool {
+		return refuses(l, httpmw.WithLimit(ratelimit.PerSecond(1)), httpmw.WithSettle(func(*http.Request, int) (int, bool) { return 0, false }))
+	}, false},
 	{"LimitValidator", has[ratelimit.LimitValidator], func(l ratelimit.Limiter) bool {
 		return !refuses(l, httpmw.WithLimit(tooLong)) // no validator: nothing refuses it at start-up
 	}, true},

@@ -33,6 +33,9 @@ type Options[R any] struct {
 	// Refund, when set, runs after the handler (by the middleware) and says whether to give
 	// the request's tokens back.
 	Refund func(R) bool
+	// Settle, when set, runs after the handler (by the middleware) and gives the request's
+	// actual cost, to settle its charge to (see settle.go).
+	Settle func(R) (int, bool)
 	Cost   func(R) int  // nil: every request costs 1
 	Skip   func(R) bool // nil: nothing is skipped
 	// Priority gives each request its priority, put in the context the limiter is asked

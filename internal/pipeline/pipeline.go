@@ -104,6 +104,7 @@ type Pipeline[R any] struct {
 	// one it lacks.
 	multi     ratelimit.MultiLimiter
 	inspector ratelimit.Inspector
+	settler   ratelimit.Settler // WithSettle's, when asked for
 	validator ratelimit.LimitValidator
 	opts      Options[R]
 	onError   func(R, error) error
@@ -179,13 +180,17 @@ func New[R any](prefix string, l ratelimit.Limiter, o *Options[R], onError func(
 	if o.Refund != nil && inspector == nil {
 		return nil, fmt.Errorf("WithRefundIf: %T cannot refund (ratelimit.Inspector)", l)
 	}
+	settler, err := settlerFor(l, o.Settle != nil)
+	if err != nil {
+		return nil, err
+	}
 	if err := o.check(validator); err != nil {
 		return nil, err
 	}
 	if o.Shadow && !o.styleSet {
 		o.Style = headers.StyleNone
 	}
-	p := &Pipeline[R]{limiter: l, multi: multi, inspector: inspector, validator: validator, opts: *o,
+	p := &Pipeline[R]{limiter: l, multi: multi, inspector: inspector, validator: validator, settler: settler, opts: *o,
 		onError: onError, prefix: prefix, epoch: time.Now(), shadowBudget: shadowBudget}
 	if o.Rules != nil {
 		if err := p.requireRules(o.Rules); err != nil {
