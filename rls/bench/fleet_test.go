@@ -1,7 +1,6 @@
 package rlsbench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -31,14 +30,14 @@ const (
 const benchConfig = `domain: bench
 descriptors:
   - key: user
-    rate_limit: {unit: hour, requests_per_unit: 4000000000}
+    rate_limit: {unit: hour, requests_per_unit: 1000000000}
   - key: user
     value: hot
     rate_limit: {unit: hour, requests_per_unit: 1}
   - key: route
-    rate_limit: {unit: hour, requests_per_unit: 4000000000}
+    rate_limit: {unit: hour, requests_per_unit: 1000000000}
   - key: tenant
-    rate_limit: {unit: hour, requests_per_unit: 4000000000}
+    rate_limit: {unit: hour, requests_per_unit: 1000000000}
 `
 
 // diffConfig is the domain of BenchmarkDifferential: under any run id, ten values of k with
@@ -50,7 +49,7 @@ func diffConfig() string {
 		fmt.Fprintf(&b, "      - key: k\n        value: v%d\n        rate_limit: {unit: hour, requests_per_unit: %d}\n",
 			i, 3*(i+1))
 	}
-	b.WriteString("      - key: g\n        rate_limit: {unit: hour, requests_per_unit: 4000000000}\n")
+	b.WriteString("      - key: g\n        rate_limit: {unit: hour, requests_per_unit: 1000000000}\n")
 	return b.String()
 }
 
@@ -67,7 +66,6 @@ type fleet struct {
 	dir     string
 	redis   *exec.Cmd
 	servers []*server // ours, reference, reference-cache
-	logs    bytes.Buffer
 }
 
 var (
@@ -141,7 +139,6 @@ func startFleet() (*fleet, error) {
 	redisAddr := "127.0.0.1:" + strconv.Itoa(redisPort)
 	f.redis = exec.Command("taskset", "-c", loadCPU, "redis-server", "--port", strconv.Itoa(redisPort),
 		"--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	f.redis.Stdout, f.redis.Stderr = &f.logs, &f.logs
 	if err := f.redis.Start(); err != nil {
 		return nil, err
 	}
@@ -185,7 +182,8 @@ func startFleet() (*fleet, error) {
 	f.servers[0].addr(oursPort)
 	for _, s := range f.servers {
 		if err := s.connect(); err != nil {
-			return nil, fmt.Errorf("%s: %w\n%s", s.name, err, f.logs.String())
+			out, _ := os.ReadFile(filepath.Join(dir, s.name+".log"))
+			return nil, fmt.Errorf("%s: %w\n%s", s.name, err, out)
 		}
 	}
 	ok = true
@@ -215,7 +213,12 @@ func (f *fleet) run(dir string, env []string, name string, args ...string) error
 func (f *fleet) start(name string, env []string, bin string, args ...string) error {
 	cmd := exec.Command("taskset", append([]string{"-c", serverCPU, bin}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = &f.logs, &f.logs
+	logs, err := os.Create(filepath.Join(f.dir, name+".log"))
+	if err != nil {
+		return err
+	}
+	defer logs.Close() // the process has its own descriptor
+	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		return err
 	}
