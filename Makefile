@@ -52,7 +52,7 @@ bench:
 # ratelimit-server beside the reference service, built from the module proxy (minutes the
 # first time); the load and Redis on CPU 0, the servers on CPU 1 (docs/performance.md).
 bench-rls: redis
-	cd rls/bench && taskset -c 0 $(GO) test -run '^$$' -bench . -benchtime 3s -count 3
+	cd rls/bench && taskset -c 0 $(GO) test -run '^$$' -bench . -benchtime 3s -count 1 -args -rounds 3
 
 # The tests start their own redis-server processes (a single node and a 3-node cluster on
 # loopback ports they pick), and valkey-server ones for make valkey; they only need the

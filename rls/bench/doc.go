@@ -1,7 +1,7 @@
 // Package rlsbench measures ratelimit-server (rls/cmd/ratelimit-server) beside the
 // reference rate-limit service, envoyproxy/ratelimit at ReferenceVersion, both built from
 // the module proxy into separate processes on one Redis: BenchmarkRLS measures each on the
-// same workloads in interleaved rounds (run it with -count), BenchmarkDifferential sends
+// same workloads in interleaved rounds (-rounds), BenchmarkDifferential sends
 // both the same request stream and compares their answers. It is a module of its own, so
 // that no other module's build depends on the benchmark's, and its benchmarks run only
 // when asked (make bench-rls): building the reference takes minutes the first time.

@@ -3,6 +3,7 @@ package rlsbench
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -142,6 +143,9 @@ func startFleet() (*fleet, error) {
 	if err := f.redis.Start(); err != nil {
 		return nil, err
 	}
+	if err := waitRedis(redisAddr); err != nil {
+		return nil, err
+	}
 
 	oursPort, oursHTTP, err := ports()
 	if err != nil {
@@ -188,6 +192,31 @@ func startFleet() (*fleet, error) {
 	}
 	ok = true
 	return f, nil
+}
+
+// waitRedis waits until Redis at addr answers a PING, for at most a minute: the reference
+// exits when its first connection fails.
+func waitRedis(addr string) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			_ = c.SetDeadline(time.Now().Add(time.Second))
+			_, err = c.Write([]byte("PING\r\n"))
+			buf := make([]byte, 7)
+			if err == nil {
+				_, err = io.ReadFull(c, buf)
+			}
+			_ = c.Close()
+			if err == nil && string(buf) == "+PONG\r\n" {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("redis at %s: %v", addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func ports() (string, string, error) {
