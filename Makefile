@@ -7,11 +7,12 @@
 #             which stops and slows real Redis servers under load, and
 #             prommetrics/, the Prometheus collector; internal/release builds the modules as a user gets them),
 #             then the Redis-facing packages again on Valkey (valkey-server for redis-server).
-# make bench — the benchmarks, ours and the peers' (bench/ is a module of its own).
+# make bench — the benchmarks, ours and the peers' (bench/ is a module of its own);
+# make bench-rls — rls/bench/: ratelimit-server beside envoyproxy/ratelimit.
 
 GO ?= go
 
-.PHONY: test bench redis valkey
+.PHONY: test bench bench-rls redis valkey
 
 # The packages whose tests talk to Redis servers themselves, run on Valkey by make valkey, with
 # the Cluster and Sentinel failovers of faults/.
@@ -31,6 +32,7 @@ test: redis
 	cd faults && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 	cd prommetrics && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 	cd rls && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+	cd rls/bench && $(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 	@$(MAKE) --no-print-directory valkey
 
@@ -46,6 +48,11 @@ valkey: redis
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	cd bench && $(GO) test -run '^$$' -bench . -benchmem -count 1
+
+# ratelimit-server beside the reference service, built from the module proxy (minutes the
+# first time); the load and Redis on CPU 0, the servers on CPU 1 (docs/performance.md).
+bench-rls: redis
+	cd rls/bench && taskset -c 0 $(GO) test -run '^$$' -bench . -benchtime 3s -count 1 -args -rounds 3
 
 # The tests start their own redis-server processes (a single node and a 3-node cluster on
 # loopback ports they pick), and valkey-server ones for make valkey; they only need the

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit/distributed"
@@ -69,4 +71,46 @@ func redisMinute(t *testing.T, client redis.UniversalClient) int64 {
 	now, err := client.Time(context.Background()).Result()
 	require.NoError(t, err)
 	return now.Unix() / 60
+}
+
+// TestAllOrNothingAcrossSlots decides on a Redis Cluster without the domain's hash tag, so
+// that a request's buckets fall in different slots: the request [user a, org x] whose org
+// is spent is denied and charges a's bucket nothing (CrossSlotGroups gives back what a slot
+// took). That the two buckets are in two slots is shown first: a limiter that refuses
+// cross-slot requests fails the same request.
+func TestAllOrNothingAcrossSlots(t *testing.T) {
+	cluster := redistest.NewCluster(t)
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = client.Close() })
+	service := func(prefix string, opts ...distributed.Option) *Service {
+		l, err := distributed.New(client, append(opts, distributed.WithPrefix(prefix),
+			distributed.WithTimeout(5*time.Second))...)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = l.Close() })
+		s, err := New(l, load(t, apiConfig), WithoutHashTag(), WithoutHeaders(), WithFailureMode(FailError))
+		require.NoError(t, err)
+		return s
+	}
+	both := rq("api", 0, desc("user", "a"), desc("org", "x"))
+	ctx := context.Background()
+
+	refusing := service("refuse:", distributed.WithCrossSlot(distributed.CrossSlotRefuse))
+	_, err := refusing.ShouldRateLimit(ctx, both)
+	require.Error(t, err, "the two buckets are in one slot: the test proves nothing")
+
+	s := service("refund:")
+	for range 10 { // org: 10 an hour
+		r, err := s.ShouldRateLimit(ctx, rq("api", 0, desc("org", "x")))
+		require.NoError(t, err)
+		require.Equal(t, ok, r.GetOverallCode())
+	}
+	r, err := s.ShouldRateLimit(ctx, both)
+	require.NoError(t, err)
+	assert.Equal(t, over, r.GetOverallCode())
+	assert.Equal(t, []pb.RateLimitResponse_Code{ok, over},
+		[]pb.RateLimitResponse_Code{r.GetStatuses()[0].GetCode(), r.GetStatuses()[1].GetCode()})
+	assert.EqualValues(t, 20, r.GetStatuses()[0].GetLimitRemaining(), "a's bucket was not charged")
+	r, err = s.ShouldRateLimit(ctx, rq("api", 0, desc("user", "a")))
+	require.NoError(t, err)
+	assert.EqualValues(t, 19, r.GetStatuses()[0].GetLimitRemaining(), "a's first charge")
 }

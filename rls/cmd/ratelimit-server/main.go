@@ -1,9 +1,11 @@
 // Command ratelimit-server is Envoy's rate-limit service (RLS v3) on the kit's engine: gRPC
 // ShouldRateLimit, and POST /json, /healthcheck and /metrics over HTTP, from a
-// configuration file or directory in Envoy's format, reloaded when it changes.
+// configuration file or directory in Envoy's format, reloaded when it changes, or from the
+// RateLimitConfig resources an xDS management server (Envoy Gateway's) pushes.
 //
 //	ratelimit-server -config examples/rls/config.yaml
 //	ratelimit-server -config /etc/ratelimit -redis 10.0.0.5:6379 -instances 4
+//	ratelimit-server -xds envoy-gateway:18001 -xds-node ratelimit -redis 10.0.0.5:6379
 //
 // Without -redis the limits live in this process's memory; with it, in Redis (one node,
 // or a Redis Cluster named by a comma-separated list of seeds), behind a circuit breaker
@@ -27,11 +29,13 @@ import (
 	"syscall"
 	"time"
 
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
@@ -56,6 +60,7 @@ func main() {
 // settings are the command line's.
 type settings struct {
 	config, grpcAddr, httpAddr, redis, prefix string
+	xds, xdsNode                              string
 	instances                                 int
 	style, failure                            string
 	overrides, hashTag                        bool
@@ -66,7 +71,9 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	var s settings
 	fs := flag.NewFlagSet("ratelimit-server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&s.config, "config", "", "the configuration: a YAML file, or a directory of them (required)")
+	fs.StringVar(&s.config, "config", "", "the configuration: a YAML file, or a directory of them (this or -xds)")
+	fs.StringVar(&s.xds, "xds", "", "host:port of an xDS management server pushing RateLimitConfig resources (Envoy Gateway's); this or -config")
+	fs.StringVar(&s.xdsNode, "xds-node", "default", "the node id given to the -xds server")
 	fs.StringVar(&s.grpcAddr, "grpc-addr", "127.0.0.1:8081", "the gRPC listener's address")
 	fs.StringVar(&s.httpAddr, "http-addr", "127.0.0.1:8080", "the HTTP listener's address (/json, /healthcheck, /metrics)")
 	fs.StringVar(&s.redis, "redis", "", "Redis: host:port of a node, or a comma-separated list of Redis Cluster seeds; empty: in memory")
@@ -84,8 +91,10 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	switch {
 	case fs.NArg() > 0:
 		return s, fmt.Errorf("unexpected arguments %q", fs.Args())
-	case s.config == "":
-		return s, errors.New("-config is required")
+	case s.config == "" && s.xds == "":
+		return s, errors.New("-config or -xds is required")
+	case s.config != "" && s.xds != "":
+		return s, errors.New("-config and -xds conflict: give one")
 	case s.instances < 1:
 		return s, errors.New("-instances must be at least 1")
 	}
@@ -161,6 +170,25 @@ func (s settings) limiter(metrics *prommetrics.Collector, log *slog.Logger) (rat
 	}, nil
 }
 
+// watch keeps svc's configuration that of the -config path or of the -xds server, and
+// returns what stops it.
+func (s settings) watch(svc *rls.Service, log *slog.Logger) (func(), error) {
+	if s.xds == "" {
+		w := rls.Watch(svc, s.config, s.poll,
+			func(c *rls.Config) { log.Info("configuration reloaded", "domains", c.Domains()) },
+			func(err error) { log.Error("configuration not reloaded", "err", err) })
+		return w.Close, nil
+	}
+	conn, err := grpc.NewClient(s.xds, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, fmt.Errorf("-xds: %w", err)
+	}
+	w := rls.WatchXDS(svc, conn, &core.Node{Id: s.xdsNode},
+		func(c *rls.Config) { log.Info("xds configuration loaded", "domains", c.Domains()) },
+		func(err error) { log.Error("xds configuration not loaded", "err", err) })
+	return func() { w.Close(); _ = conn.Close() }, nil
+}
+
 // run serves until ctx ends, then stops gracefully. ready, when not nil, is told the
 // addresses it listens on once it serves.
 func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAddr, httpAddr string)) error {
@@ -169,9 +197,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	config, err := rls.Load(s.config)
-	if err != nil {
-		return err
+	var config *rls.Config // none until the -xds server pushes one
+	if s.config != "" {
+		if config, err = rls.Load(s.config); err != nil {
+			return err
+		}
 	}
 	metrics := prommetrics.New()
 	registry := prometheus.NewRegistry()
@@ -189,10 +219,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	if err != nil {
 		return err
 	}
-	watcher := rls.Watch(svc, s.config, s.poll,
-		func(c *rls.Config) { log.Info("configuration reloaded", "domains", c.Domains()) },
-		func(err error) { log.Error("configuration not reloaded", "err", err) })
-	defer watcher.Close()
+	closeWatcher, err := s.watch(svc, log)
+	if err != nil {
+		return err
+	}
+	defer closeWatcher()
 
 	grpcLn, err := net.Listen("tcp", s.grpcAddr)
 	if err != nil {
@@ -213,7 +244,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	go func() { errs <- gs.Serve(grpcLn) }()
 	go func() { errs <- hs.Serve(httpLn) }()
 	log.Info("serving", "grpc", grpcLn.Addr().String(), "http", httpLn.Addr().String(),
-		"domains", config.Domains(), "redis", s.redis != "")
+		"domains", svc.Config().Domains(), "redis", s.redis != "", "xds", s.xds)
 	if ready != nil {
 		ready(grpcLn.Addr().String(), httpLn.Addr().String())
 	}

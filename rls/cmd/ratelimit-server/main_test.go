@@ -112,6 +112,7 @@ func TestBadCommandLines(t *testing.T) {
 		{"-config", exampleConfig, "-instances", "0"},
 		{"-config", exampleConfig, "extra"},
 		{"-config", exampleConfig, "-grpc-addr", "256.0.0.1:1"},
+		{"-config", exampleConfig, "-xds", "127.0.0.1:18000"},
 	} {
 		err := run(context.Background(), args, io.Discard, nil)
 		assert.Error(t, err, "%q", args)
