@@ -132,7 +132,7 @@ func WithPriorityFunc(f func(c *gin.Context) ratelimit.Priority) Option {
 }
 
 // WithConcurrency holds each request that the rate limit lets through to at most max of its
-// key running at once, with permits of l (concurrency.Local in this process,
+// key running at once, with permits of l (concurrency/local in this process,
 // concurrency/distributed across the fleet): the request waits for a permit as l's queue
 // allows, within its context, and releases it when the handler returns. A request that
 // finds no permit and no room to wait is answered 503 with Retry-After: 1, and keeps the

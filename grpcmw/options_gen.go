@@ -166,7 +166,7 @@ func WithPriorityFunc(f func(ctx context.Context, fullMethod string) ratelimit.P
 }
 
 // WithConcurrency holds each call that the rate limit lets through to at most max of its
-// key running at once, with permits of l (concurrency.Local in this process,
+// key running at once, with permits of l (concurrency/local in this process,
 // concurrency/distributed across the fleet): the call waits for a permit as l's queue
 // allows, within its context, and releases it when the handler returns. A call that finds
 // no permit and no room to wait ends with codes.ResourceExhausted and no retry pushback

@@ -19,8 +19,8 @@ type concurrencySource struct {
 	stats  concurrency.StatsReporter
 }
 
-// WithConcurrency reports the permits of a concurrency limiter, such as a
-// *concurrency.Local, on the ratelimit.concurrency.* instruments at each collection, with
+// WithConcurrency reports the permits of a concurrency limiter (any backend of package
+// concurrency), on the ratelimit.concurrency.* instruments at each collection, with
 // ratelimit.policy = policy: the limit in force (its lowest and highest among the
 // limiter's keys), the permits in flight, the callers waiting and the keys tracked. The
 // figures aggregate every key of the limiter: none is reported per key. It may be given once

@@ -33,8 +33,8 @@ type concurrencySource struct {
 	stats  concurrency.StatsReporter
 }
 
-// WithConcurrency reports the permits of a concurrency limiter, such as a
-// *concurrency.Local, on the ratelimit_concurrency_* gauges at each scrape, with
+// WithConcurrency reports the permits of a concurrency limiter (any backend of package
+// concurrency), on the ratelimit_concurrency_* gauges at each scrape, with
 // ratelimit_policy = policy: the limit in force (its lowest and highest among the
 // limiter's keys: ratelimit_concurrency_limit_min and _max, while it tracks a key), the
 // permits in flight, the callers waiting and the keys tracked. The figures aggregate every

@@ -21,7 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/sluice-go/ratelimit"
-	"github.com/sluice-go/ratelimit/concurrency"
+	clocal "github.com/sluice-go/ratelimit/concurrency/local"
 	"github.com/sluice-go/ratelimit/ginmw"
 	"github.com/sluice-go/ratelimit/grpcmw"
 	"github.com/sluice-go/ratelimit/httpmw"
@@ -285,7 +285,7 @@ func TestPolicyConcurrency(t *testing.T) {
 func policyConcurrency(t *testing.T, shadow bool) {
 	limiter := local.New()
 	t.Cleanup(func() { _ = limiter.Close() })
-	conc := concurrency.NewLocal(concurrency.WithQueue(-1, concurrency.OldestFirst))
+	conc := clocal.New(clocal.WithQueue(-1, clocal.OldestFirst))
 	t.Cleanup(func() { _ = conc.Close() })
 	live := rules.New(registry, rules.WithConcurrency(conc))
 	require.NoError(t, live.Load("rules.json", []byte(`{
@@ -343,7 +343,7 @@ func TestWithRulesConflicts(t *testing.T) {
 	limiter := local.New()
 	t.Cleanup(func() { _ = limiter.Close() })
 	live := rules.New(registry)
-	conc := concurrency.NewLocal()
+	conc := clocal.New()
 	t.Cleanup(func() { _ = conc.Close() })
 	cases := map[string][]httpmw.Option{
 		"httpmw: New: WithRules and WithLimit both give the limits: pass one of them": {httpmw.WithRules(live), httpmw.WithLimit(ratelimit.PerSecond(1))},

@@ -41,7 +41,7 @@ var errOpen = fmt.Errorf("%w: circuit breaker open", ErrUnavailable)
 
 // Limiter is a concurrency.Limiter that asks a primary limiter (typically Redis, package
 // [github.com/sluice-go/ratelimit/concurrency/distributed]) for permits and, while the
-// primary is unavailable, a secondary one (typically a concurrency.Local) for this
+// primary is unavailable, a secondary one (typically a concurrency/local Limiter) for this
 // instance's share of max. A circuit breaker stops calling a failing primary for a while.
 // It is safe for concurrent use.
 //
@@ -68,7 +68,7 @@ var (
 // may be nil: calls the primary cannot decide then fail with an error wrapping
 // ErrUnavailable, and the caller's error policy applies.
 //
-// New panics if primary is nil, or secondary a nil of some type (a (*concurrency.Local)(nil),
+// New panics if primary is nil, or secondary a nil of some type (a nil *Limiter of concurrency/local,
 // which would panic on the first call the primary fails). The Limiter starts no goroutine, and closes neither
 // limiter: they belong to the caller.
 func New(primary, secondary concurrency.Limiter, opts ...Option) *Limiter {

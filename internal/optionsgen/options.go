@@ -160,7 +160,7 @@ before {{.Mw}} set one{{.PriorityMore}}. A nil f means the default. See
 	{
 		name: "WithConcurrency",
 		doc: `WithConcurrency holds each {{.Req}} that the rate limit lets through to at most max
-of its key running at once, with permits of l (concurrency.Local in this process,
+of its key running at once, with permits of l (concurrency/local in this process,
 concurrency/distributed across the fleet): the {{.Req}} waits for a permit as l's queue
 allows, within its context, and releases it when the handler returns. A {{.Req}} that
 finds no permit and no room to wait {{.Busy}}, and keeps the tokens the rate limit took.

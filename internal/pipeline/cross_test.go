@@ -21,7 +21,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/admin"
-	"github.com/sluice-go/ratelimit/concurrency"
+	clocal "github.com/sluice-go/ratelimit/concurrency/local"
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/internal/bucket"
@@ -427,7 +427,7 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 		// Requests one after the other, each holding the key's only permit while it runs,
 		// with no queue: a permit not released, or taken by a request the rate limit
 		// denied, would make the next one busy.
-		conc := concurrency.NewLocal(concurrency.WithQueue(-1, concurrency.OldestFirst))
+		conc := clocal.New(clocal.WithQueue(-1, clocal.OldestFirst))
 		t.Cleanup(func() { _ = conc.Close() })
 		s.conc, s.inFlight = conc, 1
 		if fs&(withLimits|withShadow) != 0 {
@@ -596,7 +596,7 @@ func (e *crossEnv) rulesCase(t *testing.T, tg target, fs feature, s *setup, key 
 	if fs&withPriority != 0 {
 		policy["priority"] = "sheddable"
 	}
-	conc := concurrency.NewLocal(concurrency.WithQueue(-1, concurrency.OldestFirst))
+	conc := clocal.New(clocal.WithQueue(-1, clocal.OldestFirst))
 	t.Cleanup(func() { _ = conc.Close() })
 	if fs&withConc != 0 {
 		policy["concurrency"] = 1

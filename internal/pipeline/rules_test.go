@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-go/ratelimit/concurrency"
+	"github.com/sluice-go/ratelimit/concurrency/local"
 	"github.com/sluice-go/ratelimit/internal/pipeline"
 	"github.com/sluice-go/ratelimit/rules"
 )
@@ -16,7 +16,7 @@ import (
 // without rules.WithConcurrency refuses such a file itself; the set here is compiled apart,
 // as a middleware that takes its permits from elsewhere would be given it.)
 func TestCheckRulesConcurrency(t *testing.T) {
-	permits := concurrency.NewLocal()
+	permits := local.New()
 	t.Cleanup(func() { _ = permits.Close() })
 	doc := rules.Document{File: "f.json", Default: "upload",
 		Policies: []rules.PolicyDoc{{Name: "upload", Limits: []string{"10/min"}, Concurrency: 2}}}
