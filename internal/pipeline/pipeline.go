@@ -199,11 +199,8 @@ func New[R any](prefix string, l ratelimit.Limiter, o *Options[R], onError func(
 			p.backend = observe.BackendName(l)
 		}
 		p.origin, _ = ratelimit.As[observe.OriginReporter](l)
-		switch {
-		case o.Concurrency != nil:
+		if o.Concurrency != nil {
 			p.permitBackend = observe.BackendName(o.Concurrency)
-		case o.Rules != nil && o.Rules.Concurrency() != nil:
-			p.permitBackend = observe.BackendName(o.Rules.Concurrency())
 		}
 	}
 	return p, nil
