@@ -29,7 +29,7 @@ type concurrencySource struct {
 func WithConcurrency(policy string, l concurrency.StatsReporter) Option {
 	return func(o *options) {
 		if l != nil {
-			o.concurrency = append(o.concurrency, concurrencySource{attrValue(policy), l})
+			o.concurrency = append(o.concurrency, concurrencySource{observe.ValidName(policy), l})
 		}
 	}
 }
@@ -90,14 +90,7 @@ func registerConcurrency(meter metric.Meter, sources []concurrencySource) error 
 // (observe.Decision.Concurrency) and their attribute sets.
 type permitCounters struct {
 	policy string
-	cells  [observe.NumCells]counter // by permitCell
-}
-
-// permitCell is the cell of a concurrency limit's decision: counted by outcome (and an
-// error's kind) alone, without its priority or shadow flag.
-func permitCell(d observe.Decision) int {
-	cell, _ := observe.CellOf(observe.Decision{Outcome: d.Outcome, ErrorKind: d.ErrorKind})
-	return cell
+	cells  [observe.NumCells]counter // by observe.PermitCellOf
 }
 
 func newPermitCounters(policy, _ string) *permitCounters {
@@ -106,7 +99,7 @@ func newPermitCounters(policy, _ string) *permitCounters {
 	for i := range s.cells {
 		c := observe.CellAt(i)
 		if c.Priority != 0 || c.Shadow {
-			continue // never counted: see permitCell
+			continue // never counted: see observe.PermitCellOf
 		}
 		kv := []attribute.KeyValue{p, attribute.String(attrResult, c.Outcome.String())}
 		if c.Outcome == observe.OutcomeError {
@@ -158,5 +151,5 @@ func (o *Observer) registerPermits(meter metric.Meter, maxSeries int) error {
 
 // observePermit counts d, a concurrency limit's decision.
 func (o *Observer) observePermit(d observe.Decision) {
-	o.permits.Lookup(d.Policy, d.Backend).cells[permitCell(d)].n.Add(1)
+	o.permits.Lookup(d.Policy, d.Backend).cells[observe.PermitCellOf(d)].n.Add(1)
 }
