@@ -323,8 +323,8 @@ func (l *Limiter) Stats() concurrency.Stats {
 		limits[ls.rkey] = max(limits[ls.rkey], ls.max)
 	}
 	for key, q := range l.queues {
-		if q.n > 0 {
-			s.Waiting += q.n
+		if n := q.waiters.Len(); n > 0 {
+			s.Waiting += n
 			limits[key] = max(limits[key], q.most)
 		}
 	}

@@ -60,7 +60,7 @@ type entry struct {
 
 // idle reports whether the entry carries no state worth keeping: no holder, no waiter. Its
 // adaptive limit is lost when it is dropped.
-func (e *entry) idle() bool { return e.held == 0 && e.waiters.n == 0 }
+func (e *entry) idle() bool { return e.held == 0 && e.waiters.Len() == 0 }
 
 // New returns a Limiter configured by opts. It starts no goroutine. It panics when
 // WithAdaptive is given an AIMD that concurrency.AIMD.Validate refuses.
@@ -113,15 +113,15 @@ func (l *Limiter) Acquire(ctx context.Context, key string, max int) (concurrency
 		sh.mu.Unlock()
 		return concurrency.Permit{}, errClosed
 	}
-	if e.waiters.n >= l.queue {
+	if e.waiters.Len() >= l.queue {
 		if l.order == OldestFirst || l.queue == 0 {
 			sh.mu.Unlock()
 			return concurrency.Permit{}, errFull
 		}
-		e.waiters.popFront().finish(concurrency.Permit{}, errFull)
+		e.waiters.PopFront().finish(concurrency.Permit{}, errFull)
 	}
 	w := &waiter{max: max, ready: make(chan struct{})}
-	e.waiters.pushBack(w)
+	e.waiters.PushBack(w)
 	sh.mu.Unlock()
 
 	select {
@@ -136,7 +136,7 @@ func (l *Limiter) Acquire(ctx context.Context, key string, max int) (concurrency
 		sh.mu.Unlock()
 		w.permit.ReleaseWith(concurrency.Ignored)
 	} else {
-		e.waiters.remove(w)
+		e.waiters.Remove(w)
 		sh.mu.Unlock()
 	}
 	return concurrency.Permit{}, fmt.Errorf("local: waiting for a permit: %w", ctx.Err())
@@ -182,12 +182,12 @@ func (l *Limiter) Close() error {
 		sh := &l.shards[i]
 		sh.mu.Lock()
 		for _, e := range sh.keys {
-			for e.waiters.n > 0 {
-				e.waiters.popFront().finish(concurrency.Permit{}, errClosed)
+			for e.waiters.Len() > 0 {
+				e.waiters.PopFront().finish(concurrency.Permit{}, errClosed)
 			}
 		}
-		for e := sh.overflow; e.waiters.n > 0; {
-			e.waiters.popFront().finish(concurrency.Permit{}, errClosed)
+		for e := sh.overflow; e.waiters.Len() > 0; {
+			e.waiters.PopFront().finish(concurrency.Permit{}, errClosed)
 		}
 		sh.mu.Unlock()
 	}
@@ -260,7 +260,7 @@ func (l *Limiter) limitOf(e *entry, max int) int {
 
 // tryLocked grants a permit of e if one is free and nobody waits; sh.mu is held.
 func (l *Limiter) tryLocked(sh *shard, e *entry, max int) (concurrency.Permit, bool) {
-	if e.waiters.n > 0 || e.held >= l.limitOf(e, max) {
+	if e.waiters.Len() > 0 || e.held >= l.limitOf(e, max) {
 		return concurrency.Permit{}, false
 	}
 	return l.grant(sh, e, max), true

@@ -19,15 +19,15 @@ func (l *Limiter) release(h *holder, o concurrency.Outcome) {
 	if l.aimd != nil {
 		l.aimd.Sample(&e.adapt, h.grant, o, held, h.max)
 	}
-	for e.waiters.n > 0 {
-		w := e.waiters.back()
+	for e.waiters.Len() > 0 {
+		w := e.waiters.Back()
 		if l.order == OldestFirst {
-			w = e.waiters.front()
+			w = e.waiters.Front()
 		}
 		if e.held >= l.limitOf(e, w.max) {
 			break
 		}
-		e.waiters.remove(w)
+		e.waiters.Remove(w)
 		w.finish(l.grant(sh, e, w.max), nil)
 	}
 	sh.mu.Unlock()

@@ -20,11 +20,11 @@ func (l *Limiter) Stats() concurrency.Stats {
 			s.MaxLimit = max(s.MaxLimit, limit)
 			s.Keys++
 			s.InFlight += e.held
-			s.Waiting += e.waiters.n
+			s.Waiting += e.waiters.Len()
 		}
 		// The overflow key has no limit of its own: each call brings its max.
 		s.InFlight += sh.overflow.held
-		s.Waiting += sh.overflow.waiters.n
+		s.Waiting += sh.overflow.waiters.Len()
 		sh.mu.Unlock()
 	}
 	return s
