@@ -71,9 +71,9 @@ var (
 // may be nil: calls the primary cannot decide then fail with an error wrapping
 // ErrUnavailable, and the caller's error policy applies.
 //
-// New panics if primary is nil, or secondary a nil of some type (a nil *Limiter of concurrency/local,
-// which would panic on the first call the primary fails). The Limiter starts no goroutine, and closes neither
-// limiter: they belong to the caller.
+// New panics if primary is nil, or secondary a nil of some type (a nil *Limiter of
+// concurrency/local, which would panic on the first call the primary fails). The Limiter
+// starts no goroutine, and closes neither limiter: they belong to the caller.
 func New(primary, secondary concurrency.Limiter, opts ...Option) *Limiter {
 	if nilarg.Is(primary) {
 		panic("fallback: New: nil primary Limiter")

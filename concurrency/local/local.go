@@ -146,8 +146,8 @@ func (l *Limiter) Acquire(ctx context.Context, key string, max int) (concurrency
 var errFull = fmt.Errorf("%w: no permit free and no room to wait", concurrency.ErrQueueFull)
 
 // TryAcquire returns a permit for key if fewer than max are held and nobody waits for one,
-// and never waits. It fails as Acquire does, concurrency.ErrQueueFull apart: ok = false says that no
-// permit is free.
+// and never waits. It fails as Acquire does, concurrency.ErrQueueFull apart: ok = false
+// says that no permit is free.
 func (l *Limiter) TryAcquire(ctx context.Context, key string, max int) (concurrency.Permit, bool, error) {
 	if err := l.check(ctx, key, max); err != nil {
 		return concurrency.Permit{}, false, err
