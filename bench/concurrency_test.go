@@ -11,11 +11,12 @@ import (
 
 	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/concurrency/distributed"
+	"github.com/sluice-go/ratelimit/concurrency/local"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 )
 
 // BenchmarkConcurrencyLocal measures an uncontended Acquire and Release of one key:
-// concurrency.Local, with and without its adaptive limit, beside a buffered channel used as
+// local.Limiter, with and without its adaptive limit, beside a buffered channel used as
 // a semaphore ("chan"), the floor of an in-process permit: one send and one receive, with
 // no key to find, no queue and no limit to read.
 //
@@ -24,13 +25,13 @@ func BenchmarkConcurrencyLocal(b *testing.B) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
-		opts []concurrency.Option
+		opts []local.Option
 	}{
 		{"ours", nil},
-		{"ours-adaptive", []concurrency.Option{concurrency.WithAdaptive(concurrency.AIMD{Initial: 10})}},
+		{"ours-adaptive", []local.Option{local.WithAdaptive(concurrency.AIMD{Initial: 10})}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			l := concurrency.NewLocal(tc.opts...)
+			l := local.New(tc.opts...)
 			defer l.Close()
 			b.ReportAllocs()
 			for b.Loop() {

@@ -13,9 +13,13 @@ const (
 	DefaultBackoff = 0.9
 )
 
-// AIMD is an adaptive limit, given to WithAdaptive: additive increase, multiplicative
-// decrease, as TCP finds a link's capacity. Each key has a limit of its own, which moves
-// within [Min, max], max being the call's; it starts at Initial.
+// AIMD is an adaptive limit: additive increase, multiplicative decrease, as TCP finds a
+// link's capacity. It is an algorithm apart from the limiter that counts the permits: a
+// limiter keeps an AIMDState per key, asks Limit for the key's limit in force, and reports
+// each permit's grant (Grant) and outcome (Sample). Each key has a limit of its own, which
+// moves within [Min, max], max being the call's; it starts at Initial. The in-process
+// limiter takes one (local.WithAdaptive, package
+// [github.com/sluice-go/ratelimit/concurrency/local]).
 //
 //   - A permit released with Dropped, or with Succeeded after more than Target, is a drop:
 //     the limit is multiplied by Backoff, rounded down, and no lower than Min. Only one drop
@@ -63,54 +67,58 @@ func (a AIMD) Validate() error {
 	return nil
 }
 
-// withDefaults returns a with its zero fields set to their defaults.
-func (a AIMD) withDefaults() AIMD {
-	if a.Min == 0 {
-		a.Min = 1
-	}
-	if a.Initial == 0 {
-		a.Initial = a.Min
-	}
-	if a.Backoff == 0 {
-		a.Backoff = DefaultBackoff
-	}
-	return a
-}
-
-// adaptive is a key's adaptive state, guarded by its shard's mutex.
-type adaptive struct {
+// AIMDState is one key's adaptive limit under an AIMD. The zero value is a key not used
+// yet. It is not safe for concurrent use: a limiter guards each key's state with the lock
+// it counts the key's permits under, and calls Limit, Grant and Sample holding it.
+type AIMDState struct {
 	limit  int    // the limit before the call's max bounds it; 0 until the key's first use
 	credit int    // successes counted toward the next increase
 	epoch  uint64 // decreases so far; a permit granted in an older epoch cannot decrease
 }
 
-// bound returns the key's limit under the call's max, ceiling: its own within
-// [min(Min, ceiling), ceiling].
-func (a *AIMD) bound(s *adaptive, ceiling int) int {
-	if s.limit == 0 {
-		s.limit = a.Initial
-	}
-	return clamp(s.limit, min(a.Min, ceiling), ceiling)
+// AIMDGrant is what an AIMD remembers of one permit's grant, for Sample to judge its
+// outcome. The zero AIMDGrant is a grant to an idle key before any decrease.
+type AIMDGrant struct {
+	epoch uint64 // s.epoch at the grant
+	busy  bool   // the key used at least half its limit at the grant
 }
 
-// sample updates s with one permit's outcome. busy reports whether the key was at least
-// half using its limit when the permit was granted, epoch is s.epoch then, held the time the
-// permit was held, ceiling the call's max.
-func (a *AIMD) sample(s *adaptive, o Outcome, busy bool, epoch uint64, held time.Duration, ceiling int) {
+// Limit returns the limit in force for the key of s under the call's max, ceiling: the
+// key's own limit, within [min(Min, ceiling), ceiling].
+func (a AIMD) Limit(s *AIMDState, ceiling int) int {
+	if s.limit == 0 {
+		s.limit = max(a.Initial, a.min())
+	}
+	return min(max(s.limit, min(a.min(), ceiling)), ceiling)
+}
+
+// Grant records that a permit of the key of s was granted, held being the key's permits
+// held with this one, under ceiling, and returns what Sample needs to judge its outcome.
+func (a AIMD) Grant(s *AIMDState, held, ceiling int) AIMDGrant {
+	return AIMDGrant{epoch: s.epoch, busy: 2*held >= a.Limit(s, ceiling)}
+}
+
+// Sample updates s with the outcome o of the permit g names, held for d (from its grant to
+// its release), under the call's max, ceiling.
+func (a AIMD) Sample(s *AIMDState, g AIMDGrant, o Outcome, d time.Duration, ceiling int) {
 	if o == Ignored {
 		return
 	}
-	limit := a.bound(s, ceiling)
-	if o == Dropped || (a.Target > 0 && held > a.Target) {
-		if epoch != s.epoch {
+	limit := a.Limit(s, ceiling)
+	if o == Dropped || (a.Target > 0 && d > a.Target) {
+		if g.epoch != s.epoch {
 			return
 		}
-		s.limit = max(a.Min, int(math.Floor(float64(limit)*a.Backoff)))
+		backoff := a.Backoff
+		if backoff == 0 {
+			backoff = DefaultBackoff
+		}
+		s.limit = max(a.min(), int(math.Floor(float64(limit)*backoff)))
 		s.credit = 0
 		s.epoch++
 		return
 	}
-	if !busy {
+	if !g.busy {
 		return
 	}
 	s.credit++
@@ -120,4 +128,5 @@ func (a *AIMD) sample(s *adaptive, o Outcome, busy bool, epoch uint64, held time
 	}
 }
 
-func clamp(v, lo, hi int) int { return min(max(v, lo), hi) }
+// min returns Min or its default, 1.
+func (a AIMD) min() int { return max(a.Min, 1) }

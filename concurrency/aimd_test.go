@@ -5,214 +5,62 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit/concurrency"
 )
 
-// backend simulates a service whose latency is flat up to a knee of concurrency and rises
-// steeply past it, driven by a Local with an adaptive limit on a fake clock. Demand is
-// unbounded: after every completion, callers take every free permit (TryAcquire). One
-// goroutine, no timers: every run is the same.
-type backend struct {
-	t        *testing.T
-	l        *concurrency.Local
-	now      time.Time
-	knee     int
-	max      int
-	inflight []job
+// TestAIMDAlone drives the algorithm without a limiter, as a backend of its own would: one
+// key's state, grants and outcomes in a timeline, the limit after each step.
+func TestAIMDAlone(t *testing.T) {
+	a := concurrency.AIMD{Min: 2, Initial: 4, Target: 10 * time.Millisecond}
+	var s concurrency.AIMDState
+	const ceiling = 100
+	assert.Equal(t, 4, a.Limit(&s, ceiling), "a new key starts at Initial")
+	assert.Equal(t, 3, a.Limit(&s, 3), "the call's max bounds it")
+
+	// Slow start: a busy grant (2 of 4 held) that succeeds within Target adds 1.
+	g := a.Grant(&s, 2, ceiling)
+	a.Sample(&s, g, concurrency.Succeeded, time.Millisecond, ceiling)
+	assert.Equal(t, 5, a.Limit(&s, ceiling))
+	// An idle grant (1 of 5 held) tests nothing: no change.
+	a.Sample(&s, a.Grant(&s, 1, ceiling), concurrency.Succeeded, time.Millisecond, ceiling)
+	assert.Equal(t, 5, a.Limit(&s, ceiling))
+	// Ignored changes nothing, even from a busy grant.
+	a.Sample(&s, a.Grant(&s, 5, ceiling), concurrency.Ignored, time.Millisecond, ceiling)
+	assert.Equal(t, 5, a.Limit(&s, ceiling))
+
+	// Two permits granted under 5, both dropped: one decrease, ⌊5 · 0.9⌋ = 4.
+	g1, g2 := a.Grant(&s, 4, ceiling), a.Grant(&s, 5, ceiling)
+	a.Sample(&s, g1, concurrency.Dropped, time.Millisecond, ceiling)
+	a.Sample(&s, g2, concurrency.Dropped, time.Millisecond, ceiling)
+	assert.Equal(t, 4, a.Limit(&s, ceiling))
+
+	// After a drop, +1 per limit's worth (4) of busy successes.
+	for i := range 4 {
+		assert.Equal(t, 4, a.Limit(&s, ceiling), "success %d", i)
+		a.Sample(&s, a.Grant(&s, 2, ceiling), concurrency.Succeeded, time.Millisecond, ceiling)
+	}
+	assert.Equal(t, 5, a.Limit(&s, ceiling))
+
+	// A success held past Target is a drop: ⌊5 · 0.9⌋ = 4; then ⌊4 · 0.9⌋ = 3,
+	// ⌊3 · 0.9⌋ = 2, and Min holds it at 2.
+	for _, want := range []int{4, 3, 2, 2} {
+		a.Sample(&s, a.Grant(&s, 1, ceiling), concurrency.Succeeded, 11*time.Millisecond, ceiling)
+		assert.Equal(t, want, a.Limit(&s, ceiling))
+	}
+	// A call whose max is below Min is held to its max.
+	assert.Equal(t, 1, a.Limit(&s, 1))
 }
 
-type job struct {
-	p    concurrency.Permit
-	done time.Time
-}
-
-const (
-	simBase   = 10 * time.Millisecond // latency up to the knee
-	simTarget = 15 * time.Millisecond // AIMD.Target: the first request past the knee misses it
-)
-
-// latency is the service's latency for a request that starts with c requests in flight,
-// itself included: simBase up to the knee, then another simBase per request beyond it.
-func (b *backend) latency(c int) time.Duration {
-	if c <= b.knee {
-		return simBase
+// TestAIMDZeroIsUsable: the zero AIMD has Min 1, Initial 1, Backoff 0.9.
+func TestAIMDZeroIsUsable(t *testing.T) {
+	var a concurrency.AIMD
+	var s concurrency.AIMDState
+	assert.Equal(t, 1, a.Limit(&s, 10))
+	for _, want := range []int{2, 3, 4} { // slow start from 1, every permit of the key held
+		a.Sample(&s, a.Grant(&s, a.Limit(&s, 10), 10), concurrency.Succeeded, time.Second, 10)
+		assert.Equal(t, want, a.Limit(&s, 10))
 	}
-	return simBase + time.Duration(c-b.knee)*simBase
-}
-
-func newBackend(t *testing.T, knee, max int, a concurrency.AIMD) *backend {
-	b := &backend{t: t, now: time.Unix(1e9, 0), knee: knee, max: max}
-	b.l = concurrency.NewLocal(
-		concurrency.WithAdaptive(a),
-		concurrency.WithClock(func() time.Time { return b.now }),
-	)
-	t.Cleanup(func() { b.l.Close() })
-	b.fill()
-	return b
-}
-
-// fill takes every free permit, each a request that completes after its latency.
-func (b *backend) fill() {
-	for {
-		p, ok, err := b.l.TryAcquire(b.t.Context(), "svc", b.max)
-		require.NoError(b.t, err)
-		if !ok {
-			return
-		}
-		b.inflight = append(b.inflight, job{p: p, done: b.now.Add(b.latency(len(b.inflight) + 1))})
-	}
-}
-
-// step completes the earliest request (the first started among ties), moving the clock to
-// its end, refills, and returns the limit then in force.
-func (b *backend) step() int {
-	first := 0
-	for i, j := range b.inflight {
-		if j.done.Before(b.inflight[first].done) {
-			first = i
-		}
-	}
-	j := b.inflight[first]
-	b.inflight = append(b.inflight[:first], b.inflight[first+1:]...)
-	b.now = j.done
-	j.p.Release()
-	b.fill()
-	limit, ok := b.l.Limit("svc")
-	require.True(b.t, ok)
-	return limit
-}
-
-// settle runs steps until the limit has stayed within 10% of want for a further `hold`
-// steps, and returns how many steps it took to enter that band for good; it fails the
-// test if that takes more than within steps, or if the limit ever leaves [lo, hi].
-func (b *backend) settle(want, within, hold, lo, hi int) int {
-	b.t.Helper()
-	band := func(v int) bool { return 10*v >= 9*want && 10*v <= 11*want }
-	entered := -1
-	for i := 0; ; i++ {
-		limit := b.step()
-		require.GreaterOrEqual(b.t, limit, lo, "step %d", i)
-		require.LessOrEqual(b.t, limit, hi, "step %d", i)
-		switch {
-		case !band(limit):
-			entered = -1
-		case entered < 0:
-			entered = i
-		case i-entered >= hold:
-			return entered
-		}
-		require.Less(b.t, i, within+hold, "the limit is %d, not within 10%% of %d after %d steps", limit, want, i)
-	}
-}
-
-func TestAIMDFindsTheKnee(t *testing.T) {
-	a := concurrency.AIMD{Min: 5, Initial: 10, Target: simTarget}
-	b := newBackend(t, 40, 100, a)
-
-	// From 10, slow start overshoots the knee (each success adds 1 until the first drop);
-	// drops then bring the limit down by a tenth per round trip, and additive increase
-	// saw-tooths it between ⌊41 · 0.9⌋ = 36 and 41.
-	// The run is deterministic: the step counts are exact, and the bounds below are the
-	// documented ones (https://github.com/sluice-go/ratelimit/blob/main/docs/concurrency.md).
-	steps := b.settle(40, 400, 5000, 5, 100)
-	assert.Equal(t, 353, steps)
-
-	// The service gets faster: the limit climbs to the new knee, by one per limit's worth
-	// of completions.
-	b.knee = 60
-	steps = b.settle(60, 900, 5000, 5, 100)
-	assert.Equal(t, 837, steps)
-
-	// And slower: drops take it down again.
-	b.knee = 20
-	steps = b.settle(20, 400, 5000, 5, 100)
-	assert.Equal(t, 393, steps)
-}
-
-func TestAIMDOutcomes(t *testing.T) {
-	l := concurrency.NewLocal(concurrency.WithAdaptive(concurrency.AIMD{Initial: 20}))
-	defer l.Close()
-	limit := func() int {
-		v, ok := l.Limit("k")
-		require.True(t, ok)
-		return v
-	}
-	var ps []concurrency.Permit
-	for range 10 { // half the limit: each permit is granted busy
-		p, err := l.Acquire(t.Context(), "k", 100)
-		require.NoError(t, err)
-		ps = append(ps, p)
-	}
-	ps[0].ReleaseWith(concurrency.Dropped)
-	assert.Equal(t, 18, limit(), "⌊20 · 0.9⌋")
-	ps[1].ReleaseWith(concurrency.Dropped)
-	assert.Equal(t, 18, limit(), "granted before the decrease: no second one")
-	ps[2].ReleaseWith(concurrency.Ignored)
-	assert.Equal(t, 18, limit())
-	p, err := l.Acquire(t.Context(), "k", 100)
-	require.NoError(t, err)
-	p.ReleaseWith(concurrency.Dropped)
-	assert.Equal(t, 16, limit(), "granted after it: ⌊18 · 0.9⌋")
-	ps[3].Release()
-	assert.Equal(t, 16, limit(), "after a drop, one success adds 1/limit only")
-	p.ReleaseWith(concurrency.Dropped)
-	assert.Equal(t, 16, limit(), "a second release changes nothing")
-	for _, p := range ps[4:] {
-		p.Release()
-	}
-	p, err = l.Acquire(t.Context(), "k", 4)
-	require.NoError(t, err)
-	defer p.Release()
-	assert.Equal(t, 4, limit(), "a call's max bounds the limit")
-}
-
-func TestAIMDValidate(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		a    concurrency.AIMD
-		ok   bool
-	}{
-		{"zero", concurrency.AIMD{}, true},
-		{"full", concurrency.AIMD{Min: 2, Initial: 4, Target: time.Second, Backoff: 0.5}, true},
-		{"negative min", concurrency.AIMD{Min: -1}, false},
-		{"initial below min", concurrency.AIMD{Min: 5, Initial: 4}, false},
-		{"negative target", concurrency.AIMD{Target: -1}, false},
-		{"backoff 1", concurrency.AIMD{Backoff: 1}, false},
-		{"negative backoff", concurrency.AIMD{Backoff: -0.5}, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := tc.a.Validate()
-			if tc.ok {
-				assert.NoError(t, err)
-				assert.NotPanics(t, func() { concurrency.NewLocal(concurrency.WithAdaptive(tc.a)) })
-				return
-			}
-			assert.Error(t, err)
-			assert.Panics(t, func() { concurrency.NewLocal(concurrency.WithAdaptive(tc.a)) })
-		})
-	}
-}
-
-func TestAIMDBounds(t *testing.T) {
-	// Every request misses the target: the limit falls to Min and stays there.
-	b := newBackend(t, 0, 100, concurrency.AIMD{Min: 3, Initial: 50, Target: time.Millisecond})
-	for i := range 1000 {
-		limit := b.step()
-		require.GreaterOrEqual(t, limit, 3, "step %d", i)
-		require.LessOrEqual(t, limit, 50, "step %d", i)
-	}
-	limit, _ := b.l.Limit("svc")
-	assert.Equal(t, 3, limit)
-
-	// Every request is fast: the limit rises to the call's max and stays there.
-	b = newBackend(t, 1000, 30, concurrency.AIMD{Min: 3, Initial: 5, Target: time.Second})
-	for i := range 1000 {
-		limit := b.step()
-		require.GreaterOrEqual(t, limit, 5, "step %d", i)
-		require.LessOrEqual(t, limit, 30, "step %d", i)
-	}
-	limit, _ = b.l.Limit("svc")
-	assert.Equal(t, 30, limit)
+	a.Sample(&s, a.Grant(&s, 4, 10), concurrency.Dropped, 0, 10)
+	assert.Equal(t, 3, a.Limit(&s, 10), "⌊4 · 0.9⌋")
 }

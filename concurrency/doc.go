@@ -9,17 +9,15 @@
 // capacity, ratelimit.ErrTimeout and other backend errors a failure of the limiter, and an
 // error wrapping the caller's ctx.Err() says only that the caller gave up.
 //
-// Local counts permits in this process, with a bounded queue per key (WithQueue), a bounded
-// number of keys (WithMaxKeys) and, optionally, a limit that adapts to the latency and drops
-// the protected work reports (WithAdaptive, AIMD). Package
-// [github.com/sluice-go/ratelimit/concurrency/distributed] keeps permits in Redis, so that
-// the limit holds across every instance of a service, and package
+// This package is the contract alone, with what every backend shares: Permit, Outcome,
+// Stats, and AIMD, an adaptive limit kept apart from the limiters that count permits.
+// Package [github.com/sluice-go/ratelimit/concurrency/local] counts permits in this process
+// (the one that takes an AIMD today), package
+// [github.com/sluice-go/ratelimit/concurrency/distributed] keeps them in Redis, so that the
+// limit holds across every instance of a service, and package
 // [github.com/sluice-go/ratelimit/concurrency/fallback] keeps a share of it in force with a
-// Local while Redis is away. Local.Stats aggregates a limiter's keys for metrics
+// local limiter while Redis is away. Stats aggregates a limiter's keys for metrics
 // (otelmetrics.WithConcurrency, prommetrics.WithConcurrency), never per key.
-//
-// Options follow the kit's rule: zero means the default, a negative value turns off what can
-// be turned off (the queue), and a nil Option is skipped.
 //
 // The guide, https://github.com/sluice-go/ratelimit/blob/main/docs/concurrency.md,
 // compares rate and concurrency limits, the queue orders, what a crash costs and how the

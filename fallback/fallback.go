@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
-	"time"
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/args"
@@ -16,7 +15,7 @@ import (
 
 // ErrUnavailable is wrapped by the errors a Limiter without a secondary returns when the
 // primary cannot decide: it failed, or the circuit breaker is open.
-var ErrUnavailable = errors.New("fallback: primary limiter unavailable")
+var ErrUnavailable = breaker.ErrUnavailable
 
 // errOpen is returned, without a secondary, while the breaker keeps calls off the primary.
 var errOpen = fmt.Errorf("%w: circuit breaker open", ErrUnavailable)
@@ -36,8 +35,7 @@ type Limiter struct {
 	onError   func(ctx context.Context, key string, err error)
 	origins   origins
 	parts     parts
-	clock     func() time.Time // nil: the monotonic clock
-	epoch     time.Time
+	clock     breaker.Clock
 	closed    atomic.Bool
 }
 
@@ -76,16 +74,12 @@ func New(primary, secondary ratelimit.Limiter, opts ...Option) *Limiter {
 		onError:   o.onError,
 		origins:   originsOf(primary, secondary),
 		parts:     partsOf(primary, secondary),
-		clock:     o.clock,
+		clock:     breaker.NewClock(o.clock),
 	}
-	setBreaker(&l.breaker, int32(o.threshold), int64(o.cooldown), o.stateHook())
+	l.breaker.Threshold, l.breaker.Cooldown = o.threshold, int64(o.cooldown)
+	l.breaker.Hook = breaker.Hooks(o.onState)
 	if o.cacheSize > 0 {
 		l.cache = newDenialCache(o.cacheSize, o.cacheTTL)
-	}
-	if l.clock != nil {
-		l.epoch = l.clock()
-	} else {
-		l.epoch = time.Now()
 	}
 	return l
 }
@@ -194,7 +188,7 @@ func (l *Limiter) Close() error {
 }
 
 // State returns the state of the circuit breaker.
-func (l *Limiter) State() State { return State(l.breaker.State()) }
+func (l *Limiter) State() State { return l.breaker.State() }
 
 // fail records a failure of the primary and reports it.
 func (l *Limiter) fail(ctx context.Context, key string, t breaker.Ticket, err error) {
@@ -250,29 +244,11 @@ func (l *Limiter) share(limit ratelimit.Limit) ratelimit.Limit {
 }
 
 // now returns the time in nanoseconds since the Limiter's epoch, never negative.
-func (l *Limiter) now() int64 {
-	if l.clock != nil {
-		return max(0, int64(l.clock().Sub(l.epoch)))
-	}
-	return int64(time.Since(l.epoch))
-}
+func (l *Limiter) now() int64 { return l.clock.Now() }
 
 // isFailure reports whether err, returned by the primary for a call made with ctx, means
-// that the primary failed, rather than an answer about the arguments or about one bucket
-// (which the secondary would not improve on), or the end of the caller's own context. A
-// caller that gives up early, or sends calls with deadlines too short for any backend,
-// says nothing of the primary's health and must not open the breaker for everyone. The
-// primary's own deadline is a failure: it wraps ratelimit.ErrTimeout while ctx lives on.
-func isFailure(ctx context.Context, err error) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	switch observe.Classify(ctx, err) {
-	case observe.KindTimeout, observe.KindUnavailable:
-		return true
-	}
-	return false
-}
+// that the primary failed (see breaker.IsFailure).
+func isFailure(ctx context.Context, err error) bool { return breaker.IsFailure(ctx, err) }
 
 // validateLimit is the ValidateLimit of the Limiter's ratelimit.LimitValidator (see As): nil
 // if both limiters accept limit (the secondary, its share of it: see WithInstances), or the

@@ -41,24 +41,3 @@ func originsOf(primary, secondary ratelimit.Limiter) origins {
 	}
 	return o
 }
-
-// stateHook returns the function the breaker calls on each change of state: one that
-// tells each function of WithStateHook in the order given, recovering a panic in any of
-// them, so that a broken hook neither fails the call that changed the state nor keeps the
-// others from being told; nil when there is none.
-func (o *options) stateHook() func(StateChange) {
-	hooks := o.onState
-	if len(hooks) == 0 {
-		return nil
-	}
-	return func(c StateChange) {
-		for _, hook := range hooks {
-			notify(hook, c)
-		}
-	}
-}
-
-func notify(hook func(StateChange), c StateChange) {
-	defer func() { _ = recover() }()
-	hook(c)
-}

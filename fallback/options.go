@@ -6,19 +6,20 @@ import (
 	"time"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/breaker"
 )
 
 // Defaults of the options.
 const (
 	// DefaultFailureThreshold is how many failures of the primary in a row open the
 	// circuit breaker.
-	DefaultFailureThreshold = 5
+	DefaultFailureThreshold = breaker.DefaultThreshold
 	// DefaultCooldown is how long the breaker stays open before a probe tries the primary again.
 	// A probe to a primary still down costs its request up to the primary's deadline (50 ms for
 	// distributed), so a shorter cooldown costs that to more requests; a longer one delays the
 	// return to Redis after an outage by as much
 	// (https://github.com/sluice-go/ratelimit/blob/main/docs/redis.md has the measured figures).
-	DefaultCooldown = 250 * time.Millisecond
+	DefaultCooldown = breaker.DefaultCooldown
 	// DefaultDenialCacheSize caps the number of denials the cache holds: about 10 MB at
 	// the cap, with short keys.
 	DefaultDenialCacheSize = 1 << 16
@@ -34,7 +35,7 @@ type Option func(*options)
 type options struct {
 	instances int
 	reserves  ratelimit.Reserves
-	threshold int
+	threshold int32
 	cooldown  time.Duration
 	cacheSize int // negative: no cache
 	cacheTTL  time.Duration
@@ -84,27 +85,14 @@ func WithReserves(r ratelimit.Reserves) Option {
 // every call then tries the primary first, and pays for its failure (up to the primary's
 // deadline) before falling back.
 func WithFailureThreshold(n int) Option {
-	return func(o *options) {
-		switch {
-		case n == 0:
-			n = DefaultFailureThreshold
-		case n < 0:
-			n = 0 // the breaker's zero threshold: off
-		}
-		o.threshold = min(n, math.MaxInt32)
-	}
+	return func(o *options) { o.threshold = breaker.Threshold(n) }
 }
 
 // WithCooldown sets how long the circuit breaker stays open before one call, the probe,
 // tries the primary again. Default: DefaultCooldown (250 ms). A negative value means the
 // default too: a breaker without a cooldown would never try the primary again.
 func WithCooldown(d time.Duration) Option {
-	return func(o *options) {
-		if d <= 0 {
-			d = DefaultCooldown
-		}
-		o.cooldown = d
-	}
+	return func(o *options) { o.cooldown = breaker.Cooldown(d) }
 }
 
 // WithDenialCacheSize caps the number of buckets whose last denial the denial cache holds;

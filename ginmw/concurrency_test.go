@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/sluice-go/ratelimit"
-	"github.com/sluice-go/ratelimit/concurrency"
+	"github.com/sluice-go/ratelimit/concurrency/local"
 	"github.com/sluice-go/ratelimit/ginmw"
 )
 
@@ -17,7 +17,7 @@ import (
 // permit is back when the first is done.
 func TestConcurrency(t *testing.T) {
 	l, _ := newLimiter(t)
-	conc := concurrency.NewLocal(concurrency.WithQueue(-1, concurrency.OldestFirst))
+	conc := local.New(local.WithQueue(-1, local.OldestFirst))
 	t.Cleanup(func() { _ = conc.Close() })
 	r := gin.New()
 	var inner int

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/sluice-go/ratelimit/concurrency"
+	"github.com/sluice-go/ratelimit/concurrency/local"
 	"github.com/sluice-go/ratelimit/grpcmw"
 )
 
@@ -18,7 +18,7 @@ import (
 // the method). The second call, while the first runs, ends with ResourceExhausted and no
 // pushback; the permit is released when the handler returns.
 func TestConcurrencyUnary(t *testing.T) {
-	conc := concurrency.NewLocal(concurrency.WithQueue(-1, concurrency.OldestFirst))
+	conc := local.New(local.WithQueue(-1, local.OldestFirst))
 	t.Cleanup(func() { _ = conc.Close() })
 	icpt := grpcmw.UnaryServerInterceptor(nil, grpcmw.WithConcurrency(conc, 1))
 	info := &grpc.UnaryServerInfo{FullMethod: "/t.S/Export"}
@@ -50,7 +50,7 @@ func TestConcurrencyUnary(t *testing.T) {
 // A client stream's end is not seen by its interceptor: WithConcurrency there refuses to
 // start, as does WithPerMessage beside it on a server stream.
 func TestConcurrencyRefusedOnStreams(t *testing.T) {
-	conc := concurrency.NewLocal()
+	conc := local.New()
 	t.Cleanup(func() { _ = conc.Close() })
 	assert.Panics(t, func() { grpcmw.StreamClientInterceptor(nil, grpcmw.WithConcurrency(conc, 1)) })
 	assert.PanicsWithValue(t, "grpcmw: StreamServerInterceptor: WithPerMessage and WithConcurrency: a permit is held by a stream, not by a message; pass one of them",

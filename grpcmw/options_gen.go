@@ -74,19 +74,19 @@ func WithLimits(f func(ctx context.Context, fullMethod string) []ratelimit.Reque
 // current by rs.Load and rs.Watch): the policy of the first rule that matches, or the
 // file's default, gives its limits (decided all or nothing), its key (for a policy that
 // names none, [WithKeyFunc]'s default), its cost, and what it says of priority, shadow mode
-// and concurrency (permits of rules.WithConcurrency's limiter). A call is decided under one
-// set from start to end, whatever reloads happen meanwhile; a call no policy applies to, or
+// and concurrency (permits of [WithConcurrency]'s limiter). A call is decided under one set
+// from start to end, whatever reloads happen meanwhile; a call no policy applies to, or
 // that comes before the first load, is not limited. A call's route is its full method, and
 // its headers are its metadata. The client constructors panic beside [WithWait].
 //
 // Beside it: The constructors panic when [WithLimit], [WithMethodLimits], [WithLimitFunc],
-// [WithLimits], [WithKeyFunc], [WithCostFunc] or [WithConcurrency] is given too, or when
-// the limiter does not implement [ratelimit.MultiLimiter]; a policy's priority wins over
-// [WithPriorityFunc], which gives the priority of the policies that name none; [WithShadow]
-// makes every policy shadow (and holds no permit); [WithSkipFunc], [WithRefundIf],
-// [WithObserver], [WithErrorPolicy] and [WithHeaderStyle] work as with limits given in Go,
-// and the requests of a shadow policy get no rate-limit metadata unless WithHeaderStyle
-// asks. See https://github.com/sluice-go/ratelimit/blob/main/docs/rules.md.
+// [WithLimits], [WithKeyFunc] or [WithCostFunc] is given too, or when the limiter does not
+// implement [ratelimit.MultiLimiter]; a policy's priority wins over [WithPriorityFunc],
+// which gives the priority of the policies that name none; [WithShadow] makes every policy
+// shadow (and holds no permit); [WithSkipFunc], [WithRefundIf], [WithObserver],
+// [WithErrorPolicy] and [WithHeaderStyle] work as with limits given in Go, and the requests
+// of a shadow policy get no rate-limit metadata unless WithHeaderStyle asks. See
+// https://github.com/sluice-go/ratelimit/blob/main/docs/rules.md.
 func WithRules(rs *rules.Rules) Option {
 	return func(o *options) {
 		o.SetRules(rs, func(c call) rules.Request { return rules.FromGRPC(c.ctx, c.method, metadataValue) })
@@ -184,19 +184,20 @@ func WithPriorityFunc(f func(ctx context.Context, fullMethod string) ratelimit.P
 }
 
 // WithConcurrency holds each call that the rate limit lets through to at most max of its
-// key running at once, with permits of l (concurrency.Local in this process,
+// key running at once, with permits of l (concurrency/local in this process,
 // concurrency/distributed across the fleet): the call waits for a permit as l's queue
 // allows, within its context, and releases it when the handler returns. A call that finds
 // no permit and no room to wait ends with codes.ResourceExhausted and no retry pushback
 // (the client's retry policy decides when to try again: a retry at once, which Unavailable
 // invites, would add to the load), and keeps the tokens the rate limit took. The key is the
 // one [WithKeyFunc] finds, under the call's policy; a call denied by the rate limit takes
-// no permit. The error policy ([WithErrorPolicy]) covers l's failures as the rate
-// limiter's: under FailOpen a call proceeds without a permit (concurrency/distributed does
-// not fail by default: it degrades to this instance's share of max). Without a rate limit
-// option only concurrency is limited, and the rate limiter given may be nil. The
-// constructors panic when l is nil, when max is below 1, and beside [WithLimits] or
-// [WithShadow]. Default: no concurrency limit. See
+// no permit. Under [WithRules], l gives the permits of the policies' concurrency, and max
+// is that of the policies that name none. The error policy ([WithErrorPolicy]) covers l's
+// failures as the rate limiter's: under FailOpen a call proceeds without a permit
+// (concurrency/distributed does not fail by default: it degrades to this instance's share
+// of max). Without a rate limit option only concurrency is limited, and the rate limiter
+// given may be nil. The constructors panic when l is nil, when max is below 1, and beside
+// [WithLimits] or [WithShadow]. Default: no concurrency limit. See
 // https://github.com/sluice-go/ratelimit/blob/main/docs/concurrency.md.
 func WithConcurrency(l concurrency.Limiter, max int) Option {
 	return func(o *options) { o.SetConcurrency(l, max, nil) }

@@ -17,6 +17,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/concurrency"
 	cdistributed "github.com/sluice-go/ratelimit/concurrency/distributed"
+	"github.com/sluice-go/ratelimit/concurrency/local"
 	"github.com/sluice-go/ratelimit/httpmw"
 	"github.com/sluice-go/ratelimit/observe"
 	"github.com/sluice-go/ratelimit/otelmetrics/otelmetricstest"
@@ -26,7 +27,7 @@ import (
 // time. While the first runs, a second finds no permit and no queue: 503 with
 // Retry-After 1; once the first is done, the next one runs.
 func TestConcurrencyAlone(t *testing.T) {
-	conc := concurrency.NewLocal(concurrency.WithQueue(-1, concurrency.OldestFirst))
+	conc := local.New(local.WithQueue(-1, local.OldestFirst))
 	t.Cleanup(func() { _ = conc.Close() })
 	entered, release := make(chan struct{}), make(chan struct{})
 	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -66,7 +67,7 @@ func TestConcurrencyAlone(t *testing.T) {
 
 // Rate first, then concurrency: a request the rate limit denies takes no permit.
 func TestConcurrencyAfterRate(t *testing.T) {
-	conc := concurrency.NewLocal(concurrency.WithQueue(-1, concurrency.OldestFirst))
+	conc := local.New(local.WithQueue(-1, local.OldestFirst))
 	t.Cleanup(func() { _ = conc.Close() })
 	srv := httptest.NewServer(httpmw.New(newLimiter(t), httpmw.WithLimit(ratelimit.PerMinute(1)),
 		httpmw.WithConcurrency(conc, 1))(ok))
@@ -81,12 +82,12 @@ func TestConcurrencyAfterRate(t *testing.T) {
 
 // Configuration mistakes refuse to start.
 func TestConcurrencyRefused(t *testing.T) {
-	conc := concurrency.NewLocal()
+	conc := local.New()
 	t.Cleanup(func() { _ = conc.Close() })
 	assert.PanicsWithValue(t, "httpmw: New: WithConcurrency: max 0 is less than 1",
 		func() { httpmw.New(nil, httpmw.WithConcurrency(conc, 0)) })
 	assert.PanicsWithValue(t, "httpmw: New: WithConcurrency: nil concurrency.Limiter",
-		func() { httpmw.New(nil, httpmw.WithConcurrency((*concurrency.Local)(nil), 1)) })
+		func() { httpmw.New(nil, httpmw.WithConcurrency((*local.Limiter)(nil), 1)) })
 	assert.PanicsWithValue(t, "httpmw: New: nil Limiter",
 		func() { httpmw.New(nil, httpmw.WithLimit(ratelimit.PerMinute(1)), httpmw.WithConcurrency(conc, 1)) })
 }

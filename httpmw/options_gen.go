@@ -79,18 +79,18 @@ func WithLimits(f func(r *http.Request) []ratelimit.Request) Option {
 // current by rs.Load and rs.Watch): the policy of the first rule that matches, or the
 // file's default, gives its limits (decided all or nothing), its key (for a policy that
 // names none, [WithKeyFunc]'s default), its cost, and what it says of priority, shadow mode
-// and concurrency (permits of rules.WithConcurrency's limiter). A request is decided under
-// one set from start to end, whatever reloads happen meanwhile; a request no policy applies
-// to, or that comes before the first load, is not limited. A request's route is its
-// pattern, found as [WithRouteLimits] finds it ("POST /login").
+// and concurrency (permits of [WithConcurrency]'s limiter). A request is decided under one
+// set from start to end, whatever reloads happen meanwhile; a request no policy applies to,
+// or that comes before the first load, is not limited. A request's route is its pattern,
+// found as [WithRouteLimits] finds it ("POST /login").
 //
 // Beside it: New panics when [WithLimit], [WithRouteLimits], [WithLimitFunc], [WithLimits],
-// [WithKeyFunc], [WithCostFunc] or [WithConcurrency] is given too, or when the limiter does
-// not implement [ratelimit.MultiLimiter]; a policy's priority wins over [WithPriorityFunc],
-// which gives the priority of the policies that name none; [WithShadow] makes every policy
-// shadow (and holds no permit); [WithSkipFunc], [WithRefundIf], [WithObserver],
-// [WithErrorPolicy] and [WithHeaderStyle] work as with limits given in Go, and the requests
-// of a shadow policy get no rate-limit headers unless WithHeaderStyle asks. See
+// [WithKeyFunc] or [WithCostFunc] is given too, or when the limiter does not implement
+// [ratelimit.MultiLimiter]; a policy's priority wins over [WithPriorityFunc], which gives
+// the priority of the policies that name none; [WithShadow] makes every policy shadow (and
+// holds no permit); [WithSkipFunc], [WithRefundIf], [WithObserver], [WithErrorPolicy] and
+// [WithHeaderStyle] work as with limits given in Go, and the requests of a shadow policy
+// get no rate-limit headers unless WithHeaderStyle asks. See
 // https://github.com/sluice-go/ratelimit/blob/main/docs/rules.md.
 func WithRules(rs *rules.Rules) Option {
 	return func(o *options) {
@@ -189,18 +189,19 @@ func WithPriorityFunc(f func(r *http.Request) ratelimit.Priority) Option {
 }
 
 // WithConcurrency holds each request that the rate limit lets through to at most max of its
-// key running at once, with permits of l (concurrency.Local in this process,
+// key running at once, with permits of l (concurrency/local in this process,
 // concurrency/distributed across the fleet): the request waits for a permit as l's queue
 // allows, within its context, and releases it when the handler returns. A request that
 // finds no permit and no room to wait is answered 503 with Retry-After: 1, and keeps the
 // tokens the rate limit took. The key is the one [WithKeyFunc] finds, under the request's
-// policy; a request denied by the rate limit takes no permit. The error policy
-// ([WithErrorPolicy]) covers l's failures as the rate limiter's: under FailOpen a request
-// proceeds without a permit (concurrency/distributed does not fail by default: it degrades
-// to this instance's share of max). Without a rate limit option only concurrency is
-// limited, and the rate limiter given may be nil. New panics when l is nil, when max is
-// below 1, and beside [WithLimits] or [WithShadow]. Default: no concurrency limit. See
-// https://github.com/sluice-go/ratelimit/blob/main/docs/concurrency.md.
+// policy; a request denied by the rate limit takes no permit. Under [WithRules], l gives
+// the permits of the policies' concurrency, and max is that of the policies that name none.
+// The error policy ([WithErrorPolicy]) covers l's failures as the rate limiter's: under
+// FailOpen a request proceeds without a permit (concurrency/distributed does not fail by
+// default: it degrades to this instance's share of max). Without a rate limit option only
+// concurrency is limited, and the rate limiter given may be nil. New panics when l is nil,
+// when max is below 1, and beside [WithLimits] or [WithShadow]. Default: no concurrency
+// limit. See https://github.com/sluice-go/ratelimit/blob/main/docs/concurrency.md.
 func WithConcurrency(l concurrency.Limiter, max int) Option {
 	return func(o *options) { o.SetConcurrency(l, max, nil) }
 }

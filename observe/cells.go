@@ -47,6 +47,14 @@ func CellOf(d Decision) (index int, out Outcome) {
 	return row*cellsPerRow + 2 + kind, OutcomeError
 }
 
+// PermitCellOf returns the index of the cell of d, a concurrency limit's decision
+// (Decision.Concurrency): counted by outcome (and an error's kind) alone, so always in a
+// cell of priority 0 and no shadow, whatever d's.
+func PermitCellOf(d Decision) int {
+	cell, _ := CellOf(Decision{Outcome: d.Outcome, ErrorKind: d.ErrorKind})
+	return cell
+}
+
 // CellAt returns the cell of index i, in [0, NumCells).
 func CellAt(i int) Cell {
 	row, slot := i/cellsPerRow, i%cellsPerRow

@@ -55,3 +55,21 @@ func TestErrorType(t *testing.T) {
 		}
 	}
 }
+
+// TestPermitCellOf: a concurrency limit's decision is counted by outcome and error kind
+// alone, in the cell of a Critical, enforced decision, whatever its priority and shadow.
+func TestPermitCellOf(t *testing.T) {
+	for _, tc := range []struct {
+		d    observe.Decision
+		want observe.Cell
+	}{
+		{observe.Decision{Priority: ratelimit.Sheddable, Shadow: true, Outcome: observe.OutcomeDenied},
+			observe.Cell{Priority: ratelimit.Critical, Outcome: observe.OutcomeDenied}},
+		{observe.Decision{Priority: ratelimit.Normal, Outcome: observe.OutcomeError, ErrorKind: observe.KindTimeout},
+			observe.Cell{Priority: ratelimit.Critical, Outcome: observe.OutcomeError, Kind: observe.KindTimeout}},
+	} {
+		if got := observe.CellAt(observe.PermitCellOf(tc.d)); got != tc.want {
+			t.Errorf("PermitCellOf(%+v) is the cell %+v, want %+v", tc.d, got, tc.want)
+		}
+	}
+}

@@ -64,7 +64,7 @@ func (t *Series[S]) Lookup(policy, backend string) *S {
 	if s, ok := m[seriesKey{policy, backend}]; ok {
 		return s
 	}
-	clean := seriesKey{validUTF8(policy), validUTF8(backend)}
+	clean := seriesKey{ValidName(policy), ValidName(backend)}
 	s, ok := m[clean]
 	switch {
 	case ok && len(m) >= 2*t.max:
@@ -102,8 +102,11 @@ func (t *Series[S]) All(f func(*S)) {
 	f(t.other)
 }
 
-// validUTF8 returns name with each run of bytes that is not UTF-8 replaced by U+FFFD.
-func validUTF8(name string) string {
+// ValidName returns name with each run of bytes that is not UTF-8 replaced by U+FFFD, as
+// the series of Lookup are named. A policy or backend name becomes an attribute or label
+// value, which exporters refuse (Prometheus fails the whole scrape) when it is not UTF-8;
+// cleaned before counting, two names that differ only in such bytes count in one series.
+func ValidName(name string) string {
 	if utf8.ValidString(name) {
 		return name
 	}

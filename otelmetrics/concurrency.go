@@ -19,8 +19,8 @@ type concurrencySource struct {
 	stats  concurrency.StatsReporter
 }
 
-// WithConcurrency reports the permits of a concurrency limiter, such as a
-// *concurrency.Local, on the ratelimit.concurrency.* instruments at each collection, with
+// WithConcurrency reports the permits of a concurrency limiter (any backend of package
+// concurrency), on the ratelimit.concurrency.* instruments at each collection, with
 // ratelimit.policy = policy: the limit in force (its lowest and highest among the
 // limiter's keys), the permits in flight, the callers waiting and the keys tracked. The
 // figures aggregate every key of the limiter: none is reported per key. It may be given once
@@ -29,7 +29,7 @@ type concurrencySource struct {
 func WithConcurrency(policy string, l concurrency.StatsReporter) Option {
 	return func(o *options) {
 		if l != nil {
-			o.concurrency = append(o.concurrency, concurrencySource{attrValue(policy), l})
+			o.concurrency = append(o.concurrency, concurrencySource{observe.ValidName(policy), l})
 		}
 	}
 }
@@ -90,14 +90,7 @@ func registerConcurrency(meter metric.Meter, sources []concurrencySource) error 
 // (observe.Decision.Concurrency) and their attribute sets.
 type permitCounters struct {
 	policy string
-	cells  [observe.NumCells]counter // by permitCell
-}
-
-// permitCell is the cell of a concurrency limit's decision: counted by outcome (and an
-// error's kind) alone, without its priority or shadow flag.
-func permitCell(d observe.Decision) int {
-	cell, _ := observe.CellOf(observe.Decision{Outcome: d.Outcome, ErrorKind: d.ErrorKind})
-	return cell
+	cells  [observe.NumCells]counter // by observe.PermitCellOf
 }
 
 func newPermitCounters(policy, _ string) *permitCounters {
@@ -106,7 +99,7 @@ func newPermitCounters(policy, _ string) *permitCounters {
 	for i := range s.cells {
 		c := observe.CellAt(i)
 		if c.Priority != 0 || c.Shadow {
-			continue // never counted: see permitCell
+			continue // never counted: see observe.PermitCellOf
 		}
 		kv := []attribute.KeyValue{p, attribute.String(attrResult, c.Outcome.String())}
 		if c.Outcome == observe.OutcomeError {
@@ -164,5 +157,5 @@ func registerOutcomes(meter metric.Meter, maxSeries int, name, unit, desc string
 
 // observePermit counts d, a concurrency limit's decision.
 func (o *Observer) observePermit(d observe.Decision) {
-	o.permits.Lookup(d.Policy, d.Backend).cells[permitCell(d)].n.Add(1)
+	o.permits.Lookup(d.Policy, d.Backend).cells[observe.PermitCellOf(d)].n.Add(1)
 }

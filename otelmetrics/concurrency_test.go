@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/sluice-go/ratelimit/concurrency"
+	"github.com/sluice-go/ratelimit/concurrency/local"
 	"github.com/sluice-go/ratelimit/otelmetrics"
 	"github.com/sluice-go/ratelimit/otelmetrics/otelmetricstest"
 )
@@ -18,7 +19,7 @@ import (
 // TestConcurrency: a concurrency limiter's permits, aggregated over its keys under the
 // policy name given, read from the real SDK at each collection; and a key never appears.
 func TestConcurrency(t *testing.T) {
-	l := concurrency.NewLocal(concurrency.WithAdaptive(concurrency.AIMD{Initial: 4, Backoff: 0.5}))
+	l := local.New(local.WithAdaptive(concurrency.AIMD{Initial: 4, Backoff: 0.5}))
 	defer l.Close()
 	_, reader := newObserver(t, otelmetrics.WithConcurrency("exports", l))
 	gauges := func(c otelmetricstest.Collected, name string) map[string]int64 {
@@ -62,7 +63,7 @@ func TestConcurrency(t *testing.T) {
 }
 
 func TestConcurrencyTwicePerPolicy(t *testing.T) {
-	l := concurrency.NewLocal()
+	l := local.New()
 	defer l.Close()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	defer mp.Shutdown(context.Background())

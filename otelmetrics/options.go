@@ -2,6 +2,8 @@ package otelmetrics
 
 import (
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/sluice-go/ratelimit/observe"
 )
 
 // DefaultMaxSeries is the default of WithMaxSeries.
@@ -80,7 +82,7 @@ func WithDurationSample(n int) Option {
 func WithBuckets(backend string, count func() int) Option {
 	return func(o *options) {
 		if count != nil {
-			o.buckets = append(o.buckets, bucketSource{attrValue(backend), count})
+			o.buckets = append(o.buckets, bucketSource{observe.ValidName(backend), count})
 		}
 	}
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
-	"unicode/utf8"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -259,17 +257,6 @@ func (o *Observer) ObserveBreaker(c fallback.StateChange) {
 		opt = transitionOption(c.From.String(), c.To.String())
 	}
 	o.transitions.Add(context.Background(), 1, opt)
-}
-
-// attrValue returns name with each run of bytes that is not UTF-8 replaced by U+FFFD: the
-// Prometheus exporter fails the whole scrape on such a value, and OTLP's protobuf strings
-// must be UTF-8. Names are cleaned before they are counted, so that two that differ only
-// in such bytes count in one series, as they are exported.
-func attrValue(name string) string {
-	if utf8.ValidString(name) {
-		return name
-	}
-	return strings.ToValidUTF8(name, "\uFFFD")
 }
 
 func transitionOption(from, to string) metric.AddOption {

@@ -33,8 +33,8 @@ type concurrencySource struct {
 	stats  concurrency.StatsReporter
 }
 
-// WithConcurrency reports the permits of a concurrency limiter, such as a
-// *concurrency.Local, on the ratelimit_concurrency_* gauges at each scrape, with
+// WithConcurrency reports the permits of a concurrency limiter (any backend of package
+// concurrency), on the ratelimit_concurrency_* gauges at each scrape, with
 // ratelimit_policy = policy: the limit in force (its lowest and highest among the
 // limiter's keys: ratelimit_concurrency_limit_min and _max, while it tracks a key), the
 // permits in flight, the callers waiting and the keys tracked. The figures aggregate every
@@ -44,7 +44,7 @@ type concurrencySource struct {
 func WithConcurrency(policy string, l concurrency.StatsReporter) Option {
 	return func(o *options) {
 		if l != nil {
-			o.concurrency = append(o.concurrency, concurrencySource{labelValue(policy), l})
+			o.concurrency = append(o.concurrency, concurrencySource{observe.ValidName(policy), l})
 		}
 	}
 }
@@ -95,16 +95,9 @@ type permitCounters struct {
 	cells  [observe.NumCells]atomic.Int64 // by observe.CellOf, of the outcome alone
 }
 
-// permitCell is the cell of a concurrency limit's decision: counted by outcome (and an
-// error's kind) alone, without its priority or shadow flag.
-func permitCell(d observe.Decision) int {
-	cell, _ := observe.CellOf(observe.Decision{Outcome: d.Outcome, ErrorKind: d.ErrorKind})
-	return cell
-}
-
 // observePermit counts d, a concurrency limit's decision.
 func (c *Collector) observePermit(d observe.Decision) {
-	c.permits.Lookup(d.Policy, d.Backend).cells[permitCell(d)].Add(1)
+	c.permits.Lookup(d.Policy, d.Backend).cells[observe.PermitCellOf(d)].Add(1)
 }
 
 // collectPermits sends the counts of concurrency decisions, summed by policy.

@@ -7,13 +7,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit/concurrency"
+	"github.com/sluice-go/ratelimit/concurrency/local"
 	"github.com/sluice-go/ratelimit/prommetrics"
 )
 
-// TestConcurrency: a concurrency.Local's permits, aggregated over its keys under the
+// TestConcurrency: a local.Limiter's permits, aggregated over its keys under the
 // policy name given, read at each scrape of a real registry; a key never appears.
 func TestConcurrency(t *testing.T) {
-	l := concurrency.NewLocal(concurrency.WithAdaptive(concurrency.AIMD{Initial: 4, Backoff: 0.5}))
+	l := local.New(local.WithAdaptive(concurrency.AIMD{Initial: 4, Backoff: 0.5}))
 	defer l.Close()
 	c := prommetrics.New(prommetrics.WithConcurrency("exports", l))
 
@@ -42,7 +43,7 @@ func TestConcurrency(t *testing.T) {
 }
 
 func TestConcurrencyTwicePerPolicy(t *testing.T) {
-	l := concurrency.NewLocal()
+	l := local.New()
 	defer l.Close()
 	assert.PanicsWithValue(t, `prommetrics: New: WithConcurrency given twice for policy "exports"`, func() {
 		prommetrics.New(prommetrics.WithConcurrency("exports", l), prommetrics.WithConcurrency("exports", l))

@@ -1,5 +1,7 @@
 package prommetrics
 
+import "github.com/sluice-go/ratelimit/observe"
+
 // DefaultMaxSeries is the default of WithMaxSeries.
 const DefaultMaxSeries = 256
 
@@ -42,7 +44,7 @@ func WithMaxSeries(n int) Option {
 func WithBuckets(backend string, count func() int) Option {
 	return func(o *options) {
 		if count != nil {
-			o.buckets = append(o.buckets, bucketSource{labelValue(backend), count})
+			o.buckets = append(o.buckets, bucketSource{observe.ValidName(backend), count})
 		}
 	}
 }

@@ -5,10 +5,8 @@ import (
 	"math"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -138,17 +136,6 @@ func (c *Collector) ObserveBreaker(t fallback.StateChange) {
 	c.transMu.Lock()
 	defer c.transMu.Unlock()
 	c.transitions[[2]string{t.From.String(), t.To.String()}]++
-}
-
-// labelValue returns name with each run of bytes that is not UTF-8 replaced by U+FFFD: the
-// registry refuses a label value that is not valid UTF-8, and fails the whole scrape with
-// it. Names are cleaned before they are counted, so that two that differ only in such
-// bytes count in one series, as they are exported.
-func labelValue(name string) string {
-	if utf8.ValidString(name) {
-		return name
-	}
-	return strings.ToValidUTF8(name, "\uFFFD")
 }
 
 // Describe sends nothing: the Collector is unchecked (see the package documentation).

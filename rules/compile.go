@@ -42,11 +42,11 @@ type RuleDoc struct {
 }
 
 // Compile checks doc and returns its Set, with the options of New that concern a set
-// (WithValidator, WithConcurrency; the others are ignored). Every error wraps ErrInvalid
+// (WithValidator; the others are ignored). Every error wraps ErrInvalid
 // and names the file, the line and the policy or rule: a limit ParseLimit cannot read, or
 // that the validator refuses; a key function the registry lacks; a priority that is not
-// one of ratelimit.Priority's names; a concurrency below 0, or above 0 without a
-// concurrency limiter or in a shadow policy; a policy with neither limits nor concurrency;
+// one of ratelimit.Priority's names; a concurrency below 0, or above 0 in a shadow policy;
+// a policy with neither limits nor concurrency;
 // a rule without a match or naming no known policy; the same policy twice. Compile checks
 // everything before returning, and returns every error it found, joined. An option given a
 // nil of some type, which no file can mend, is an error of its own, before any.
@@ -95,8 +95,6 @@ func Compile(doc Document, reg Registry, opts ...Option) (*Set, error) {
 			fail(pd.Line, what, fmt.Errorf("concurrency %d is below 0", pd.Concurrency))
 		case pd.Concurrency > 0 && pd.Shadow:
 			fail(pd.Line, what, errors.New("shadow and concurrency: a shadow policy decides rate limits only, and a permit would be held for real"))
-		case pd.Concurrency > 0 && o.concurrency == nil:
-			fail(pd.Line, what, fmt.Errorf("concurrency %d needs a concurrency limiter (rules.WithConcurrency)", pd.Concurrency))
 		}
 		for _, text := range pd.Limits {
 			l, err := ratelimit.ParseLimit(text)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/sluice-go/ratelimit"
-	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/internal/nilarg"
 	"github.com/sluice-go/ratelimit/internal/settle"
 )
@@ -36,10 +35,9 @@ type Rules struct {
 type Option func(*options)
 
 type options struct {
-	parse       Parser
-	validator   ratelimit.LimitValidator
-	onError     func(error)
-	concurrency concurrency.Limiter
+	parse     Parser
+	validator ratelimit.LimitValidator
+	onError   func(error)
 }
 
 // WithParser sets how a file is read. Default: ParseJSON.
@@ -51,19 +49,12 @@ func WithParser(p Parser) Option { return func(o *options) { o.parse = p } }
 // ratelimit.Limit.Validate's checks, and the middlewares'.
 func WithValidator(v ratelimit.LimitValidator) Option { return func(o *options) { o.validator = v } }
 
-// WithConcurrency gives the permits of the policies' concurrency field: a file with a
-// policy of concurrency above 0 is refused at load without it. Default: none.
-func WithConcurrency(l concurrency.Limiter) Option { return func(o *options) { o.concurrency = l } }
-
 // nilArg returns an error naming the option given a nil of some type (a
 // (*local.Limiter)(nil)): it is not "none", which is the untyped nil, and would panic on the
 // first file or request it met.
 func (o *options) nilArg() error {
-	switch {
-	case nilarg.Typed(o.validator):
+	if nilarg.Typed(o.validator) {
 		return fmt.Errorf("WithValidator: a nil %T", o.validator)
-	case nilarg.Typed(o.concurrency):
-		return fmt.Errorf("WithConcurrency: a nil %T", o.concurrency)
 	}
 	return nil
 }
@@ -94,14 +85,10 @@ func New(reg Registry, opts ...Option) *Rules {
 // Set returns the set in force, nil before the first Load.
 func (r *Rules) Set() *Set { return r.current.Load() }
 
-// Concurrency returns the limiter of the policies' permits (WithConcurrency), nil without
-// one.
-func (r *Rules) Concurrency() concurrency.Limiter { return r.opts.concurrency }
-
 // Require makes check, which returns an error for a set it cannot decide, one of the checks
 // every set must pass to come into force: the set in force now, and each set a later Load
 // reads. A middleware built on r calls it with a check of its limiter (a limit the backend
-// refuses, a concurrency without a permit limiter), so that such a set is refused at load,
+// refuses, a concurrency without the middleware's permit limiter), so that such a set is refused at load,
 // never at request time. Require returns check's error on the set in force, and then keeps
 // nothing.
 func (r *Rules) Require(check func(*Set) error) error {
@@ -126,7 +113,7 @@ func (r *Rules) Load(file string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	set, err := Compile(doc, r.reg, WithValidator(r.opts.validator), WithConcurrency(r.opts.concurrency))
+	set, err := Compile(doc, r.reg, WithValidator(r.opts.validator))
 	if err != nil {
 		return err
 	}

@@ -101,7 +101,8 @@ type Policy struct {
 	// every one proceed: a safe rollout of a new limit.
 	Shadow bool
 	// Concurrency is the most requests of one key that may run at once, with permits of
-	// the limiter of WithConcurrency; 0 means no concurrency limit.
+	// the middleware's concurrency limiter (its WithConcurrency; a middleware without one
+	// refuses the set); 0 means the middleware's own max, if any.
 	Concurrency int
 
 	key KeyFunc

@@ -21,7 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/sluice-go/ratelimit"
-	"github.com/sluice-go/ratelimit/concurrency"
+	clocal "github.com/sluice-go/ratelimit/concurrency/local"
 	"github.com/sluice-go/ratelimit/ginmw"
 	"github.com/sluice-go/ratelimit/grpcmw"
 	"github.com/sluice-go/ratelimit/httpmw"
@@ -162,7 +162,6 @@ func TestInvalidFiles(t *testing.T) {
 		"policy fields": `rules: invalid rules: rules.json:2: policy "a": priority "urgent" is not one of critical, normal, sheddable
 rules: invalid rules: rules.json:3: policy "b": concurrency -1 is below 0
 rules: invalid rules: rules.json:4: policy "c": shadow and concurrency: a shadow policy decides rate limits only, and a permit would be held for real
-rules: invalid rules: rules.json:5: policy "d": concurrency 2 needs a concurrency limiter (rules.WithConcurrency)
 rules: invalid rules: rules.json:6: policy "e": no limits and no concurrency`,
 		"unknown top field":    "rules: invalid rules: rules.json:1: unknown field polices (version, default, policies, rules)",
 		"unknown policy field": `rules: invalid rules: rules.json:2: policy "a": unknown field "burst" (limits, key, cost, priority, shadow, concurrency)`,
@@ -273,9 +272,9 @@ func TestWatch(t *testing.T) {
 }
 
 // A policy's concurrency holds its requests, per key, to at most that many in flight, with
-// permits of rules.WithConcurrency's limiter; the rate-limited policies beside it are
-// unaffected, and a policy may have a concurrency and no limits. Under WithShadow no
-// policy holds a permit.
+// permits of the middleware's limiter (WithConcurrencyFunc, whose max of 0 leaves the other
+// policies unlimited); the rate-limited policies beside it are unaffected, and a policy may
+// have a concurrency and no limits. Under WithShadow no policy holds a permit.
 func TestPolicyConcurrency(t *testing.T) {
 	for _, shadow := range []bool{false, true} {
 		t.Run(fmt.Sprint("shadow=", shadow), func(t *testing.T) { policyConcurrency(t, shadow) })
@@ -285,9 +284,9 @@ func TestPolicyConcurrency(t *testing.T) {
 func policyConcurrency(t *testing.T, shadow bool) {
 	limiter := local.New()
 	t.Cleanup(func() { _ = limiter.Close() })
-	conc := concurrency.NewLocal(concurrency.WithQueue(-1, concurrency.OldestFirst))
+	conc := clocal.New(clocal.WithQueue(-1, clocal.OldestFirst))
 	t.Cleanup(func() { _ = conc.Close() })
-	live := rules.New(registry, rules.WithConcurrency(conc))
+	live := rules.New(registry)
 	require.NoError(t, live.Load("rules.json", []byte(`{
   "default": "free",
   "policies": {
@@ -305,9 +304,15 @@ func policyConcurrency(t *testing.T, shadow bool) {
 		}
 	})
 	mux.HandleFunc("GET /items", func(http.ResponseWriter, *http.Request) {})
-	opts := []httpmw.Option{httpmw.WithRules(live)}
+	opts := []httpmw.Option{httpmw.WithRules(live),
+		httpmw.WithConcurrencyFunc(conc, func(*http.Request) int { return 0 })}
 	if shadow {
-		opts = append(opts, httpmw.WithShadow()) // every policy shadow: no permit is held
+		// Every policy shadow, beside the permits of WithConcurrencyFunc: a permit is held for
+		// real, so the middleware refuses the pair at construction.
+		opts = append(opts, httpmw.WithShadow())
+		assert.PanicsWithValue(t, "httpmw: New: WithConcurrency and WithShadow: shadow mode decides rate limits only, and a permit is held for real; pass one of them",
+			func() { httpmw.New(limiter, opts...) })
+		return
 	}
 	srv := httptest.NewServer(httpmw.New(limiter, opts...)(mux))
 	t.Cleanup(srv.Close)
@@ -326,11 +331,7 @@ func policyConcurrency(t *testing.T, shadow bool) {
 	held := make(chan int)
 	go func() { held <- status("/export", "42", true) }()
 	<-entered
-	busy := http.StatusServiceUnavailable
-	if shadow {
-		busy = http.StatusOK
-	}
-	assert.Equal(t, busy, status("/export", "42", false), "user 42 has its one export running")
+	assert.Equal(t, http.StatusServiceUnavailable, status("/export", "42", false), "user 42 has its one export running")
 	assert.Equal(t, http.StatusOK, status("/export", "7", false), "another user has a permit of their own")
 	assert.Equal(t, http.StatusOK, status("/items", "42", false), "the free plan holds no permit")
 	close(release)
@@ -338,12 +339,67 @@ func policyConcurrency(t *testing.T, shadow bool) {
 	assert.Equal(t, http.StatusOK, status("/export", "42", false), "the permit was released")
 }
 
+// Beside WithRules, WithConcurrency gives the permits and the max of the policies that name
+// no concurrency; a policy's own concurrency wins over it.
+func TestPolicyConcurrencyBesideMiddlewareMax(t *testing.T) {
+	limiter := local.New()
+	t.Cleanup(func() { _ = limiter.Close() })
+	conc := clocal.New(clocal.WithQueue(-1, clocal.OldestFirst))
+	t.Cleanup(func() { _ = conc.Close() })
+	live := rules.New(registry)
+	require.NoError(t, live.Load("rules.json", []byte(`{
+  "default": "free",
+  "policies": {
+    "export": {"concurrency": 1, "key": "user"},
+    "free":   {"limits": ["100/min"], "key": "user"}
+  },
+  "rules": [{"match": {"route": "GET /export"}, "policy": "export"}]
+}`)))
+	entered, release := make(chan struct{}), make(chan struct{})
+	hold := func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Hold") != "" {
+			entered <- struct{}{}
+			<-release
+		}
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /export", hold)
+	mux.HandleFunc("GET /items", hold)
+	srv := httptest.NewServer(httpmw.New(limiter, httpmw.WithRules(live), httpmw.WithConcurrency(conc, 2))(mux))
+	t.Cleanup(srv.Close)
+	status := func(path string, hold bool) int {
+		req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		require.NoError(t, err)
+		req.Header.Set("X-User", "42")
+		if hold {
+			req.Header.Set("X-Hold", "1")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	held := make(chan int, 3)
+	for _, path := range []string{"/export", "/items", "/items"} {
+		go func() { held <- status(path, true) }()
+		<-entered
+	}
+	assert.Equal(t, http.StatusServiceUnavailable, status("/export", false), "the policy's 1, not the middleware's 2")
+	assert.Equal(t, http.StatusServiceUnavailable, status("/items", false), "the middleware's 2 for a policy without one")
+	close(release)
+	for range 3 {
+		assert.Equal(t, http.StatusOK, <-held)
+	}
+	assert.Equal(t, http.StatusOK, status("/export", false))
+	assert.Equal(t, http.StatusOK, status("/items", false))
+}
+
 // WithRules refuses, at construction, the options that would give what the rules give.
 func TestWithRulesConflicts(t *testing.T) {
 	limiter := local.New()
 	t.Cleanup(func() { _ = limiter.Close() })
 	live := rules.New(registry)
-	conc := concurrency.NewLocal()
+	conc := clocal.New()
 	t.Cleanup(func() { _ = conc.Close() })
 	cases := map[string][]httpmw.Option{
 		"httpmw: New: WithRules and WithLimit both give the limits: pass one of them": {httpmw.WithRules(live), httpmw.WithLimit(ratelimit.PerSecond(1))},
@@ -351,8 +407,6 @@ func TestWithRulesConflicts(t *testing.T) {
 			httpmw.WithLimits(func(*http.Request) []ratelimit.Request { return nil }), httpmw.WithRules(live)},
 		"httpmw: New: WithKeyFunc and WithRules: the rules give each request its key and cost; pass one of them": {
 			httpmw.WithRules(live), httpmw.WithKeyFunc(func(*http.Request) (string, error) { return "k", nil })},
-		"httpmw: New: WithConcurrency and WithRules: the rules give each policy its concurrency (rules.WithConcurrency); pass one of them": {
-			httpmw.WithRules(live), httpmw.WithConcurrency(conc, 1)},
 		"httpmw: New: WithRules: nil *rules.Rules": {httpmw.WithRules(nil)},
 	}
 	for want, opts := range cases {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/admin"
-	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/internal/bucket"
 	"github.com/sluice-go/ratelimit/local"
 	"github.com/sluice-go/ratelimit/rules"
@@ -24,9 +23,7 @@ func TestCommands(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	limiter := local.New(local.WithClock(func() time.Time { return now }))
 	t.Cleanup(func() { _ = limiter.Close() })
-	conc := concurrency.NewLocal()
-	t.Cleanup(func() { _ = conc.Close() })
-	live := rules.New(rules.Registry{"user": func(rules.Request) (string, error) { return "", nil }}, rules.WithConcurrency(conc))
+	live := rules.New(rules.Registry{"user": func(rules.Request) (string, error) { return "", nil }})
 	require.NoError(t, live.Load("rules.json", []byte(`{"version": "3", "policies": {
   "login":  {"limits": ["2/min", "10/h"], "key": "user", "priority": "critical"},
   "export": {"concurrency": 2, "key": "user"},

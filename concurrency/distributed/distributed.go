@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/concurrency"
+	"github.com/sluice-go/ratelimit/concurrency/local"
 	"github.com/sluice-go/ratelimit/internal/breaker"
 	"github.com/sluice-go/ratelimit/internal/nilarg"
 )
@@ -39,7 +40,7 @@ type Limiter struct {
 	idArg     any
 	seq       atomic.Uint64 // the last permit's sequence
 	leases    sync.Pool     // of *lease
-	local     *concurrency.Local
+	local     *local.Limiter
 	health    breaker.Breaker // opened by failures in a row: the calls then degrade at once
 	epoch     time.Time       // the breaker's clock
 	lastOK    atomic.Int64    // when Redis last answered, on the breaker's clock
@@ -103,7 +104,7 @@ func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 	if localQueue == 0 {
 		localQueue = -1
 	}
-	l.local = concurrency.NewLocal(concurrency.WithQueue(localQueue, concurrency.OldestFirst))
+	l.local = local.New(local.WithQueue(localQueue, local.OldestFirst))
 	l.health.Threshold, l.health.Cooldown = failuresInARow, int64(cooldown)
 	l.epoch = time.Now()
 	if l.bgBound == 0 {
@@ -322,8 +323,8 @@ func (l *Limiter) Stats() concurrency.Stats {
 		limits[ls.rkey] = max(limits[ls.rkey], ls.max)
 	}
 	for key, q := range l.queues {
-		if q.n > 0 {
-			s.Waiting += q.n
+		if n := q.waiters.Len(); n > 0 {
+			s.Waiting += n
 			limits[key] = max(limits[key], q.most)
 		}
 	}

@@ -3,6 +3,7 @@ package distributed_test
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -27,6 +28,10 @@ var inFlight = redis.NewScript(`
 local n = redis.call('INCRBY', KEYS[1], ARGV[1])
 if n > tonumber(redis.call('GET', KEYS[2]) or '0') then redis.call('SET', KEYS[2], n) end
 return n`)
+
+// fleetRuns is how many bursts TestFleetNeverExceedsMax runs: 3 keep make test near 10 s
+// under -race; the bar the limiter is held to is 20 (-fleet.runs=20).
+var fleetRuns = flag.Int("fleet.runs", 3, "bursts of TestFleetNeverExceedsMax (the bar is 20)")
 
 const (
 	fleetAddrEnv = "DISTRIBUTED_FLEET_ADDR" // set in the re-executed test binary
@@ -54,7 +59,7 @@ func TestFleetNeverExceedsMax(t *testing.T) {
 		})
 	}
 	defer func() { stopBurn(); burners.Wait() }()
-	for run := range 3 { // the issue asks 20; 3 keep the test near 10 s under -race
+	for run := range *fleetRuns {
 		require.NoError(t, client.Del(t.Context(), "fleet:now", "fleet:peak").Err())
 		var outs [2]bytes.Buffer
 		var cmds [2]*exec.Cmd

@@ -11,23 +11,23 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluice-go/ratelimit/concurrency"
+	"github.com/sluice-go/ratelimit/internal/waitlist"
 )
 
 // keyQueue is this limiter's callers waiting for one Redis key, oldest first. Only the
 // first asks Redis again: when a release wakes it, and at the poll interval otherwise.
 type keyQueue struct {
-	head, tail *waiter
-	n          int
-	most       int    // the highest max among the waiters, for Stats
-	touched    bool   // a caller used the key since the last sweep (dropIdle)
-	wakes      uint64 // wake-ups so far: one that comes between a refusal and enter is not lost
+	waiters waitlist.List[waiter, *waiter]
+	most    int    // the highest max among the waiters, for Stats
+	touched bool   // a caller used the key since the last sweep (dropIdle)
+	wakes   uint64 // wake-ups so far: one that comes between a refusal and enter is not lost
 }
 
 // waiter is one caller in a keyQueue.
 type waiter struct {
-	prev, next *waiter
-	wake       chan struct{} // ask Redis now: a permit was freed
-	promoted   chan struct{} // the waiter became the first: it polls from now on
+	waitlist.Links[waiter]
+	wake     chan struct{} // ask Redis now: a permit was freed
+	promoted chan struct{} // the waiter became the first: it polls from now on
 }
 
 // lookQueue returns whether anyone waits in rkey's queue, and the count of its wake-ups,
@@ -41,7 +41,7 @@ func (l *Limiter) lookQueue(rkey string) (queued bool, wakes uint64) {
 		l.queues[rkey] = q
 	}
 	q.touched = true
-	return q.n > 0, q.wakes
+	return q.waiters.Len() > 0, q.wakes
 }
 
 // enter puts a caller asking for max at the end of rkey's queue, if it has room, and has
@@ -61,22 +61,15 @@ func (l *Limiter) enter(ctx context.Context, rkey string, max int, wakes uint64)
 		q = &keyQueue{}
 		l.queues[rkey] = q
 	}
-	if q.n >= l.queue {
+	if q.waiters.Len() >= l.queue {
 		l.mu.Unlock()
 		return nil, errFull
 	}
 	w := &waiter{wake: make(chan struct{}, 1), promoted: make(chan struct{}, 1)}
-	w.prev = q.tail
-	if q.tail != nil {
-		q.tail.next = w
-	} else {
-		q.head = w
-	}
-	q.tail = w
-	if q.n == 0 {
+	if q.waiters.Len() == 0 {
 		q.most = 0
 	}
-	q.n++
+	q.waiters.PushBack(w)
 	q.most = maxInt(q.most, max)
 	q.touched = true
 	if q.wakes != wakes {
@@ -102,19 +95,10 @@ func (l *Limiter) leave(w *waiter, rkey string, passOn bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	q := l.queues[rkey]
-	wasHead := q.head == w
-	if w.prev != nil {
-		w.prev.next = w.next
-	} else {
-		q.head = w.next
-	}
-	if w.next != nil {
-		w.next.prev = w.prev
-	} else {
-		q.tail = w.prev
-	}
-	q.n--
-	if q.head == nil {
+	wasHead := q.waiters.Front() == w
+	q.waiters.Remove(w)
+	head := q.waiters.Front()
+	if head == nil {
 		return
 	}
 	select {
@@ -124,9 +108,9 @@ func (l *Limiter) leave(w *waiter, rkey string, passOn bool) {
 	}
 	switch {
 	case passOn:
-		signal(q.head.wake)
+		signal(head.wake)
 	case wasHead:
-		signal(q.head.promoted)
+		signal(head.promoted)
 	}
 }
 
@@ -135,8 +119,8 @@ func (l *Limiter) wakeOne(rkey string) {
 	l.mu.Lock()
 	if q := l.queues[rkey]; q != nil {
 		q.wakes++
-		if q.head != nil {
-			signal(q.head.wake)
+		if head := q.waiters.Front(); head != nil {
+			signal(head.wake)
 		}
 	}
 	l.mu.Unlock()
@@ -162,7 +146,7 @@ func (l *Limiter) wait(ctx context.Context, w *waiter, ls *lease) (concurrency.P
 	for {
 		var tick <-chan time.Time
 		l.mu.Lock()
-		head := l.queues[rkey].head == w
+		head := l.queues[rkey].waiters.Front() == w
 		l.mu.Unlock()
 		if head {
 			d := l.poll/2 + rand.N(l.poll)
@@ -318,7 +302,7 @@ func (l *Limiter) dropIdle() {
 	var drop []string
 	l.mu.Lock()
 	for rkey, q := range l.queues {
-		if q.n == 0 && !q.touched {
+		if q.waiters.Len() == 0 && !q.touched {
 			delete(l.queues, rkey)
 			drop = append(drop, rkey)
 		} else {

@@ -1,11 +1,11 @@
 // Package fallback keeps concurrency limits in force while the shared limiter behind them
 // (Redis, package [github.com/sluice-go/ratelimit/concurrency/distributed]) is slow or
 // down. It composes two concurrency.Limiters: a primary, asked while it answers, and a
-// secondary (typically a concurrency.Local) that grants this instance's share of each max
+// secondary (typically a concurrency/local Limiter) that grants this instance's share of each max
 // while it does not.
 //
 //	primary, _ := distributed.New(client, distributed.WithOnFailure(distributed.ReturnError))
-//	limiter := fallback.New(primary, concurrency.NewLocal(), fallback.WithInstances(4))
+//	limiter := fallback.New(primary, local.New(), fallback.WithInstances(4))
 //
 // ExampleWithInstances runs one through an outage.
 //

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/concurrency/fallback"
+	"github.com/sluice-go/ratelimit/concurrency/local"
 )
 
 // down is a primary that cannot reach its Redis.
@@ -22,7 +23,7 @@ func (down) TryAcquire(context.Context, string, int) (concurrency.Permit, bool, 
 // While the primary is down, this instance, one of 4, holds at most 10/4 = 2 permits of
 // each key. The second failure in a row opens the breaker: the outage's first edge.
 func ExampleWithInstances() {
-	secondary := concurrency.NewLocal()
+	secondary := local.New()
 	defer secondary.Close()
 	limiter := fallback.New(down{}, secondary, fallback.WithInstances(4), fallback.WithFailureThreshold(2),
 		fallback.WithStateHook(func(c fallback.StateChange) {

@@ -5,43 +5,47 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
-	"time"
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/concurrency"
-	ratefallback "github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/internal/breaker"
 	"github.com/sluice-go/ratelimit/internal/nilarg"
-	"github.com/sluice-go/ratelimit/observe"
 )
 
-// The breaker's states and changes are those of the rate limits' fallback, so that one
-// hook, such as an observer's ObserveBreaker method, serves both.
+// The breaker's states and changes are the rate limits' fallback's (one type, from a
+// package both share), so that one hook, such as an observer's ObserveBreaker method,
+// serves both.
 type (
-	// State is the state of a Limiter's circuit breaker: Closed, Open or HalfOpen.
-	State = ratefallback.State
+	// State is the state of a Limiter's circuit breaker: Closed, Open or HalfOpen. Its
+	// String method returns "closed", "open" or "half-open".
+	State = breaker.State
 	// StateChange is one transition of a Limiter's circuit breaker, as passed to the hooks
-	// of WithStateHook. Its Edge method picks out the start and the end of an outage.
-	StateChange = ratefallback.StateChange
+	// of WithStateHook: From, To and Err, with the methods Degraded, Recovered, Edge (the
+	// start and the end of an outage), String and LogValue, as the rate limits'
+	// fallback.StateChange, which is the same type.
+	StateChange = breaker.Change
 )
 
 // The states of the circuit breaker.
 const (
-	Closed   = ratefallback.Closed
-	Open     = ratefallback.Open
-	HalfOpen = ratefallback.HalfOpen
+	// Closed: every call goes to the primary. The zero State.
+	Closed = breaker.Closed
+	// Open: the primary failed too often; the secondary grants until the cooldown ends.
+	Open = breaker.Open
+	// HalfOpen: one call, the probe, goes to the primary; the others to the secondary.
+	HalfOpen = breaker.HalfOpen
 )
 
 // ErrUnavailable is wrapped by the errors a Limiter without a secondary returns when the
 // primary cannot decide: it failed, or the circuit breaker is open. It is the rate limits'
-// fallback.ErrUnavailable.
-var ErrUnavailable = ratefallback.ErrUnavailable
+// fallback.ErrUnavailable, the same value.
+var ErrUnavailable = breaker.ErrUnavailable
 
 var errOpen = fmt.Errorf("%w: circuit breaker open", ErrUnavailable)
 
 // Limiter is a concurrency.Limiter that asks a primary limiter (typically Redis, package
 // [github.com/sluice-go/ratelimit/concurrency/distributed]) for permits and, while the
-// primary is unavailable, a secondary one (typically a concurrency.Local) for this
+// primary is unavailable, a secondary one (typically a concurrency/local Limiter) for this
 // instance's share of max. A circuit breaker stops calling a failing primary for a while.
 // It is safe for concurrent use.
 //
@@ -53,8 +57,7 @@ type Limiter struct {
 	instances int
 	breaker   breaker.Breaker
 	onError   func(ctx context.Context, key string, err error)
-	clock     func() time.Time // nil: the monotonic clock
-	epoch     time.Time
+	clock     breaker.Clock
 	closed    atomic.Bool
 }
 
@@ -68,9 +71,9 @@ var (
 // may be nil: calls the primary cannot decide then fail with an error wrapping
 // ErrUnavailable, and the caller's error policy applies.
 //
-// New panics if primary is nil, or secondary a nil of some type (a (*concurrency.Local)(nil),
-// which would panic on the first call the primary fails). The Limiter starts no goroutine, and closes neither
-// limiter: they belong to the caller.
+// New panics if primary is nil, or secondary a nil of some type (a nil *Limiter of
+// concurrency/local, which would panic on the first call the primary fails). The Limiter
+// starts no goroutine, and closes neither limiter: they belong to the caller.
 func New(primary, secondary concurrency.Limiter, opts ...Option) *Limiter {
 	if nilarg.Is(primary) {
 		panic("fallback: New: nil primary Limiter")
@@ -89,19 +92,10 @@ func New(primary, secondary concurrency.Limiter, opts ...Option) *Limiter {
 		secondary: secondary,
 		instances: o.instances,
 		onError:   o.onError,
-		clock:     o.clock,
+		clock:     breaker.NewClock(o.clock),
 	}
-	l.breaker.Threshold, l.breaker.Cooldown = int32(o.threshold), int64(o.cooldown)
-	if hook := o.stateHook(); hook != nil {
-		l.breaker.Hook = func(from, to breaker.State, err error) {
-			hook(StateChange{From: State(from), To: State(to), Err: err})
-		}
-	}
-	if l.clock != nil {
-		l.epoch = l.clock()
-	} else {
-		l.epoch = time.Now()
-	}
+	l.breaker.Threshold, l.breaker.Cooldown = o.threshold, int64(o.cooldown)
+	l.breaker.Hook = breaker.Hooks(o.onState)
 	return l
 }
 
@@ -181,7 +175,7 @@ func (l *Limiter) Close() error {
 }
 
 // State returns the state of the circuit breaker.
-func (l *Limiter) State() State { return State(l.breaker.State()) }
+func (l *Limiter) State() State { return l.breaker.State() }
 
 // check refuses what no limiter could decide, and a caller whose context has ended, before
 // either limiter is asked: such calls say nothing of the primary's health.
@@ -203,27 +197,13 @@ func (l *Limiter) check(ctx context.Context, key string, max int) error {
 }
 
 // now returns the time in nanoseconds since the Limiter's epoch, never negative.
-func (l *Limiter) now() int64 {
-	if l.clock != nil {
-		return max(0, int64(l.clock().Sub(l.epoch)))
-	}
-	return int64(time.Since(l.epoch))
-}
+func (l *Limiter) now() int64 { return l.clock.Now() }
 
 // isFailure reports whether err, returned by the primary for a call made with ctx, means
-// that the primary failed. A refusal for lack of capacity (concurrency.ErrQueueFull) is an
-// answer; so is any error of a call whose own context has ended, so that callers giving up
-// early cannot open the breaker for everyone. The primary's own deadline is a failure: it
-// wraps ratelimit.ErrTimeout while ctx lives on.
+// that the primary failed (see breaker.IsFailure): a refusal for lack of capacity
+// (concurrency.ErrQueueFull) is an answer.
 func isFailure(ctx context.Context, err error) bool {
-	if ctx.Err() != nil || errors.Is(err, concurrency.ErrQueueFull) {
-		return false
-	}
-	switch observe.Classify(ctx, err) {
-	case observe.KindTimeout, observe.KindUnavailable:
-		return true
-	}
-	return false
+	return !errors.Is(err, concurrency.ErrQueueFull) && breaker.IsFailure(ctx, err)
 }
 
 // Stats returns the sum of the primary's and the secondary's Stats, for those of them that

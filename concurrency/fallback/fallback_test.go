@@ -13,6 +13,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/concurrency/fallback"
+	"github.com/sluice-go/ratelimit/concurrency/local"
 )
 
 const (
@@ -160,8 +161,8 @@ func TestAnswersAreNotFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				r := newRig(t, fallback.WithFailureThreshold(1))
-				r.primary.Local = concurrency.NewLocal(concurrency.WithQueue(1, concurrency.OldestFirst))
-				defer r.primary.Local.Close()
+				r.primary.Limiter = local.New(local.WithQueue(1, local.OldestFirst))
+				defer r.primary.Limiter.Close()
 				err := tc.call(t, r)
 				if tc.want != nil {
 					require.ErrorIs(t, err, tc.want)
@@ -202,7 +203,7 @@ func TestDegradedAcquireWaits(t *testing.T) {
 // TestNoSecondary: without a secondary, a failure of the primary and the calls the open
 // breaker keeps off it fail with ErrUnavailable.
 func TestNoSecondary(t *testing.T) {
-	primary := &switched{Local: concurrency.NewLocal()}
+	primary := &switched{Limiter: local.New()}
 	defer primary.Close()
 	l := fallback.New(primary, nil, fallback.WithFailureThreshold(1))
 	primary.fail(errDown)

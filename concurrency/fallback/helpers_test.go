@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/concurrency/fallback"
+	"github.com/sluice-go/ratelimit/concurrency/local"
 	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
@@ -17,10 +18,10 @@ import (
 // observe.Classify counts as the backend unavailable.
 var errDown = errors.New("distributed: connection refused")
 
-// switched is a primary that is a Local while up, and fails every call with err while
+// switched is a primary that is a local.Limiter while up, and fails every call with err while
 // down, counting the calls that reach it.
 type switched struct {
-	*concurrency.Local
+	*local.Limiter
 	mu    sync.Mutex
 	err   error
 	calls int
@@ -49,22 +50,22 @@ func (s *switched) Acquire(ctx context.Context, key string, max int) (concurrenc
 	if err := s.down(); err != nil {
 		return concurrency.Permit{}, err
 	}
-	return s.Local.Acquire(ctx, key, max)
+	return s.Limiter.Acquire(ctx, key, max)
 }
 
 func (s *switched) TryAcquire(ctx context.Context, key string, max int) (concurrency.Permit, bool, error) {
 	if err := s.down(); err != nil {
 		return concurrency.Permit{}, false, err
 	}
-	return s.Local.TryAcquire(ctx, key, max)
+	return s.Limiter.TryAcquire(ctx, key, max)
 }
 
-// rig is a fallback Limiter on a switched primary and a Local secondary, with a clock that
+// rig is a fallback Limiter on a switched primary and a local.Limiter secondary, with a clock that
 // moves only when the test says, and its hooks recorded.
 type rig struct {
 	l         *fallback.Limiter
 	primary   *switched
-	secondary *concurrency.Local
+	secondary *local.Limiter
 	clock     *ratelimittest.Clock
 	hooks     *recorder
 }
@@ -72,8 +73,8 @@ type rig struct {
 func newRig(t *testing.T, opts ...fallback.Option) *rig {
 	t.Helper()
 	r := &rig{
-		primary:   &switched{Local: concurrency.NewLocal()},
-		secondary: concurrency.NewLocal(),
+		primary:   &switched{Limiter: local.New()},
+		secondary: local.New(),
 		clock:     ratelimittest.NewClock(),
 		hooks:     &recorder{},
 	}

@@ -2,20 +2,19 @@ package fallback
 
 import (
 	"context"
-	"math"
 	"time"
 
-	ratefallback "github.com/sluice-go/ratelimit/fallback"
+	"github.com/sluice-go/ratelimit/internal/breaker"
 )
 
 // Defaults of the options, those of the rate limits' fallback.
 const (
 	// DefaultFailureThreshold is how many failures of the primary in a row open the
 	// circuit breaker.
-	DefaultFailureThreshold = ratefallback.DefaultFailureThreshold
+	DefaultFailureThreshold = breaker.DefaultThreshold
 	// DefaultCooldown is how long the breaker stays open before a probe tries the primary
 	// again.
-	DefaultCooldown = ratefallback.DefaultCooldown
+	DefaultCooldown = breaker.DefaultCooldown
 )
 
 // Option configures a Limiter built by New. A nil Option is skipped.
@@ -23,7 +22,7 @@ type Option func(*options)
 
 type options struct {
 	instances int
-	threshold int
+	threshold int32
 	cooldown  time.Duration
 	onError   func(ctx context.Context, key string, err error)
 	onState   []func(StateChange)
@@ -48,27 +47,14 @@ func WithInstances(n int) Option {
 // turns the breaker off: every call then tries the primary first, and pays for its failure
 // (up to the primary's deadline) before falling back.
 func WithFailureThreshold(n int) Option {
-	return func(o *options) {
-		switch {
-		case n == 0:
-			n = DefaultFailureThreshold
-		case n < 0:
-			n = 0 // the breaker's zero threshold: off
-		}
-		o.threshold = min(n, math.MaxInt32)
-	}
+	return func(o *options) { o.threshold = breaker.Threshold(n) }
 }
 
 // WithCooldown sets how long the circuit breaker stays open before one call, the probe,
 // tries the primary again. Default: DefaultCooldown (250 ms), which zero and negative
 // values also mean: a breaker without a cooldown would never try the primary again.
 func WithCooldown(d time.Duration) Option {
-	return func(o *options) {
-		if d <= 0 {
-			d = DefaultCooldown
-		}
-		o.cooldown = d
-	}
+	return func(o *options) { o.cooldown = breaker.Cooldown(d) }
 }
 
 // WithErrorHandler sets a function told of every failure of the primary, before the
@@ -100,24 +86,4 @@ func WithStateHook(f func(StateChange)) Option {
 // system clock; a nil now means the default. The limiters it wraps keep their own clocks.
 func WithClock(now func() time.Time) Option {
 	return func(o *options) { o.clock = now }
-}
-
-// stateHook returns the function the breaker calls on each change of state: one that tells
-// each function of WithStateHook in turn, recovering a panic in any of them; nil when
-// there is none.
-func (o *options) stateHook() func(StateChange) {
-	hooks := o.onState
-	if len(hooks) == 0 {
-		return nil
-	}
-	return func(c StateChange) {
-		for _, hook := range hooks {
-			notify(hook, c)
-		}
-	}
-}
-
-func notify(hook func(StateChange), c StateChange) {
-	defer func() { _ = recover() }()
-	hook(c)
 }

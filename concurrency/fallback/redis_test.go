@@ -13,6 +13,7 @@ import (
 	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/concurrency/distributed"
 	"github.com/sluice-go/ratelimit/concurrency/fallback"
+	"github.com/sluice-go/ratelimit/concurrency/local"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 	"github.com/sluice-go/ratelimit/ratelimittest"
 )
@@ -34,7 +35,7 @@ func TestRedisOutage(t *testing.T) {
 		distributed.WithOnFailure(distributed.ReturnError))
 	require.NoError(t, err)
 	t.Cleanup(func() { primary.Close() })
-	secondary := concurrency.NewLocal()
+	secondary := local.New()
 	t.Cleanup(func() { secondary.Close() })
 	clock := ratelimittest.NewClock()
 	var edges []string

@@ -5,7 +5,7 @@ package breaker
 
 import "sync/atomic"
 
-// State is a breaker's state. The values are those of fallback.State, which converts them.
+// State is a breaker's state; both fallbacks export it as their State.
 type State uint8
 
 const (
@@ -42,7 +42,7 @@ type Breaker struct {
 	// Cooldown is how long, in nanoseconds, the breaker stays open before a probe.
 	Cooldown int64
 	// Hook, when not nil, is told of every change, on the goroutine that made it, after it.
-	Hook func(from, to State, err error)
+	Hook func(Change)
 
 	word     atomic.Uint64
 	failures atomic.Int32 // consecutive failures while closed
@@ -128,6 +128,6 @@ func (b *Breaker) after(now int64) int64 {
 
 func (b *Breaker) notify(from, to State, err error) {
 	if b.Hook != nil {
-		b.Hook(from, to, err)
+		b.Hook(Change{From: from, To: to, Err: err})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -37,6 +38,7 @@ var Imports = map[string]string{
 	"otelmetrics":  "github.com/sluice-go/ratelimit/otelmetrics",
 	"slogobserver": "github.com/sluice-go/ratelimit/slogobserver",
 	"concurrency":  "github.com/sluice-go/ratelimit/concurrency",
+	"clocal":       "github.com/sluice-go/ratelimit/concurrency/local",
 	"rules":        "github.com/sluice-go/ratelimit/rules",
 	"redis":        "github.com/redis/go-redis/v9",
 	"gin":          "github.com/gin-gonic/gin",
@@ -153,17 +155,21 @@ func startsWithPackage(code string) bool {
 // withImports writes the package clause, the imports of the names f leaves unresolved
 // that Imports knows, then rest.
 func withImports(pkg string, f *ast.File, rest string) []byte {
-	var paths []string
+	var names []string // named, as a name may not be its path's last element (clocal)
 	for _, id := range f.Unresolved {
-		if p, ok := Imports[id.Name]; ok && !slices.Contains(paths, p) {
-			paths = append(paths, p)
+		if _, ok := Imports[id.Name]; ok && !slices.Contains(names, id.Name) {
+			names = append(names, id.Name)
 		}
 	}
-	slices.Sort(paths)
+	slices.Sort(names)
 	var out bytes.Buffer
 	fmt.Fprintf(&out, "package %s\n\n", pkg)
-	for _, p := range paths {
-		fmt.Fprintf(&out, "import %q\n", p)
+	for _, n := range names {
+		if p := Imports[n]; path.Base(p) == n {
+			fmt.Fprintf(&out, "import %q\n", p)
+		} else {
+			fmt.Fprintf(&out, "import %s %q\n", n, p)
+		}
 	}
 	out.WriteString("\n" + rest)
 	return out.Bytes()

@@ -12,9 +12,9 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/admin"
-	"github.com/sluice-go/ratelimit/concurrency"
 	cdistributed "github.com/sluice-go/ratelimit/concurrency/distributed"
 	cfallback "github.com/sluice-go/ratelimit/concurrency/fallback"
+	clocal "github.com/sluice-go/ratelimit/concurrency/local"
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/ginmw"
@@ -52,7 +52,7 @@ func TestIs(t *testing.T) {
 func TestConstructorsRefuseTypedNil(t *testing.T) {
 	var (
 		nilLocal   *local.Limiter
-		nilPermits *concurrency.Local
+		nilPermits *clocal.Limiter
 		nilObs     *slogobserver.Observer
 		nilClient  *redis.Client
 		nilCluster *redis.ClusterClient
@@ -60,7 +60,7 @@ func TestConstructorsRefuseTypedNil(t *testing.T) {
 	)
 	rl := local.New(local.WithCleanupInterval(-1))
 	t.Cleanup(func() { _ = rl.Close() })
-	permits := concurrency.NewLocal()
+	permits := clocal.New()
 	t.Cleanup(func() { _ = permits.Close() })
 	obs := slogobserver.New(nil)
 	rs := rules.New(nil)
@@ -78,12 +78,11 @@ func TestConstructorsRefuseTypedNil(t *testing.T) {
 		{"fallback.New/secondary", func() error { fallback.New(rl, nilLocal); return nil }, "fallback: New: nil secondary Limiter (*local.Limiter): pass nil for none"},
 		{"fallback.New/no secondary", func() error { fallback.New(rl, nil); return nil }, ""},
 		{"concurrency/fallback.New/primary", func() error { cfallback.New(nilPermits, permits); return nil }, "fallback: New: nil primary Limiter"},
-		{"concurrency/fallback.New/secondary", func() error { cfallback.New(permits, nilPermits); return nil }, "fallback: New: nil secondary Limiter (*concurrency.Local): pass nil for none"},
+		{"concurrency/fallback.New/secondary", func() error { cfallback.New(permits, nilPermits); return nil }, "fallback: New: nil secondary Limiter (*local.Limiter): pass nil for none"},
 		{"concurrency/fallback.New/no secondary", func() error { cfallback.New(permits, nil); return nil }, ""},
 		{"admin.New", func() error { admin.New(nilLocal, rs, allow); return nil }, "admin: New: nil Limiter, Rules or authorization function"},
 		{"rules.New/WithValidator", func() error { rules.New(nil, rules.WithValidator(nilLocal)); return nil }, "rules: New: WithValidator: a nil *local.Limiter"},
-		{"rules.New/WithConcurrency", func() error { rules.New(nil, rules.WithConcurrency(nilPermits)); return nil }, "rules: New: WithConcurrency: a nil *concurrency.Local"},
-		{"rules.New/none", func() error { rules.New(nil, rules.WithValidator(nil), rules.WithConcurrency(nil)); return nil }, ""},
+		{"rules.New/none", func() error { rules.New(nil, rules.WithValidator(nil)); return nil }, ""},
 		{"rules.Compile/WithValidator", func() error { _, err := rules.Compile(doc, nil, rules.WithValidator(nilLocal)); return err }, "rules: Compile: WithValidator: a nil *local.Limiter"},
 		{"observe.Join", func() error { observe.Join(obs, nilObs); return nil }, "observe: Join: a nil *slogobserver.Observer"},
 		{"observe.Join/none", func() error { observe.Join(obs, nil); return nil }, ""},
@@ -93,7 +92,7 @@ func TestConstructorsRefuseTypedNil(t *testing.T) {
 		{"otelmetrics.New/WithConcurrency", func() error {
 			_, err := otelmetrics.New(otelmetrics.WithMeterProvider(sdkmetric.NewMeterProvider()), otelmetrics.WithConcurrency("p", nilPermits))
 			return err
-		}, "otelmetrics: New: WithConcurrency: a nil *concurrency.Local"},
+		}, "otelmetrics: New: WithConcurrency: a nil *local.Limiter"},
 		{"distributed.New", func() error { _, err := distributed.New(nilClient); return err }, "distributed: New: nil client"},
 		{"concurrency/distributed.New", func() error { _, err := cdistributed.New(nilCluster); return err }, "distributed: New: nil client"},
 		{"ginmw.New", func() error { ginmw.New(nilLocal, limit); return nil }, "ginmw: New: nil Limiter"},

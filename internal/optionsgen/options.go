@@ -88,12 +88,13 @@ ignored. See {{doc "limits.md"}}.`,
 kept current by rs.Load and rs.Watch): the policy of the first rule that matches, or the
 file's default, gives its limits (decided all or nothing), its key (for a policy that
 names none, [WithKeyFunc]'s default), its cost, and what it says of priority, shadow mode
-and concurrency (permits of rules.WithConcurrency's limiter). A {{.Req}} is decided under one set from start to end, whatever reloads happen
+and concurrency (permits of [WithConcurrency]'s limiter). A {{.Req}} is decided under one
+set from start to end, whatever reloads happen
 meanwhile; a {{.Req}} no policy applies to, or that comes before the first load, is not
 limited. {{.RulesRoute}}
 
 Beside it: {{cap .Panics}} when [WithLimit], [{{.Table}}], [WithLimitFunc], [WithLimits],
-[WithKeyFunc], [WithCostFunc] or [WithConcurrency] is given too, or when the limiter does
+[WithKeyFunc] or [WithCostFunc] is given too, or when the limiter does
 not implement [ratelimit.MultiLimiter]; a policy's priority wins over [WithPriorityFunc],
 which gives the priority of the policies that name none; [WithShadow] makes every policy
 shadow (and holds no permit); [WithSkipFunc], [WithRefundIf], [WithObserver],
@@ -176,13 +177,13 @@ before {{.Mw}} set one{{.PriorityMore}}. A nil f means the default. See
 	{
 		name: "WithConcurrency",
 		doc: `WithConcurrency holds each {{.Req}} that the rate limit lets through to at most max
-of its key running at once, with permits of l (concurrency.Local in this process,
+of its key running at once, with permits of l (concurrency/local in this process,
 concurrency/distributed across the fleet): the {{.Req}} waits for a permit as l's queue
 allows, within its context, and releases it when the handler returns. A {{.Req}} that
 finds no permit and no room to wait {{.Busy}}, and keeps the tokens the rate limit took.
 The key is the one [WithKeyFunc] finds, under the {{.Req}}'s policy; a {{.Req}} denied by
-the rate limit takes no permit. The
-error policy ([WithErrorPolicy]) covers l's failures as the rate limiter's: under
+the rate limit takes no permit. Under [WithRules], l gives the permits of the policies'
+concurrency, and max is that of the policies that name none. The error policy ([WithErrorPolicy]) covers l's failures as the rate limiter's: under
 FailOpen a {{.Req}} proceeds without a permit (concurrency/distributed does not fail by
 default: it degrades to this instance's share of max). Without a rate limit option only
 concurrency is limited, and the rate limiter given may be nil. {{cap .Panics}} when l is

@@ -21,7 +21,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/admin"
-	"github.com/sluice-go/ratelimit/concurrency"
+	clocal "github.com/sluice-go/ratelimit/concurrency/local"
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/internal/bucket"
@@ -427,7 +427,7 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 		// Requests one after the other, each holding the key's only permit while it runs,
 		// with no queue: a permit not released, or taken by a request the rate limit
 		// denied, would make the next one busy.
-		conc := concurrency.NewLocal(concurrency.WithQueue(-1, concurrency.OldestFirst))
+		conc := clocal.New(clocal.WithQueue(-1, clocal.OldestFirst))
 		t.Cleanup(func() { _ = conc.Close() })
 		s.conc, s.inFlight = conc, 1
 		if fs&(withLimits|withShadow) != 0 {
@@ -596,19 +596,30 @@ func (e *crossEnv) rulesCase(t *testing.T, tg target, fs feature, s *setup, key 
 	if fs&withPriority != 0 {
 		policy["priority"] = "sheddable"
 	}
-	conc := concurrency.NewLocal(concurrency.WithQueue(-1, concurrency.OldestFirst))
+	conc := clocal.New(clocal.WithQueue(-1, clocal.OldestFirst))
 	t.Cleanup(func() { _ = conc.Close() })
 	if fs&withConc != 0 {
 		policy["concurrency"] = 1
 	}
-	rs := rules.New(rules.Registry{"k": func(rules.Request) (string, error) { return key, nil }},
-		rules.WithConcurrency(conc))
+	rs := rules.New(rules.Registry{"k": func(rules.Request) (string, error) { return key, nil }})
 	err := rs.Load("cross.json", file(limits))
 	if fs&withConc != 0 && fs&withShadow != 0 {
-		require.ErrorIs(t, err, rules.ErrInvalid, "a shadow policy holds no permit")
+		if !wide {
+			require.ErrorIs(t, err, rules.ErrInvalid, "a shadow policy holds no permit")
+			return nil
+		}
+		// The middleware's WithShadow beside the WithConcurrency that gives the permits.
+		require.NoError(t, err)
+		assert.Panics(t, func() {
+			tg.serve(t, setup{limiter: s.limiter, rules: rs, shadow: true, conc: conc, inFlight: 1})
+		})
 		return nil
 	}
 	require.NoError(t, err)
+	if fs&withConc != 0 {
+		// The middleware holds the permits; the policy's concurrency (1) wins over its max.
+		s.conc, s.inFlight = conc, 5
+	}
 	if fs&withCost != 0 {
 		// The policy gives the cost: a cost function beside the rules is refused.
 		assert.Panics(t, func() { tg.serve(t, setup{limiter: s.limiter, rules: rs, cost: func() int { return 1 }}) })

@@ -87,9 +87,18 @@ func (p *Pipeline[R]) decideRules(ctx context.Context, r R, d *Decision) {
 		}
 		p.decideLimits(pctx, r, d)
 	}
-	// Shadow mode decides rate limits only: a permit would be held for real.
-	if pol.Concurrency > 0 && !d.Shadow && d.Verdict == Proceed {
-		p.acquire(ctx, r, d, p.opts.Rules.Concurrency(), pol.Concurrency)
+	// The policy's concurrency wins over WithConcurrency's max, which is asked only for a
+	// policy without one. Shadow mode decides rate limits only: a permit would be held for
+	// real.
+	if p.opts.Concurrency == nil || d.Shadow || d.Verdict != Proceed {
+		return
+	}
+	n := pol.Concurrency
+	if n == 0 {
+		n = p.opts.InFlight(r)
+	}
+	if n > 0 {
+		p.acquire(ctx, r, d, p.opts.Concurrency, n)
 	}
 }
 

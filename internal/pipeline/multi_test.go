@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
-	"github.com/sluice-go/ratelimit/concurrency"
+	clocal "github.com/sluice-go/ratelimit/concurrency/local"
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/internal/bucket"
 	"github.com/sluice-go/ratelimit/internal/redistest"
@@ -251,7 +251,7 @@ func TestPermitRefusalRefundsRate(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
 			l := localLimiter(t)
-			conc := concurrency.NewLocal(concurrency.WithQueue(-1, concurrency.OldestFirst))
+			conc := clocal.New(clocal.WithQueue(-1, clocal.OldestFirst))
 			t.Cleanup(func() { _ = conc.Close() })
 			do := tg.serve(t, setup{limiter: l, limit: ratelimit.PerHour(5), name: "export", key: "user:1", conc: conc, inFlight: 1})
 			held, err := conc.Acquire(context.Background(), bucket.Name{Policy: "export"}.Key("user:1"), 1)

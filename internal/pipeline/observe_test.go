@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
-	"github.com/sluice-go/ratelimit/concurrency"
+	clocal "github.com/sluice-go/ratelimit/concurrency/local"
 	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/local"
 	"github.com/sluice-go/ratelimit/observe"
@@ -208,7 +208,7 @@ func TestObservedDurationSample(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
 			serve := func(o observe.Observer) func(context.Context) answer {
-				conc := concurrency.NewLocal(concurrency.WithQueue(-1, concurrency.OldestFirst))
+				conc := clocal.New(clocal.WithQueue(-1, clocal.OldestFirst))
 				t.Cleanup(func() { _ = conc.Close() })
 				return tg.serve(t, setup{limiter: localLimiter(t), limit: ratelimit.PerMinute(100), observer: o,
 					name: "login", conc: conc, inFlight: 1})

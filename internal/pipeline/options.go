@@ -255,9 +255,6 @@ func (o *Options[R]) conflicts() error {
 				return fmt.Errorf("%s and WithRules: the rules give each request its key and cost; pass one of them", by)
 			}
 		}
-		if o.Concurrency != nil {
-			return errors.New("WithConcurrency and WithRules: the rules give each policy its concurrency (rules.WithConcurrency); pass one of them")
-		}
 	}
 	return nil
 }

@@ -204,23 +204,11 @@ func New[R any](prefix string, l ratelimit.Limiter, o *Options[R], onError func(
 			p.backend = observe.BackendName(l)
 		}
 		p.origin, _ = ratelimit.As[observe.OriginReporter](l)
-		switch {
-		case o.Concurrency != nil:
-			p.permitBackend = permitBackend(o.Concurrency)
-		case o.Rules != nil && o.Rules.Concurrency() != nil:
-			p.permitBackend = permitBackend(o.Rules.Concurrency())
+		if o.Concurrency != nil {
+			p.permitBackend = observe.BackendName(o.Concurrency)
 		}
 	}
 	return p, nil
-}
-
-// permitBackend names a concurrency limiter as observe.BackendName names a rate limiter;
-// concurrency.Local, which is not named Limiter, is "local" like the rate limiter beside it.
-func permitBackend(l concurrency.Limiter) string {
-	if _, ok := l.(*concurrency.Local); ok {
-		return "local"
-	}
-	return observe.BackendName(l)
 }
 
 // Style returns the header style of d's answer: none for a shadow decision, unless the

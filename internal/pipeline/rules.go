@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"weak"
 
-	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/rules"
 )
 
@@ -38,17 +37,9 @@ func (p *Pipeline[R]) checkRules(s *rules.Set) error {
 				errs = append(errs, fmt.Errorf("%spolicy %q: limit %v: %w", p.prefix, name, l, err))
 			}
 		}
-		if pol.Concurrency > 0 && p.permits() == nil {
-			errs = append(errs, fmt.Errorf("%spolicy %q: concurrency %d needs a concurrency limiter", p.prefix, name, pol.Concurrency))
+		if pol.Concurrency > 0 && p.opts.Concurrency == nil {
+			errs = append(errs, fmt.Errorf("%spolicy %q: concurrency %d needs a concurrency limiter (WithConcurrency)", p.prefix, name, pol.Concurrency))
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// permits returns the limiter of the permits the rules' policies take, nil for none.
-func (p *Pipeline[R]) permits() concurrency.Limiter {
-	if p.opts.Concurrency != nil {
-		return p.opts.Concurrency
-	}
-	return p.opts.Rules.Concurrency()
 }

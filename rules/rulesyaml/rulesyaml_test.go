@@ -59,12 +59,11 @@ func TestParse(t *testing.T) {
 func TestErrors(t *testing.T) {
 	live := rules.New(registry, rules.WithParser(rulesyaml.Parse))
 	cases := map[string]string{
-		"version: 1\npolices: {}\n":                          `rules: invalid rules: rules.yaml:2: unknown field "polices" of a file (version, default, policies, rules)`,
-		"policies:\n  a:\n    limits: [1/s]\n    burst: 3\n": `rules: invalid rules: rules.yaml:4: policy "a": unknown field "burst" of a policy (limits, key, cost, priority, shadow, concurrency)`,
-		"rules:\n  - match: {rout: /x}\n    policy: a\n":     `rules: invalid rules: rules.yaml:2: rule 1: unknown field "rout" of a match (route, method, full_method, header, key)`,
-		"policies:\n  a: {limits: [1/s], key: nobody}\n":     `rules: invalid rules: rules.yaml:2: policy "a": key function "nobody" is not registered`,
-		"policies:\n  x: {limits: [1/s], key: user}\n  a: {key: user, priority: urgent, concurrency: 2}\n": `rules: invalid rules: rules.yaml:3: policy "a": priority "urgent" is not one of critical, normal, sheddable
-rules: invalid rules: rules.yaml:3: policy "a": concurrency 2 needs a concurrency limiter (rules.WithConcurrency)`,
+		"version: 1\npolices: {}\n":                                                                        `rules: invalid rules: rules.yaml:2: unknown field "polices" of a file (version, default, policies, rules)`,
+		"policies:\n  a:\n    limits: [1/s]\n    burst: 3\n":                                               `rules: invalid rules: rules.yaml:4: policy "a": unknown field "burst" of a policy (limits, key, cost, priority, shadow, concurrency)`,
+		"rules:\n  - match: {rout: /x}\n    policy: a\n":                                                   `rules: invalid rules: rules.yaml:2: rule 1: unknown field "rout" of a match (route, method, full_method, header, key)`,
+		"policies:\n  a: {limits: [1/s], key: nobody}\n":                                                   `rules: invalid rules: rules.yaml:2: policy "a": key function "nobody" is not registered`,
+		"policies:\n  x: {limits: [1/s], key: user}\n  a: {key: user, priority: urgent, concurrency: 2}\n": `rules: invalid rules: rules.yaml:3: policy "a": priority "urgent" is not one of critical, normal, sheddable`,
 	}
 	// A count is a whole number as written, never a fraction rounded down.
 	cases["policies:\n  a:\n    limits: [1/s]\n    cost: 1.9\n"] = `rules: invalid rules: rules.yaml:4: policy "a": "1.9" is not a whole number`

@@ -1,10 +1,11 @@
-package concurrency_test
+package local_test
 
 import (
 	"fmt"
 	"testing"
 
 	"github.com/sluice-go/ratelimit/concurrency"
+	"github.com/sluice-go/ratelimit/concurrency/local"
 )
 
 // BenchmarkAcquireRelease measures an uncontended Acquire and Release of one key, the path
@@ -12,11 +13,11 @@ import (
 func BenchmarkAcquireRelease(b *testing.B) {
 	for _, adaptive := range []bool{false, true} {
 		b.Run(fmt.Sprintf("adaptive=%v", adaptive), func(b *testing.B) {
-			var opts []concurrency.Option
+			var opts []local.Option
 			if adaptive {
-				opts = append(opts, concurrency.WithAdaptive(concurrency.AIMD{Initial: 10}))
+				opts = append(opts, local.WithAdaptive(concurrency.AIMD{Initial: 10}))
 			}
-			l := concurrency.NewLocal(opts...)
+			l := local.New(opts...)
 			defer l.Close()
 			ctx := b.Context()
 			b.ReportAllocs()
@@ -46,7 +47,7 @@ func BenchmarkAcquireReleaseParallel(b *testing.B) {
 		keys []string
 	}{{"keys=1024", keys}, {"keys=1", keys[:1]}} {
 		b.Run(tc.name, func(b *testing.B) {
-			l := concurrency.NewLocal()
+			l := local.New()
 			defer l.Close()
 			ctx := b.Context()
 			b.ReportAllocs()
@@ -67,7 +68,7 @@ func BenchmarkAcquireReleaseParallel(b *testing.B) {
 
 // BenchmarkStats measures a snapshot of 100,000 idle keys, what a metrics scrape costs.
 func BenchmarkStats(b *testing.B) {
-	l := concurrency.NewLocal()
+	l := local.New()
 	defer l.Close()
 	ctx := b.Context()
 	for i := range 100_000 {

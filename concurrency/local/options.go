@@ -1,7 +1,8 @@
-package concurrency
+package local
 
 import (
 	"fmt"
+	"github.com/sluice-go/ratelimit/concurrency"
 	"time"
 )
 
@@ -9,7 +10,7 @@ import (
 const (
 	// DefaultQueueLimit is how many callers may wait for a key's permits at once.
 	DefaultQueueLimit = 1000
-	// DefaultMaxKeys caps the number of keys a Local tracks.
+	// DefaultMaxKeys caps the number of keys a Limiter tracks.
 	DefaultMaxKeys = 1 << 20
 )
 
@@ -38,7 +39,7 @@ func (o Order) String() string {
 	return fmt.Sprintf("Order(%d)", int(o))
 }
 
-// Option configures a Local built by NewLocal. A nil Option is skipped.
+// Option configures a Limiter built by New. A nil Option is skipped.
 type Option func(*options)
 
 type options struct {
@@ -46,7 +47,7 @@ type options struct {
 	order    Order
 	maxKeys  int
 	clock    func() time.Time
-	adaptive *AIMD
+	adaptive *concurrency.AIMD
 }
 
 func defaultOptions() options {
@@ -60,7 +61,7 @@ func defaultOptions() options {
 // order other than OldestFirst and NewestFirst panics.
 func WithQueue(limit int, order Order) Option {
 	if order != OldestFirst && order != NewestFirst {
-		panic(fmt.Sprintf("concurrency: WithQueue: unknown order %v", order))
+		panic(fmt.Sprintf("local: WithQueue: unknown order %v", order))
 	}
 	return func(o *options) {
 		switch {
@@ -101,11 +102,12 @@ func WithClock(now func() time.Time) Option {
 	return func(o *options) { o.clock = now }
 }
 
-// WithAdaptive makes each key's limit adapt to how the protected work fares, as a reports
-// through Permit.ReleaseWith: see AIMD. The max of each call is then the most the key's limit may rise to. Default: no
-// adaptation, the limit is each call's max. NewLocal panics when a's fields are out of
-// range (AIMD.Validate).
-func WithAdaptive(a AIMD) Option {
+// WithAdaptive makes each key's limit adapt to how the protected work fares, as the
+// holders report it through concurrency.Permit.ReleaseWith: see concurrency.AIMD. The max
+// of each call is then the most the key's limit may rise to. Default: no adaptation, the
+// limit is each call's max. New panics when a's fields are out of range
+// (concurrency.AIMD.Validate).
+func WithAdaptive(a concurrency.AIMD) Option {
 	return func(o *options) {
 		o.adaptive = &a
 	}

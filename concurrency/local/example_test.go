@@ -1,4 +1,4 @@
-package concurrency_test
+package local_test
 
 import (
 	"context"
@@ -6,12 +6,13 @@ import (
 	"fmt"
 
 	"github.com/sluice-go/ratelimit/concurrency"
+	"github.com/sluice-go/ratelimit/concurrency/local"
 )
 
 // At most 3 report exports per tenant at a time; a fourth waits for its turn, and a caller
 // that finds 10 already waiting is turned away.
-func ExampleNewLocal() {
-	limiter := concurrency.NewLocal(concurrency.WithQueue(10, concurrency.OldestFirst))
+func ExampleNew() {
+	limiter := local.New(local.WithQueue(10, local.OldestFirst))
 	defer limiter.Close()
 	ctx := context.Background()
 
@@ -38,7 +39,7 @@ func ExampleNewLocal() {
 // The limit finds itself: it falls when the protected call fails for lack of capacity and
 // rises while it succeeds with the limit in use.
 func ExampleWithAdaptive() {
-	limiter := concurrency.NewLocal(concurrency.WithAdaptive(concurrency.AIMD{Initial: 20}))
+	limiter := local.New(local.WithAdaptive(concurrency.AIMD{Initial: 20}))
 	defer limiter.Close()
 	ctx := context.Background()
 

@@ -1,7 +1,7 @@
-package concurrency
+package local
 
 // Tracked returns how many keys l tracks, for tests of the key cap.
-func (l *Local) Tracked() int {
+func (l *Limiter) Tracked() int {
 	n := 0
 	for i := range l.shards {
 		sh := &l.shards[i]

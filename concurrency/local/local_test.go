@@ -1,4 +1,4 @@
-package concurrency_test
+package local_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/concurrency"
+	"github.com/sluice-go/ratelimit/concurrency/local"
 )
 
 // peak runs callers goroutines that each acquire a permit of key under max from l, hold it
@@ -47,7 +48,7 @@ func peak(t *testing.T, l concurrency.Limiter, key string, callers, max int, hol
 
 func TestPeakIsMax(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := concurrency.NewLocal()
+		l := local.New()
 		defer l.Close()
 		// 1,000 callers fit the default queue (1,000), so every one is served; each holds
 		// its permit 1 ms of fake time, so 10 are always running while others wait.
@@ -76,7 +77,7 @@ func enqueue(t *testing.T, l concurrency.Limiter, ctx context.Context, key strin
 
 func TestOldestFirstServesInArrivalOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := concurrency.NewLocal(concurrency.WithQueue(10, concurrency.OldestFirst))
+		l := local.New(local.WithQueue(10, local.OldestFirst))
 		defer l.Close()
 		first, err := l.Acquire(t.Context(), "k", 1)
 		require.NoError(t, err)
@@ -95,7 +96,7 @@ func TestOldestFirstServesInArrivalOrder(t *testing.T) {
 
 func TestOldestFirstRefusesNewcomerWhenFull(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := concurrency.NewLocal(concurrency.WithQueue(2, concurrency.OldestFirst))
+		l := local.New(local.WithQueue(2, local.OldestFirst))
 		defer l.Close()
 		first, err := l.Acquire(t.Context(), "k", 1)
 		require.NoError(t, err)
@@ -112,7 +113,7 @@ func TestOldestFirstRefusesNewcomerWhenFull(t *testing.T) {
 
 func TestNewestFirstEvictsOldestWaiter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := concurrency.NewLocal(concurrency.WithQueue(2, concurrency.NewestFirst))
+		l := local.New(local.WithQueue(2, local.NewestFirst))
 		defer l.Close()
 		first, err := l.Acquire(t.Context(), "k", 1)
 		require.NoError(t, err)
@@ -130,7 +131,7 @@ func TestNewestFirstEvictsOldestWaiter(t *testing.T) {
 }
 
 func TestNoQueue(t *testing.T) {
-	l := concurrency.NewLocal(concurrency.WithQueue(-1, concurrency.NewestFirst))
+	l := local.New(local.WithQueue(-1, local.NewestFirst))
 	defer l.Close()
 	p, err := l.Acquire(t.Context(), "k", 1)
 	require.NoError(t, err)
@@ -162,7 +163,7 @@ func free(t *testing.T, l concurrency.Limiter, key string, max int) int {
 func TestCancelledWaiterLeaksNothing(t *testing.T) {
 	before := runtime.NumGoroutine()
 	synctest.Test(t, func(t *testing.T) {
-		l := concurrency.NewLocal()
+		l := local.New()
 		defer l.Close()
 		holder, err := l.Acquire(t.Context(), "k", 1)
 		require.NoError(t, err)
@@ -174,9 +175,9 @@ func TestCancelledWaiterLeaksNothing(t *testing.T) {
 		defer stop()
 		enqueue(t, l, timed, "k", 1, "timed out", out)
 		cancel()
-		assert.Equal(t, "cancelled: concurrency: waiting for a permit: context canceled", <-out)
+		assert.Equal(t, "cancelled: local: waiting for a permit: context canceled", <-out)
 		time.Sleep(time.Second) // fake time: the second waiter's deadline passes
-		assert.Equal(t, "timed out: concurrency: waiting for a permit: context deadline exceeded", <-out)
+		assert.Equal(t, "timed out: local: waiting for a permit: context deadline exceeded", <-out)
 
 		holder.Release()
 		assert.Equal(t, 1, free(t, l, "k", 1), "the waiters that left hold nothing")
@@ -192,7 +193,7 @@ func TestCancelledWaiterLeaksNothing(t *testing.T) {
 func TestCancelRacingGrantLeaksNothing(t *testing.T) {
 	// A waiter whose context ends as its permit is handed over must pass the permit on. Run
 	// the race many times; each round ends with the key's one permit free.
-	l := concurrency.NewLocal()
+	l := local.New()
 	defer l.Close()
 	for range 1000 {
 		holder, err := l.Acquire(t.Context(), "k", 1)
@@ -212,7 +213,7 @@ func TestCancelRacingGrantLeaksNothing(t *testing.T) {
 }
 
 func TestSecondReleaseChangesNothing(t *testing.T) {
-	l := concurrency.NewLocal()
+	l := local.New()
 	defer l.Close()
 	p1, err := l.Acquire(t.Context(), "k", 1)
 	require.NoError(t, err)
@@ -233,7 +234,7 @@ func TestSecondReleaseChangesNothing(t *testing.T) {
 }
 
 func TestReleaseFromAnotherGoroutine(t *testing.T) {
-	l := concurrency.NewLocal()
+	l := local.New()
 	defer l.Close()
 	p, err := l.Acquire(t.Context(), "k", 1)
 	require.NoError(t, err)
@@ -247,7 +248,7 @@ func TestReleaseFromAnotherGoroutine(t *testing.T) {
 
 func TestMaxPerCall(t *testing.T) {
 	// A key is the key alone: calls with different max values share its holders.
-	l := concurrency.NewLocal()
+	l := local.New()
 	defer l.Close()
 	p, err := l.Acquire(t.Context(), "k", 1)
 	require.NoError(t, err)
@@ -261,13 +262,13 @@ func TestMaxPerCall(t *testing.T) {
 
 func TestClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := concurrency.NewLocal()
+		l := local.New()
 		p, err := l.Acquire(t.Context(), "k", 1)
 		require.NoError(t, err)
 		out := make(chan string, 1)
 		enqueue(t, l, t.Context(), "k", 1, "waiter", out)
 		require.NoError(t, l.Close())
-		assert.Equal(t, "waiter: concurrency: ratelimit: limiter closed", <-out)
+		assert.Equal(t, "waiter: local: ratelimit: limiter closed", <-out)
 		_, err = l.Acquire(t.Context(), "k", 1)
 		assert.ErrorIs(t, err, ratelimit.ErrClosed)
 		_, _, err = l.TryAcquire(t.Context(), "k", 1)
@@ -278,7 +279,7 @@ func TestClose(t *testing.T) {
 }
 
 func TestInvalidArguments(t *testing.T) {
-	l := concurrency.NewLocal()
+	l := local.New()
 	defer l.Close()
 	done, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -309,7 +310,7 @@ func TestKeyCapNeverAdmitsUnlimited(t *testing.T) {
 	// 64 keys at most: one per shard. 1,000 keys each holding its one permit: the tracked
 	// keys hold one each, and the keys that find their shard full share its overflow key,
 	// one permit per shard. So at most 64 + 64 are granted.
-	l := concurrency.NewLocal(concurrency.WithMaxKeys(64))
+	l := local.New(local.WithMaxKeys(64))
 	defer l.Close()
 	var held []concurrency.Permit
 	for i := range 1000 {
@@ -337,7 +338,7 @@ func TestKeyCapNeverAdmitsUnlimited(t *testing.T) {
 
 func TestQueueFullIsNotABackendFailure(t *testing.T) {
 	// The three ways Acquire fails are told apart with errors.Is alone.
-	l := concurrency.NewLocal(concurrency.WithQueue(-1, concurrency.OldestFirst))
+	l := local.New(local.WithQueue(-1, local.OldestFirst))
 	defer l.Close()
 	p, err := l.Acquire(t.Context(), "k", 1)
 	require.NoError(t, err)
@@ -352,7 +353,7 @@ func TestCloseRacingAcquire(t *testing.T) {
 	// Callers arriving as Close runs are never left waiting: each gets a permit, or
 	// ErrClosed (or ErrQueueFull) at once.
 	for range 100 {
-		l := concurrency.NewLocal()
+		l := local.New()
 		holder, err := l.Acquire(t.Context(), "k", 1)
 		require.NoError(t, err)
 		var wg sync.WaitGroup

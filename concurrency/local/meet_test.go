@@ -1,4 +1,4 @@
-package concurrency_test
+package local_test
 
 import (
 	"testing"
@@ -8,23 +8,24 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit/concurrency"
+	"github.com/sluice-go/ratelimit/concurrency/local"
 )
 
 // TestAdaptiveMeetsQueue: a waiter is served only under the adaptive limit in force, and
 // in the queue's order, whichever order it is.
 func TestAdaptiveMeetsQueue(t *testing.T) {
 	for _, tc := range []struct {
-		order concurrency.Order
+		order local.Order
 		want  []string // the grants after the limit falls to 1 and rises to 2
 	}{
-		{concurrency.OldestFirst, []string{"w0", "w1"}},
-		{concurrency.NewestFirst, []string{"w1", "w0"}},
+		{local.OldestFirst, []string{"w0", "w1"}},
+		{local.NewestFirst, []string{"w1", "w0"}},
 	} {
 		t.Run(tc.order.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				l := concurrency.NewLocal(
-					concurrency.WithQueue(10, tc.order),
-					concurrency.WithAdaptive(concurrency.AIMD{Initial: 2}),
+				l := local.New(
+					local.WithQueue(10, tc.order),
+					local.WithAdaptive(concurrency.AIMD{Initial: 2}),
 				)
 				defer l.Close()
 				h0, err := l.Acquire(t.Context(), "k", 10)

@@ -1,13 +1,14 @@
-package concurrency
+package local
 
 import (
+	"github.com/sluice-go/ratelimit/concurrency"
 	"sync/atomic"
 	"time"
 )
 
 // release ends h's permit with outcome o, hands the freed permits to waiters, and returns
 // h to the pool. It runs once per grant (see holder.ReleasePermit).
-func (l *Local) release(h *holder, o Outcome) {
+func (l *Limiter) release(h *holder, o concurrency.Outcome) {
 	sh, e := h.sh, h.e
 	var held time.Duration
 	if l.aimd != nil {
@@ -16,17 +17,17 @@ func (l *Local) release(h *holder, o Outcome) {
 	sh.mu.Lock()
 	e.held--
 	if l.aimd != nil {
-		l.aimd.sample(&e.adapt, o, h.busy, h.epoch, held, h.max)
+		l.aimd.Sample(&e.adapt, h.grant, o, held, h.max)
 	}
-	for e.waiters.n > 0 {
-		w := e.waiters.back()
+	for e.waiters.Len() > 0 {
+		w := e.waiters.Back()
 		if l.order == OldestFirst {
-			w = e.waiters.front()
+			w = e.waiters.Front()
 		}
 		if e.held >= l.limitOf(e, w.max) {
 			break
 		}
-		e.waiters.remove(w)
+		e.waiters.Remove(w)
 		w.finish(l.grant(sh, e, w.max), nil)
 	}
 	sh.mu.Unlock()
@@ -38,18 +39,17 @@ func (l *Local) release(h *holder, o Outcome) {
 // allocate nothing. gen is the generation of its current grant: Release moves it on once,
 // so a stale copy of an older Permit (whose gen is lower) releases nothing.
 type holder struct {
-	l     *Local
+	l     *Limiter
 	gen   atomic.Uint64
 	sh    *shard
 	e     *entry
 	max   int
 	start time.Duration // grant time, for an adaptive limit
-	epoch uint64        // e.adapt.epoch at the grant
-	busy  bool          // the key used at least half its limit at the grant
+	grant concurrency.AIMDGrant
 }
 
 // ReleasePermit frees the permit gen names, if it is the holder's current one.
-func (h *holder) ReleasePermit(gen uint64, o Outcome) {
+func (h *holder) ReleasePermit(gen uint64, o concurrency.Outcome) {
 	if h.gen.CompareAndSwap(gen, gen+1) {
 		h.l.release(h, o)
 	}

@@ -1,4 +1,4 @@
-package concurrency_test
+package local_test
 
 import (
 	"testing"
@@ -8,17 +8,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit/concurrency"
+	"github.com/sluice-go/ratelimit/concurrency/local"
 )
 
 func TestStats(t *testing.T) {
 	t.Run("empty", func(t *testing.T) {
-		l := concurrency.NewLocal()
+		l := local.New()
 		defer l.Close()
 		assert.Equal(t, concurrency.Stats{}, l.Stats())
 	})
 	t.Run("keys", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			l := concurrency.NewLocal()
+			l := local.New()
 			defer l.Close()
 			// a: 2 held of 2, one waiting; b: 1 held of 5; c: idle, last max 3.
 			a1, err := l.Acquire(t.Context(), "a", 2)
@@ -44,7 +45,7 @@ func TestStats(t *testing.T) {
 	t.Run("adaptive", func(t *testing.T) {
 		// The limits in force, not the calls' max: a new key starts at Initial (4), and a
 		// drop takes a's to ⌊4 · 0.5⌋ = 2.
-		l := concurrency.NewLocal(concurrency.WithAdaptive(concurrency.AIMD{Initial: 4, Backoff: 0.5}))
+		l := local.New(local.WithAdaptive(concurrency.AIMD{Initial: 4, Backoff: 0.5}))
 		defer l.Close()
 		p, err := l.Acquire(t.Context(), "a", 100)
 		require.NoError(t, err)
@@ -57,7 +58,7 @@ func TestStats(t *testing.T) {
 	t.Run("overflow", func(t *testing.T) {
 		// 64 keys at most (one per shard): 200 busy keys overflow, and their permits count
 		// in InFlight, not in Keys nor in the limits.
-		l := concurrency.NewLocal(concurrency.WithMaxKeys(64))
+		l := local.New(local.WithMaxKeys(64))
 		defer l.Close()
 		held := 0
 		for i := range 200 {

@@ -1,4 +1,4 @@
-package concurrency
+package local
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/concurrency"
 )
 
 // Keys are split into shards so that callers of different keys rarely meet on a lock. A
@@ -20,13 +21,13 @@ const (
 	evictSample = 8
 )
 
-// Local is a Limiter whose permits are counted in this process. It is safe for concurrent
-// use. Build it with NewLocal.
-type Local struct {
+// Limiter is a concurrency.Limiter whose permits are counted in this process. It is safe
+// for concurrent use. Build it with New.
+type Limiter struct {
 	queue    int // waiters per key; 0: no queue
 	order    Order
 	perShard int
-	aimd     *AIMD // nil: the limit is each call's max
+	aimd     *concurrency.AIMD // nil: the limit is each call's max
 	clock    func() time.Time
 	start    time.Time // the monotonic origin of now, without a clock
 	seed     maphash.Seed
@@ -35,7 +36,10 @@ type Local struct {
 	shards   [numShards]shard
 }
 
-var _ Limiter = (*Local)(nil)
+var (
+	_ concurrency.Limiter       = (*Limiter)(nil)
+	_ concurrency.StatsReporter = (*Limiter)(nil)
+)
 
 // shard is one part of the keys; mu guards every entry in it, their queues and holders'
 // counts. The padding keeps two shards' mutexes off one cache line.
@@ -51,23 +55,23 @@ type entry struct {
 	held    int // permits granted and not released
 	waiters waitList
 	max     int // the max of the key's last Acquire or TryAcquire, for Limit
-	adapt   adaptive
+	adapt   concurrency.AIMDState
 }
 
 // idle reports whether the entry carries no state worth keeping: no holder, no waiter. Its
 // adaptive limit is lost when it is dropped.
-func (e *entry) idle() bool { return e.held == 0 && e.waiters.n == 0 }
+func (e *entry) idle() bool { return e.held == 0 && e.waiters.Len() == 0 }
 
-// NewLocal returns a Local configured by opts. It starts no goroutine. It panics when
-// WithAdaptive is given an AIMD that AIMD.Validate refuses.
-func NewLocal(opts ...Option) *Local {
+// New returns a Limiter configured by opts. It starts no goroutine. It panics when
+// WithAdaptive is given an AIMD that concurrency.AIMD.Validate refuses.
+func New(opts ...Option) *Limiter {
 	o := defaultOptions()
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
 		}
 	}
-	l := &Local{
+	l := &Limiter{
 		queue:    o.queue,
 		order:    o.order,
 		perShard: max(o.maxKeys/numShards, 1),
@@ -77,10 +81,9 @@ func NewLocal(opts ...Option) *Local {
 	}
 	if o.adaptive != nil {
 		if err := o.adaptive.Validate(); err != nil {
-			panic(fmt.Sprintf("concurrency: NewLocal: WithAdaptive: %v", err))
+			panic(fmt.Sprintf("local: New: WithAdaptive: %v", err))
 		}
-		a := o.adaptive.withDefaults()
-		l.aimd = &a
+		l.aimd = o.adaptive
 	}
 	l.holders.New = func() any { return &holder{l: l} }
 	for i := range l.shards {
@@ -95,10 +98,10 @@ func NewLocal(opts ...Option) *Local {
 // (WithQueue). It blocks no goroutine but the caller's. With WithAdaptive, max is the
 // most the key's limit may rise to, and the limit in force is the adaptive one (Limit).
 // The errors wrap ratelimit.ErrKeyEmpty, ratelimit.ErrKeyTooLong, ratelimit.ErrInvalidLimit
-// (max < 1), ratelimit.ErrClosed, ErrQueueFull or ctx.Err().
-func (l *Local) Acquire(ctx context.Context, key string, max int) (Permit, error) {
+// (max < 1), ratelimit.ErrClosed, concurrency.ErrQueueFull or ctx.Err().
+func (l *Limiter) Acquire(ctx context.Context, key string, max int) (concurrency.Permit, error) {
 	if err := l.check(ctx, key, max); err != nil {
-		return Permit{}, err
+		return concurrency.Permit{}, err
 	}
 	sh, e := l.lock(key, max)
 	if p, ok := l.tryLocked(sh, e, max); ok {
@@ -108,17 +111,17 @@ func (l *Local) Acquire(ctx context.Context, key string, max int) (Permit, error
 	if l.closed.Load() {
 		// Close has failed this shard's waiters already, or will once it holds the lock.
 		sh.mu.Unlock()
-		return Permit{}, errClosed
+		return concurrency.Permit{}, errClosed
 	}
-	if e.waiters.n >= l.queue {
+	if e.waiters.Len() >= l.queue {
 		if l.order == OldestFirst || l.queue == 0 {
 			sh.mu.Unlock()
-			return Permit{}, errFull
+			return concurrency.Permit{}, errFull
 		}
-		e.waiters.popFront().finish(Permit{}, errFull)
+		e.waiters.PopFront().finish(concurrency.Permit{}, errFull)
 	}
 	w := &waiter{max: max, ready: make(chan struct{})}
-	e.waiters.pushBack(w)
+	e.waiters.PushBack(w)
 	sh.mu.Unlock()
 
 	select {
@@ -131,23 +134,23 @@ func (l *Local) Acquire(ctx context.Context, key string, max int) (Permit, error
 		// Granted (or refused) while ctx ended: the caller is gone either way, so the
 		// permit goes to the next waiter.
 		sh.mu.Unlock()
-		w.permit.ReleaseWith(Ignored)
+		w.permit.ReleaseWith(concurrency.Ignored)
 	} else {
-		e.waiters.remove(w)
+		e.waiters.Remove(w)
 		sh.mu.Unlock()
 	}
-	return Permit{}, fmt.Errorf("concurrency: waiting for a permit: %w", ctx.Err())
+	return concurrency.Permit{}, fmt.Errorf("local: waiting for a permit: %w", ctx.Err())
 }
 
 // errFull is returned as is: a refusal needs no allocation.
-var errFull = fmt.Errorf("%w: no permit free and no room to wait", ErrQueueFull)
+var errFull = fmt.Errorf("%w: no permit free and no room to wait", concurrency.ErrQueueFull)
 
 // TryAcquire returns a permit for key if fewer than max are held and nobody waits for one,
-// and never waits. It fails as Acquire does, ErrQueueFull apart: ok = false says that no
-// permit is free.
-func (l *Local) TryAcquire(ctx context.Context, key string, max int) (Permit, bool, error) {
+// and never waits. It fails as Acquire does, concurrency.ErrQueueFull apart: ok = false
+// says that no permit is free.
+func (l *Limiter) TryAcquire(ctx context.Context, key string, max int) (concurrency.Permit, bool, error) {
 	if err := l.check(ctx, key, max); err != nil {
-		return Permit{}, false, err
+		return concurrency.Permit{}, false, err
 	}
 	sh, e := l.lock(key, max)
 	p, ok := l.tryLocked(sh, e, max)
@@ -158,7 +161,7 @@ func (l *Local) TryAcquire(ctx context.Context, key string, max int) (Permit, bo
 // Limit returns the limit in force for key: the max of its last call or, with
 // WithAdaptive, its adaptive limit under that max. ok is false when the limiter does not
 // track key (it was never used, or it was dropped while idle).
-func (l *Local) Limit(key string) (limit int, ok bool) {
+func (l *Limiter) Limit(key string) (limit int, ok bool) {
 	sh := l.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -171,7 +174,7 @@ func (l *Local) Limit(key string) (limit int, ok bool) {
 
 // Close fails every waiting caller with ratelimit.ErrClosed, and every later Acquire and
 // TryAcquire. Permits still held may be released after Close. A second Close returns nil.
-func (l *Local) Close() error {
+func (l *Limiter) Close() error {
 	if l.closed.Swap(true) {
 		return nil
 	}
@@ -179,44 +182,44 @@ func (l *Local) Close() error {
 		sh := &l.shards[i]
 		sh.mu.Lock()
 		for _, e := range sh.keys {
-			for e.waiters.n > 0 {
-				e.waiters.popFront().finish(Permit{}, errClosed)
+			for e.waiters.Len() > 0 {
+				e.waiters.PopFront().finish(concurrency.Permit{}, errClosed)
 			}
 		}
-		for e := sh.overflow; e.waiters.n > 0; {
-			e.waiters.popFront().finish(Permit{}, errClosed)
+		for e := sh.overflow; e.waiters.Len() > 0; {
+			e.waiters.PopFront().finish(concurrency.Permit{}, errClosed)
 		}
 		sh.mu.Unlock()
 	}
 	return nil
 }
 
-var errClosed = fmt.Errorf("concurrency: %w", ratelimit.ErrClosed)
+var errClosed = fmt.Errorf("local: %w", ratelimit.ErrClosed)
 
 // check refuses what no limiter could decide, and a caller whose context has ended.
-func (l *Local) check(ctx context.Context, key string, max int) error {
+func (l *Limiter) check(ctx context.Context, key string, max int) error {
 	switch {
 	case l.closed.Load():
 		return errClosed
 	case key == "":
-		return fmt.Errorf("concurrency: %w", ratelimit.ErrKeyEmpty)
+		return fmt.Errorf("local: %w", ratelimit.ErrKeyEmpty)
 	case len(key) > ratelimit.MaxKeyLen:
-		return fmt.Errorf("concurrency: %w", ratelimit.ErrKeyTooLong)
+		return fmt.Errorf("local: %w", ratelimit.ErrKeyTooLong)
 	case max < 1:
-		return fmt.Errorf("concurrency: max %d: %w", max, ratelimit.ErrInvalidLimit)
+		return fmt.Errorf("local: max %d: %w", max, ratelimit.ErrInvalidLimit)
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("concurrency: %w", err)
+		return fmt.Errorf("local: %w", err)
 	}
 	return nil
 }
 
-func (l *Local) shard(key string) *shard {
+func (l *Limiter) shard(key string) *shard {
 	return &l.shards[maphash.String(l.seed, key)&(numShards-1)]
 }
 
 // lock returns key's shard, locked, and key's entry, creating it if need be.
-func (l *Local) lock(key string, max int) (*shard, *entry) {
+func (l *Limiter) lock(key string, max int) (*shard, *entry) {
 	sh := l.shard(key)
 	sh.mu.Lock()
 	e := sh.keys[key]
@@ -248,36 +251,35 @@ func (sh *shard) evictIdle() bool {
 }
 
 // limitOf returns e's limit in force under the call's max.
-func (l *Local) limitOf(e *entry, max int) int {
+func (l *Limiter) limitOf(e *entry, max int) int {
 	if l.aimd == nil {
 		return max
 	}
-	return l.aimd.bound(&e.adapt, max)
+	return l.aimd.Limit(&e.adapt, max)
 }
 
 // tryLocked grants a permit of e if one is free and nobody waits; sh.mu is held.
-func (l *Local) tryLocked(sh *shard, e *entry, max int) (Permit, bool) {
-	if e.waiters.n > 0 || e.held >= l.limitOf(e, max) {
-		return Permit{}, false
+func (l *Limiter) tryLocked(sh *shard, e *entry, max int) (concurrency.Permit, bool) {
+	if e.waiters.Len() > 0 || e.held >= l.limitOf(e, max) {
+		return concurrency.Permit{}, false
 	}
 	return l.grant(sh, e, max), true
 }
 
 // grant counts a new holder of e and returns its permit; sh.mu is held.
-func (l *Local) grant(sh *shard, e *entry, max int) Permit {
+func (l *Limiter) grant(sh *shard, e *entry, max int) concurrency.Permit {
 	e.held++
 	h := l.holders.Get().(*holder)
 	h.sh, h.e, h.max = sh, e, max
 	if l.aimd != nil {
 		h.start = l.now()
-		h.epoch = e.adapt.epoch
-		h.busy = 2*e.held >= l.limitOf(e, max)
+		h.grant = l.aimd.Grant(&e.adapt, e.held, max)
 	}
-	return Permit{r: h, gen: h.gen.Load()}
+	return concurrency.NewPermit(h, h.gen.Load())
 }
 
 // now reads the clock, for an adaptive limit.
-func (l *Local) now() time.Duration {
+func (l *Limiter) now() time.Duration {
 	if l.clock != nil {
 		return l.clock().Sub(l.start)
 	}
