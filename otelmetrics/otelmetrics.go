@@ -231,7 +231,7 @@ func (o *Observer) ObserveDecision(ctx context.Context, d observe.Decision) {
 		o.observePermit(d)
 		return
 	case d.Lease:
-		o.grants.Lookup(d.Policy, d.Backend).cells[permitCell(d)].n.Add(1)
+		o.grants.Lookup(d.Policy, d.Backend).cells[observe.PermitCellOf(d)].n.Add(1)
 		return
 	}
 	s := o.series.Lookup(d.Policy, d.Backend)

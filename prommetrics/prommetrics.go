@@ -119,7 +119,7 @@ func (c *Collector) ObserveDecision(_ context.Context, d observe.Decision) {
 		c.observePermit(d)
 		return
 	case d.Lease:
-		c.grants.Lookup(d.Policy, d.Backend).cells[permitCell(d)].Add(1)
+		c.grants.Lookup(d.Policy, d.Backend).cells[observe.PermitCellOf(d)].Add(1)
 		return
 	}
 	s := c.series.Lookup(d.Policy, d.Backend)
