@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -54,7 +55,8 @@ func TestKeyParts(t *testing.T) {
 			require.NoError(t, err)
 
 			var d Decision
-			require.True(t, p.prepare(tt.r, &d))
+			_, _, ok := p.prepare(context.Background(), tt.r, &d)
+			require.True(t, ok)
 			assert.Equal(t, tt.wantBucket, d.bucket)
 			assert.Equal(t, tt.wantKey, d.Key)
 			if tt.wantErr != nil {
@@ -64,7 +66,7 @@ func TestKeyParts(t *testing.T) {
 				assert.Equal(t, bucket.Name{Policy: d.Policy, Shadow: tt.shadow}.Key(d.Key), d.bucket)
 			}
 			if tt.wantAllocs >= 0 {
-				assert.Equal(t, tt.wantAllocs, testing.AllocsPerRun(100, func() { p.prepare(tt.r, &Decision{}) }))
+				assert.Equal(t, tt.wantAllocs, testing.AllocsPerRun(100, func() { p.prepare(context.Background(), tt.r, &Decision{}) }))
 			}
 		})
 	}

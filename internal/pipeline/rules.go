@@ -45,10 +45,14 @@ func (p *Pipeline[R]) checkRules(s *rules.Set) error {
 	return errors.Join(errs...)
 }
 
-// permits returns the limiter of the permits the rules' policies take, nil for none.
+// permits returns the limiter of the permits requests take (WithConcurrency, or the rules'
+// for their policies), nil for none.
 func (p *Pipeline[R]) permits() concurrency.Limiter {
-	if p.opts.Concurrency != nil {
+	switch {
+	case p.opts.Concurrency != nil:
 		return p.opts.Concurrency
+	case p.opts.Rules != nil:
+		return p.opts.Rules.Concurrency()
 	}
-	return p.opts.Rules.Concurrency()
+	return nil
 }
