@@ -55,28 +55,28 @@ func Quota(n int, p Period) Limit { return Limit{Burst: n, Algorithm: CalendarQu
 func (l Limit) validateQuota() error {
 	switch {
 	case l.Algorithm != CalendarQuota:
-		return fmt.Errorf("%w: a period with %v: only CalendarQuota has one", ErrInvalidLimit, l.Algorithm)
+		return fmt.Errorf("%w: a period with %v: only CalendarQuota has one", errInvalidLimit, l.Algorithm)
 	case l.Rate != 0:
-		return fmt.Errorf("%w: rate %v on a calendar quota, which has none: it must be zero", ErrInvalidLimit, l.Rate)
+		return fmt.Errorf("%w: rate %v on a calendar quota, which has none: it must be zero", errInvalidLimit, l.Rate)
 	case l.Burst < 1 || l.Burst > MaxBurst:
-		return fmt.Errorf("%w: quota %d is not between 1 and MaxBurst (2^52)", ErrInvalidLimit, l.Burst)
+		return fmt.Errorf("%w: quota %d is not between 1 and MaxBurst (2^52)", errInvalidLimit, l.Burst)
 	case l.Warmup != 0:
-		return fmt.Errorf("%w: a warm-up on a calendar quota", ErrInvalidLimit)
+		return fmt.Errorf("%w: a warm-up on a calendar quota", errInvalidLimit)
 	}
 	p := l.Period
 	switch {
 	case p.Unit < Day || p.Unit > Month:
-		return fmt.Errorf("%w: period unit %d is not Day, Week or Month", ErrInvalidLimit, p.Unit)
+		return fmt.Errorf("%w: period unit %d is not Day, Week or Month", errInvalidLimit, p.Unit)
 	case p.Count < 0 || p.Count > maxPeriodCount:
-		return fmt.Errorf("%w: period count %d is not between 0 (one) and 1000", ErrInvalidLimit, p.Count)
+		return fmt.Errorf("%w: period count %d is not between 0 (one) and 1000", errInvalidLimit, p.Count)
 	case p.Unit != Month && p.Anchor != 0:
-		return fmt.Errorf("%w: an anchor on a period of days or weeks: only months have one", ErrInvalidLimit)
+		return fmt.Errorf("%w: an anchor on a period of days or weeks: only months have one", errInvalidLimit)
 	case p.Anchor < 0 || p.Anchor > 28:
-		return fmt.Errorf("%w: anchor %d is not a day of the month between 1 and 28", ErrInvalidLimit, p.Anchor)
+		return fmt.Errorf("%w: anchor %d is not a day of the month between 1 and 28", errInvalidLimit, p.Anchor)
 	case !zoneName(p.Zone):
-		return fmt.Errorf("%w: time zone %q is not the name of a zone such as Europe/Paris or UTC", ErrInvalidLimit, p.Zone)
+		return fmt.Errorf("%w: time zone %q is not the name of a zone such as Europe/Paris or UTC", errInvalidLimit, p.Zone)
 	case !zoneFound(p.Zone):
-		return fmt.Errorf("%w: time zone %q is not in the time zone database (import time/tzdata to embed one)", ErrInvalidLimit, p.Zone)
+		return fmt.Errorf("%w: time zone %q is not in the time zone database (import time/tzdata to embed one)", errInvalidLimit, p.Zone)
 	}
 	return nil
 }
@@ -171,7 +171,7 @@ func (l Limit) quotaString() string {
 // then rest, where only an anchor may follow.
 func parseQuota(s string, n float64, unit string, rest []string) (Limit, error) {
 	if n != float64(int64(n)) || n > MaxBurst {
-		return Limit{}, fmt.Errorf("%w: %q: a quota's count %v is not a whole number of at most 2^52", ErrInvalidLimit, s, n)
+		return Limit{}, fmt.Errorf("%w: %q: a quota's count %v is not a whole number of at most 2^52", errInvalidLimit, s, n)
 	}
 	keep := false
 	if n := len(rest); n > 0 && rest[n-1] == keepUsageName {
@@ -200,7 +200,7 @@ func parsePeriod(s, unit string) (Period, error) {
 	if digits > 0 {
 		c, err := strconv.Atoi(name[:digits])
 		if err != nil || c < 1 || c > maxPeriodCount {
-			return Period{}, fmt.Errorf("%w: %q: period count %q is not between 1 and 1000", ErrInvalidLimit, s, name[:digits])
+			return Period{}, fmt.Errorf("%w: %q: period count %q is not between 1 and 1000", errInvalidLimit, s, name[:digits])
 		}
 		if c > 1 {
 			p.Count = c
@@ -208,10 +208,10 @@ func parsePeriod(s, unit string) (Period, error) {
 		name = name[digits:]
 	}
 	if p.Unit = periodUnitNamed(name); p.Unit == 0 {
-		return Period{}, fmt.Errorf("%w: %q: unknown period %q (day, week or month)", ErrInvalidLimit, s, name)
+		return Period{}, fmt.Errorf("%w: %q: unknown period %q (day, week or month)", errInvalidLimit, s, name)
 	}
 	if !zoneName(zone) {
-		return Period{}, fmt.Errorf("%w: %q: time zone %q is not the name of a zone such as Europe/Paris or UTC", ErrInvalidLimit, s, zone)
+		return Period{}, fmt.Errorf("%w: %q: time zone %q is not the name of a zone such as Europe/Paris or UTC", errInvalidLimit, s, zone)
 	}
 	return p, nil
 }
@@ -221,11 +221,11 @@ func parsePeriod(s, unit string) (Period, error) {
 func parseAnchor(s string, unit PeriodUnit, rest []string) (anchor int, err error) {
 	for ; len(rest) > 0; rest = rest[2:] {
 		if len(rest) < 2 || rest[0] != "anchor" {
-			return 0, fmt.Errorf("%w: %q: %q on a calendar quota (only anchor DAY)", ErrInvalidLimit, s, rest[0])
+			return 0, fmt.Errorf("%w: %q: %q on a calendar quota (only anchor DAY)", errInvalidLimit, s, rest[0])
 		}
 		a, err := strconv.Atoi(rest[1])
 		if err != nil || a < 1 || a > 28 || unit != Month {
-			return 0, fmt.Errorf("%w: %q: anchor %q is not a day of the month between 1 and 28, on a period of months", ErrInvalidLimit, s, rest[1])
+			return 0, fmt.Errorf("%w: %q: anchor %q is not a day of the month between 1 and 28, on a period of months", errInvalidLimit, s, rest[1])
 		}
 		anchor = a
 		if a == 1 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 )
 
 // Keys are split into shards so that callers of different keys rarely meet on a lock. A
@@ -94,8 +95,8 @@ func NewLocal(opts ...Option) *Local {
 // at once when one is free and nobody waits, otherwise after waiting in the key's queue
 // (WithQueue). It blocks no goroutine but the caller's. With WithAdaptive, max is the
 // most the key's limit may rise to, and the limit in force is the adaptive one (Limit).
-// The errors wrap ratelimit.ErrKeyEmpty, ratelimit.ErrKeyTooLong, ratelimit.ErrInvalidLimit
-// (max < 1), ratelimit.ErrClosed, ErrQueueFull or ctx.Err().
+// The errors wrap ratelimit.ErrInvalidArgument (an empty or too long key, max < 1),
+// ratelimit.ErrClosed, ErrQueueFull or ctx.Err().
 func (l *Local) Acquire(ctx context.Context, key string, max int) (Permit, error) {
 	if err := l.check(ctx, key, max); err != nil {
 		return Permit{}, err
@@ -199,11 +200,11 @@ func (l *Local) check(ctx context.Context, key string, max int) error {
 	case l.closed.Load():
 		return errClosed
 	case key == "":
-		return fmt.Errorf("concurrency: %w", ratelimit.ErrKeyEmpty)
+		return fmt.Errorf("concurrency: %w", args.ErrKeyEmpty)
 	case len(key) > ratelimit.MaxKeyLen:
-		return fmt.Errorf("concurrency: %w", ratelimit.ErrKeyTooLong)
+		return fmt.Errorf("concurrency: %w", args.ErrKeyTooLong)
 	case max < 1:
-		return fmt.Errorf("concurrency: max %d: %w", max, ratelimit.ErrInvalidLimit)
+		return fmt.Errorf("concurrency: max %d: %w", max, args.ErrInvalidLimit)
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("concurrency: %w", err)

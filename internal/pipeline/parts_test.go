@@ -39,7 +39,7 @@ func TestKeyParts(t *testing.T) {
 		{"parts, shadow", "192.0.2.1", true, false, "default#shadow|ip:192.0.2.1", "ip:192.0.2.1", 1, nil},
 		{"no parts", "noparts", false, false, "default|ip:noparts", "ip:noparts", 2, nil},
 		{"the user's key", "192.0.2.1", false, true, "default|user:192.0.2.1", "user:192.0.2.1", 2, nil},
-		{"too long", long, false, false, "default|" + UnkeyedKey, UnkeyedKey, -1, ratelimit.ErrKeyTooLong},
+		{"too long", long, false, false, "default|" + UnkeyedKey, UnkeyedKey, -1, ratelimit.ErrInvalidArgument},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

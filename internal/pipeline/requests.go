@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 	"github.com/sluice-go/ratelimit/internal/bucket"
 	"github.com/sluice-go/ratelimit/rules"
 )
@@ -153,7 +154,7 @@ func (p *Pipeline[R]) fromLimits(r R, d *Decision, reqs []ratelimit.Request) (ok
 			q.Name = p.opts.PolicyName
 		}
 		if err := checkName(q.Name); err != nil {
-			p.refuse(r, d, fmt.Errorf("%w: limit %d: %w", ratelimit.ErrInvalidRequest, i, err))
+			p.refuse(r, d, fmt.Errorf("%w: limit %d: %w", args.ErrInvalidRequest, i, err))
 			return false
 		}
 		name := bucket.Name{Policy: q.Name, Limit: indexOf(reqs[:i], q.Name), Keep: q.Limit.KeepUsage, Shadow: d.Shadow}
@@ -267,7 +268,7 @@ func (p *Pipeline[R]) withPriority(ctx context.Context, r R) context.Context {
 // or nil.
 func checkKey(name bucket.Name, key string) error {
 	if key == "" {
-		return ratelimit.ErrKeyEmpty
+		return args.ErrKeyEmpty
 	}
 	return checkKeyLen(name, len(key))
 }
@@ -277,7 +278,7 @@ func checkKey(name bucket.Name, key string) error {
 func checkKeyLen(name bucket.Name, n int) error {
 	n += name.HeadLen()
 	if n > ratelimit.MaxKeyLen {
-		return fmt.Errorf("%w: %d bytes with the policy's name", ratelimit.ErrKeyTooLong, n)
+		return fmt.Errorf("%w: %d bytes with the policy's name", args.ErrKeyTooLong, n)
 	}
 	return nil
 }
