@@ -55,7 +55,7 @@ const (
 // the log holds one entry per admitted token of the last window, so a busy bucket costs
 // 8 bytes per unit of Burst in process and up to about 130 in Redis (a sorted-set member:
 // 1.3 MB at the maximum), and a request of cost n adds n entries (about 2.5 µs of Redis
-// time each). Larger Bursts return an error wrapping ErrInvalidLimit; use
+// time each). Larger Bursts return an error wrapping ErrInvalidArgument; use
 // SlidingWindowCounter for them.
 const MaxLogBurst = 10_000
 

@@ -55,28 +55,28 @@ func Quota(n int, p Period) Limit { return Limit{Burst: n, Algorithm: CalendarQu
 func (l Limit) validateQuota() error {
 	switch {
 	case l.Algorithm != CalendarQuota:
-		return fmt.Errorf("%w: a period with %v: only CalendarQuota has one", ErrInvalidLimit, l.Algorithm)
+		return fmt.Errorf("%w: a period with %v: only CalendarQuota has one", errInvalidLimit, l.Algorithm)
 	case l.Rate != 0:
-		return fmt.Errorf("%w: rate %v on a calendar quota, which has none: it must be zero", ErrInvalidLimit, l.Rate)
+		return fmt.Errorf("%w: rate %v on a calendar quota, which has none: it must be zero", errInvalidLimit, l.Rate)
 	case l.Burst < 1 || l.Burst > MaxBurst:
-		return fmt.Errorf("%w: quota %d is not between 1 and MaxBurst (2^52)", ErrInvalidLimit, l.Burst)
+		return fmt.Errorf("%w: quota %d is not between 1 and MaxBurst (2^52)", errInvalidLimit, l.Burst)
 	case l.Warmup != 0:
-		return fmt.Errorf("%w: a warm-up on a calendar quota", ErrInvalidLimit)
+		return fmt.Errorf("%w: a warm-up on a calendar quota", errInvalidLimit)
 	}
 	p := l.Period
 	switch {
 	case p.Unit < Day || p.Unit > Month:
-		return fmt.Errorf("%w: period unit %d is not Day, Week or Month", ErrInvalidLimit, p.Unit)
+		return fmt.Errorf("%w: period unit %d is not Day, Week or Month", errInvalidLimit, p.Unit)
 	case p.Count < 0 || p.Count > maxPeriodCount:
-		return fmt.Errorf("%w: period count %d is not between 0 (one) and 1000", ErrInvalidLimit, p.Count)
+		return fmt.Errorf("%w: period count %d is not between 0 (one) and 1000", errInvalidLimit, p.Count)
 	case p.Unit != Month && p.Anchor != 0:
-		return fmt.Errorf("%w: an anchor on a period of days or weeks: only months have one", ErrInvalidLimit)
+		return fmt.Errorf("%w: an anchor on a period of days or weeks: only months have one", errInvalidLimit)
 	case p.Anchor < 0 || p.Anchor > 28:
-		return fmt.Errorf("%w: anchor %d is not a day of the month between 1 and 28", ErrInvalidLimit, p.Anchor)
+		return fmt.Errorf("%w: anchor %d is not a day of the month between 1 and 28", errInvalidLimit, p.Anchor)
 	case !zoneName(p.Zone):
-		return fmt.Errorf("%w: time zone %q is not the name of a zone such as Europe/Paris or UTC", ErrInvalidLimit, p.Zone)
+		return fmt.Errorf("%w: time zone %q is not the name of a zone such as Europe/Paris or UTC", errInvalidLimit, p.Zone)
 	case !zoneFound(p.Zone):
-		return fmt.Errorf("%w: time zone %q is not in the time zone database (import time/tzdata to embed one)", ErrInvalidLimit, p.Zone)
+		return fmt.Errorf("%w: time zone %q is not in the time zone database (import time/tzdata to embed one)", errInvalidLimit, p.Zone)
 	}
 	return nil
 }
@@ -171,44 +171,18 @@ func (l Limit) quotaString() string {
 // then rest, where only an anchor may follow.
 func parseQuota(s string, n float64, unit string, rest []string) (Limit, error) {
 	if n != float64(int64(n)) || n > MaxBurst {
-		return Limit{}, fmt.Errorf("%w: %q: a quota's count %v is not a whole number of at most 2^52", ErrInvalidLimit, s, n)
+		return Limit{}, fmt.Errorf("%w: %q: a quota's count %v is not a whole number of at most 2^52", errInvalidLimit, s, n)
 	}
-	name, zone, _ := strings.Cut(unit, "@")
-	digits := strings.IndexFunc(name, func(r rune) bool { return r < '0' || r > '9' })
-	p := Period{Zone: zone}
 	keep := false
 	if n := len(rest); n > 0 && rest[n-1] == keepUsageName {
 		keep, rest = true, rest[:n-1]
 	}
-	if digits > 0 {
-		c, err := strconv.Atoi(name[:digits])
-		if err != nil || c < 1 || c > maxPeriodCount {
-			return Limit{}, fmt.Errorf("%w: %q: period count %q is not between 1 and 1000", ErrInvalidLimit, s, name[:digits])
-		}
-		if c > 1 {
-			p.Count = c
-		}
-		name = name[digits:]
+	p, err := parsePeriod(s, unit)
+	if err != nil {
+		return Limit{}, err
 	}
-	p.Unit = periodUnitNamed(name)
-	if p.Unit == 0 {
-		return Limit{}, fmt.Errorf("%w: %q: unknown period %q (day, week or month)", ErrInvalidLimit, s, name)
-	}
-	if !zoneName(zone) {
-		return Limit{}, fmt.Errorf("%w: %q: time zone %q is not the name of a zone such as Europe/Paris or UTC", ErrInvalidLimit, s, zone)
-	}
-	for ; len(rest) > 0; rest = rest[2:] {
-		if len(rest) < 2 || rest[0] != "anchor" {
-			return Limit{}, fmt.Errorf("%w: %q: %q on a calendar quota (only anchor DAY)", ErrInvalidLimit, s, rest[0])
-		}
-		a, err := strconv.Atoi(rest[1])
-		if err != nil || a < 1 || a > 28 || p.Unit != Month {
-			return Limit{}, fmt.Errorf("%w: %q: anchor %q is not a day of the month between 1 and 28, on a period of months", ErrInvalidLimit, s, rest[1])
-		}
-		p.Anchor = a
-		if a == 1 {
-			p.Anchor = 0 // the same period: one way to write it
-		}
+	if p.Anchor, err = parseAnchor(s, p.Unit, rest); err != nil {
+		return Limit{}, err
 	}
 	l := Quota(int(n), p)
 	l.KeepUsage = keep
@@ -216,4 +190,47 @@ func parseQuota(s string, n float64, unit string, rest []string) (Limit, error) 
 		return Limit{}, fmt.Errorf("%w (in %q)", err, s)
 	}
 	return l, nil
+}
+
+// parsePeriod reads the period "[count]unit@zone" of a quota's text s.
+func parsePeriod(s, unit string) (Period, error) {
+	name, zone, _ := strings.Cut(unit, "@")
+	digits := strings.IndexFunc(name, func(r rune) bool { return r < '0' || r > '9' })
+	p := Period{Zone: zone}
+	if digits > 0 {
+		c, err := strconv.Atoi(name[:digits])
+		if err != nil || c < 1 || c > maxPeriodCount {
+			return Period{}, fmt.Errorf("%w: %q: period count %q is not between 1 and 1000", errInvalidLimit, s, name[:digits])
+		}
+		if c > 1 {
+			p.Count = c
+		}
+		name = name[digits:]
+	}
+	if p.Unit = periodUnitNamed(name); p.Unit == 0 {
+		return Period{}, fmt.Errorf("%w: %q: unknown period %q (day, week or month)", errInvalidLimit, s, name)
+	}
+	if !zoneName(zone) {
+		return Period{}, fmt.Errorf("%w: %q: time zone %q is not the name of a zone such as Europe/Paris or UTC", errInvalidLimit, s, zone)
+	}
+	return p, nil
+}
+
+// parseAnchor reads the anchor of a quota's text s over periods of unit from rest, the words
+// after its period ("anchor DAY", or none), and returns the Period's Anchor.
+func parseAnchor(s string, unit PeriodUnit, rest []string) (anchor int, err error) {
+	for ; len(rest) > 0; rest = rest[2:] {
+		if len(rest) < 2 || rest[0] != "anchor" {
+			return 0, fmt.Errorf("%w: %q: %q on a calendar quota (only anchor DAY)", errInvalidLimit, s, rest[0])
+		}
+		a, err := strconv.Atoi(rest[1])
+		if err != nil || a < 1 || a > 28 || unit != Month {
+			return 0, fmt.Errorf("%w: %q: anchor %q is not a day of the month between 1 and 28, on a period of months", errInvalidLimit, s, rest[1])
+		}
+		anchor = a
+		if a == 1 {
+			anchor = 0 // the same period: one way to write it
+		}
+	}
+	return anchor, nil
 }

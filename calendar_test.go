@@ -50,7 +50,7 @@ func TestParseQuota(t *testing.T) {
 	}
 	for text, want := range bad {
 		_, err := ratelimit.ParseLimit(text)
-		require.ErrorIs(t, err, ratelimit.ErrInvalidLimit, text)
+		require.ErrorIs(t, err, ratelimit.ErrInvalidArgument, text)
 		assert.EqualError(t, err, want)
 	}
 }
@@ -81,7 +81,7 @@ func TestValidateQuota(t *testing.T) {
 	}
 	for want, l := range invalid {
 		err := l.Validate()
-		require.ErrorIs(t, err, ratelimit.ErrInvalidLimit, want)
+		require.ErrorIs(t, err, ratelimit.ErrInvalidArgument, want)
 		assert.EqualError(t, err, "ratelimit: invalid limit: "+want)
 	}
 	// A quota is a map key with value semantics: two parsed from one text are one key.
@@ -100,7 +100,7 @@ func TestQuotaZoneValidateAgrees(t *testing.T) {
 		verr := ratelimit.Quota(10, ratelimit.Period{Unit: ratelimit.Day, Zone: zone}).Validate()
 		assert.Equal(t, perr == nil, verr == nil, "zone %q: ParseLimit %v, Validate %v", zone, perr, verr)
 		if verr != nil {
-			assert.ErrorIs(t, verr, ratelimit.ErrInvalidLimit)
+			assert.ErrorIs(t, verr, ratelimit.ErrInvalidArgument)
 		}
 	}
 	err := ratelimit.Quota(10, ratelimit.Period{Unit: ratelimit.Day, Zone: "Mars/Olympus_Mons"}).Validate()

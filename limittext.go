@@ -49,7 +49,7 @@ var algorithmNames = [...]string{
 // so ParseLimit("100/min") equals PerMinute(100). The algorithms are token-bucket,
 // fixed-window, sliding-log, sliding-counter and leaky-bucket; without one, the limit's
 // Algorithm is DefaultAlgorithm, the limiter's. The limit must be valid (Limit.Validate):
-// an error wraps ErrInvalidLimit and names the part it could not read.
+// an error wraps ErrInvalidArgument and names the part it could not read.
 //
 // A unit followed by @ and a time zone makes a CalendarQuota (see Period): the count, a
 // whole number, per day (d), week (w) or month (mo), or per several ("2week"), in that
@@ -57,15 +57,15 @@ var algorithmNames = [...]string{
 func ParseLimit(s string) (Limit, error) {
 	fields := strings.Fields(s)
 	if len(fields) == 0 {
-		return Limit{}, fmt.Errorf("%w: empty text", ErrInvalidLimit)
+		return Limit{}, fmt.Errorf("%w: empty text", errInvalidLimit)
 	}
 	count, unit, ok := strings.Cut(fields[0], "/")
 	if !ok {
-		return Limit{}, fmt.Errorf("%w: %q: %q is not a count per unit, such as 100/min", ErrInvalidLimit, s, fields[0])
+		return Limit{}, fmt.Errorf("%w: %q: %q is not a count per unit, such as 100/min", errInvalidLimit, s, fields[0])
 	}
 	n, err := strconv.ParseFloat(count, 64)
 	if err != nil || math.IsNaN(n) || math.IsInf(n, 0) || n <= 0 {
-		return Limit{}, fmt.Errorf("%w: %q: count %q is not a number greater than zero", ErrInvalidLimit, s, count)
+		return Limit{}, fmt.Errorf("%w: %q: count %q is not a number greater than zero", errInvalidLimit, s, count)
 	}
 	if strings.Contains(unit, "@") {
 		return parseQuota(s, n, unit, fields[1:])
@@ -74,9 +74,9 @@ func ParseLimit(s string) (Limit, error) {
 	if !ok {
 		if periodUnitNamed(strings.TrimLeft(unit, "0123456789")) != 0 {
 			return Limit{}, fmt.Errorf("%w: %q: %q is a calendar period: a quota names its time zone, as in %s@UTC",
-				ErrInvalidLimit, s, unit, fields[0])
+				errInvalidLimit, s, unit, fields[0])
 		}
-		return Limit{}, fmt.Errorf("%w: %q: unknown unit %q (s, min, h or day; a calendar quota: day, week or month@zone)", ErrInvalidLimit, s, unit)
+		return Limit{}, fmt.Errorf("%w: %q: unknown unit %q (s, min, h or day; a calendar quota: day, week or month@zone)", errInvalidLimit, s, unit)
 	}
 	l := Limit{Rate: n / seconds, Burst: defaultBurst(n)}
 	if n > MaxBurst {
@@ -89,7 +89,7 @@ func ParseLimit(s string) (Limit, error) {
 	for len(rest) > 0 {
 		if a, ok := algorithmNamed(rest[0]); ok {
 			if l.Algorithm != DefaultAlgorithm {
-				return Limit{}, fmt.Errorf("%w: %q: a second algorithm %q", ErrInvalidLimit, s, rest[0])
+				return Limit{}, fmt.Errorf("%w: %q: a second algorithm %q", errInvalidLimit, s, rest[0])
 			}
 			l.Algorithm, rest = a, rest[1:]
 			continue
@@ -97,26 +97,26 @@ func ParseLimit(s string) (Limit, error) {
 		if len(rest) < 2 {
 			if k := rest[0]; k != "burst" && k != "warm-up" && k != "warmup" {
 				return Limit{}, fmt.Errorf("%w: %q: unknown algorithm %q (%s)",
-					ErrInvalidLimit, s, k, strings.Join(algorithmNames[TokenBucket:], ", "))
+					errInvalidLimit, s, k, strings.Join(algorithmNames[TokenBucket:], ", "))
 			}
-			return Limit{}, fmt.Errorf("%w: %q: %q has no value", ErrInvalidLimit, s, rest[0])
+			return Limit{}, fmt.Errorf("%w: %q: %q has no value", errInvalidLimit, s, rest[0])
 		}
 		switch key, value := rest[0], rest[1]; key {
 		case "burst":
 			b, err := strconv.Atoi(value)
 			if err != nil {
-				return Limit{}, fmt.Errorf("%w: %q: burst %q is not a whole number", ErrInvalidLimit, s, value)
+				return Limit{}, fmt.Errorf("%w: %q: burst %q is not a whole number", errInvalidLimit, s, value)
 			}
 			l.Burst = b
 		case "warm-up", "warmup":
 			d, err := time.ParseDuration(value)
 			if err != nil {
-				return Limit{}, fmt.Errorf("%w: %q: warm-up %q is not a duration such as 30s", ErrInvalidLimit, s, value)
+				return Limit{}, fmt.Errorf("%w: %q: warm-up %q is not a duration such as 30s", errInvalidLimit, s, value)
 			}
 			l.Warmup = d
 		default:
 			return Limit{}, fmt.Errorf("%w: %q: unknown part %q (burst, warm-up, an algorithm: %s, or a last %s)",
-				ErrInvalidLimit, s, key, strings.Join(algorithmNames[TokenBucket:], ", "), keepUsageName)
+				errInvalidLimit, s, key, strings.Join(algorithmNames[TokenBucket:], ", "), keepUsageName)
 		}
 		rest = rest[2:]
 	}
@@ -229,7 +229,7 @@ func rateText(rate float64, burst int) (string, float64) {
 // up, at least 1.
 func defaultBurst(count float64) int { return int(max(math.Ceil(count), 1)) }
 
-// MarshalText returns l.String(), or an error wrapping ErrInvalidLimit for an invalid l;
+// MarshalText returns l.String(), or an error wrapping ErrInvalidArgument for an invalid l;
 // the zero Limit, which middleware reads as "not limited", is the empty text. With
 // UnmarshalText it makes a Limit a flag (flag.TextVar), a JSON or YAML string, an
 // environment variable.

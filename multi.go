@@ -2,7 +2,6 @@ package ratelimit
 
 import (
 	"context"
-	"errors"
 	"time"
 )
 
@@ -42,8 +41,8 @@ type MultiResult struct {
 type MultiLimiter interface {
 	// AllowAll decides reqs together, each at the priority ctx carries (see Priority).
 	// Bad input is an error naming the entry (by index and Name, never the key), and takes
-	// nothing: an empty list or the same (key, limit) twice (ErrInvalidRequest), an empty or
-	// too long key, an invalid limit, N < 0 (ErrInvalidCost), N > Burst, or above the
+	// nothing: an empty list or the same (key, limit) twice, an empty or too long key, an
+	// invalid limit, N < 0 (all ErrInvalidArgument), N > Burst, or above the
 	// burst left to the priority (ErrExceedsBurst, with Binding on that entry), a limit with
 	// a warm-up (ErrNotSupported: a cold bucket must record its warm-up even when it
 	// denies). An entry with the zero Limit is skipped: its Result is Allowed with nothing
@@ -79,11 +78,10 @@ type Inspector interface {
 	Reset(ctx context.Context, key string, limit Limit) error
 }
 
-// ErrInvalidRequest is returned by AllowAll for a list of requests it cannot decide as a
-// whole: an empty list, or the same (key, limit) twice; and by Refund for a Charge that
-// names no part of the limiter. Backends wrap it for their own such refusals
-// (distributed.ErrCrossSlot).
-var ErrInvalidRequest = errors.New("ratelimit: invalid request list")
+// errInvalidRequest is the ErrInvalidArgument of AllowAll for a list of requests it cannot
+// decide as a whole: an empty list, or the same (key, limit) twice; and of Refund for a
+// Charge that names no part of the limiter.
+var errInvalidRequest error = invalidArgument("ratelimit: invalid request list")
 
 // As finds the capability T of l (MultiLimiter, Inspector, LimitValidator, or any other
 // interface or type), through any wrapper, the way errors.As finds an error: l itself when

@@ -120,7 +120,7 @@ func fraction(f, def float64) float64 {
 	return f
 }
 
-// Validate returns nil if r can be enforced, or an error wrapping ErrInvalidLimit that says
+// Validate returns nil if r can be enforced, or an error wrapping ErrInvalidArgument that says
 // which reserve is wrong: a fraction that is NaN or not below 1 (a priority that could never
 // take a token), or a Sheddable reserve smaller than the Normal one (the lower priority would
 // be admitted where the higher one is not), defaults counted.
@@ -131,12 +131,12 @@ func (r Reserves) Validate() error {
 		value float64
 	}{{"Normal", normal}, {"Sheddable", sheddable}} {
 		if math.IsNaN(f.value) || f.value >= 1 {
-			return fmt.Errorf("%w: reserve %s = %v is not a fraction below 1", ErrInvalidLimit, f.name, f.value)
+			return fmt.Errorf("%w: reserve %s = %v is not a fraction below 1", errInvalidLimit, f.name, f.value)
 		}
 	}
 	if sheddable < normal {
 		return fmt.Errorf("%w: reserve Sheddable = %v is less than reserve Normal = %v: a lower priority must keep back at least as much",
-			ErrInvalidLimit, sheddable, normal)
+			errInvalidLimit, sheddable, normal)
 	}
 	return nil
 }

@@ -92,7 +92,7 @@ func TestReservesValidate(t *testing.T) {
 		{ratelimit.Reserves{Normal: 0.2, Sheddable: -1}, "reserve Sheddable = 0 is less than reserve Normal = 0.2"},
 	} {
 		err := c.r.Validate()
-		require.ErrorIs(t, err, ratelimit.ErrInvalidLimit, "%+v", c.r)
+		require.ErrorIs(t, err, ratelimit.ErrInvalidArgument, "%+v", c.r)
 		assert.True(t, strings.HasPrefix(err.Error(), "ratelimit: invalid limit: "+c.want), "%v", err)
 	}
 }

@@ -52,7 +52,7 @@ type Limit struct {
 	// period's count (a new Period is a new bucket). A change of algorithm is a new
 	// bucket. Both backends carry usage with the same arithmetic. A Warmup is not supported
 	// with KeepUsage (ErrNotSupported), nor a token bucket above 10⁶ tokens a second
-	// (ErrInvalidLimit). False, the default, keeps (key, limit) the identity,
+	// (ErrInvalidArgument). False, the default, keeps (key, limit) the identity,
 	// so that two limits on one key (AllowAll) are two buckets. Package rules sets it on the
 	// limits of its named policies, so that a reload resets nobody.
 	// https://github.com/sluice-go/ratelimit/blob/main/docs/rules.md has the details.
@@ -68,7 +68,7 @@ func PerMinute(n int) Limit { return Limit{Rate: float64(n) / 60, Burst: n} }
 // PerHour returns a limit of n requests per hour with a burst of n.
 func PerHour(n int) Limit { return Limit{Rate: float64(n) / 3600, Burst: n} }
 
-// Validate returns nil if l can be enforced, or an error wrapping ErrInvalidLimit that says
+// Validate returns nil if l can be enforced, or an error wrapping ErrInvalidArgument that says
 // which field is wrong: a Rate that is not finite and greater than zero, a Burst out of
 // [1, MaxBurst], a Warmup out of bounds, or an Algorithm that is none of the constants; for
 // a CalendarQuota, a Rate or Warmup that is not zero, a Period out of bounds, or a zone the
@@ -80,22 +80,22 @@ func (l Limit) Validate() error {
 		return l.validateQuota()
 	}
 	if math.IsNaN(l.Rate) || math.IsInf(l.Rate, 0) || l.Rate <= 0 {
-		return fmt.Errorf("%w: rate %v is not a finite number greater than zero", ErrInvalidLimit, l.Rate)
+		return fmt.Errorf("%w: rate %v is not a finite number greater than zero", errInvalidLimit, l.Rate)
 	}
 	if l.Burst < 1 {
-		return fmt.Errorf("%w: burst %d is less than 1", ErrInvalidLimit, l.Burst)
+		return fmt.Errorf("%w: burst %d is less than 1", errInvalidLimit, l.Burst)
 	}
 	if l.Burst > MaxBurst {
-		return fmt.Errorf("%w: burst %d is more than MaxBurst (2^52)", ErrInvalidLimit, l.Burst)
+		return fmt.Errorf("%w: burst %d is more than MaxBurst (2^52)", errInvalidLimit, l.Burst)
 	}
 	if l.Warmup < 0 || l.Warmup > MaxWarmup || l.Warmup%time.Microsecond != 0 {
 		return fmt.Errorf("%w: warm-up %v is not a whole number of microseconds between 0 and MaxWarmup (2^53 µs)",
-			ErrInvalidLimit, l.Warmup)
+			errInvalidLimit, l.Warmup)
 	}
 	if !l.Algorithm.known() {
 		// Not ErrNotSupported, which says that a backend lacks an algorithm: this value
 		// names none, and no backend could ever enforce it.
-		return fmt.Errorf("%w: %v is not one of the ratelimit package's algorithms", ErrInvalidLimit, l.Algorithm)
+		return fmt.Errorf("%w: %v is not one of the ratelimit package's algorithms", errInvalidLimit, l.Algorithm)
 	}
 	return nil
 }
@@ -110,7 +110,7 @@ const MaxWarmup = (1 << 53) * time.Microsecond
 const MaxBurst = 1 << 52
 
 // MaxKeyLen is the longest key, in bytes, a limiter accepts; a longer one is refused with
-// ErrKeyTooLong. It bounds what one bucket costs, in memory or in Redis, however a key is
+// ErrInvalidArgument. It bounds what one bucket costs, in memory or in Redis, however a key is
 // built. The key functions of this module never build a longer one.
 const MaxKeyLen = 512
 
@@ -189,17 +189,24 @@ type Limiter interface {
 	Close() error
 }
 
+// errInvalidLimit is the ErrInvalidArgument of a limit that cannot be enforced.
+var errInvalidLimit error = invalidArgument("ratelimit: invalid limit")
+
+// invalidArgument is an ErrInvalidArgument that names the argument in its own words.
+type invalidArgument string
+
+func (e invalidArgument) Error() string      { return string(e) }
+func (invalidArgument) Is(target error) bool { return target == ErrInvalidArgument }
+
 // Errors returned by limiters, possibly wrapped: test them with errors.Is.
 var (
-	// ErrKeyEmpty is returned for an empty key.
-	ErrKeyEmpty = errors.New("ratelimit: empty key")
-	// ErrKeyTooLong is returned for a key longer than MaxKeyLen bytes.
-	ErrKeyTooLong = errors.New("ratelimit: key too long")
-	// ErrInvalidLimit is returned for a limit whose Rate is not finite and greater than zero,
-	// whose Burst is less than 1, or that Limit.Validate or a backend refuses otherwise.
-	ErrInvalidLimit = errors.New("ratelimit: invalid limit")
-	// ErrInvalidCost is returned when n, the number of tokens asked for, is less than 1.
-	ErrInvalidCost = errors.New("ratelimit: invalid cost")
+	// ErrInvalidArgument is returned for a call the limiter can never answer as it is asked,
+	// wrapped by an error that says which argument: an empty key, a key longer than
+	// MaxKeyLen bytes, a limit whose Rate is not finite and greater than zero, whose Burst is
+	// less than 1, or that Limit.Validate or a backend refuses otherwise, a cost n below 1,
+	// a list of requests AllowAll cannot decide as a whole (empty, or the same key and
+	// limit twice), a Charge that names no part of the limiter.
+	ErrInvalidArgument = errors.New("ratelimit: invalid argument")
 	// ErrExceedsBurst is returned, with Allowed false, when n is greater than the limit's
 	// Burst, or than the part of it left to the request's Priority (see Reserves): such a
 	// request can never be allowed.
@@ -228,7 +235,7 @@ var (
 // mistake found at start-up rather than an error on every request.
 type LimitValidator interface {
 	// ValidateLimit returns nil if the limiter accepts limit, or an error that says why
-	// not, wrapping ErrInvalidLimit, or ErrNotSupported for an algorithm the limiter does
+	// not, wrapping ErrInvalidArgument, or ErrNotSupported for an algorithm the limiter does
 	// not implement or a feature of the limit that its algorithm lacks (a Warmup on any
 	// algorithm but the token bucket). It checks the limit under the algorithm that would
 	// decide it: the limit's own, or the limiter's default (see Limit.Algorithm).

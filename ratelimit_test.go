@@ -43,7 +43,7 @@ func TestValidate(t *testing.T) {
 	}
 	for _, l := range invalid {
 		err := l.Validate()
-		require.ErrorIs(t, err, ratelimit.ErrInvalidLimit, l)
+		require.ErrorIs(t, err, ratelimit.ErrInvalidArgument, l)
 	}
 	assert.EqualError(t, ratelimit.Limit{Rate: 1}.Validate(), "ratelimit: invalid limit: burst 0 is less than 1")
 	assert.EqualError(t, ratelimit.Limit{Rate: 1, Burst: 1 << 53}.Validate(),
@@ -140,7 +140,7 @@ func TestParseLimit(t *testing.T) {
 	}
 	for text, want := range bad {
 		_, err := ratelimit.ParseLimit(text)
-		require.ErrorIs(t, err, ratelimit.ErrInvalidLimit, text)
+		require.ErrorIs(t, err, ratelimit.ErrInvalidArgument, text)
 		assert.EqualError(t, err, want)
 	}
 }
@@ -162,7 +162,7 @@ func TestLimitText(t *testing.T) {
 	assert.Equal(t, ratelimit.PerMinute(5), cfg.Login)
 	assert.True(t, cfg.API.IsZero())
 	_, err = ratelimit.Limit{Rate: math.NaN(), Burst: 1}.MarshalText()
-	assert.ErrorIs(t, err, ratelimit.ErrInvalidLimit)
+	assert.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 }
 
 // FuzzLimitText: every valid Limit reads back from its text exactly.
@@ -215,7 +215,7 @@ func TestIsZero(t *testing.T) {
 }
 
 func TestSentinelsAreDistinct(t *testing.T) {
-	all := []error{ratelimit.ErrKeyEmpty, ratelimit.ErrInvalidLimit, ratelimit.ErrInvalidCost,
+	all := []error{ratelimit.ErrInvalidArgument,
 		ratelimit.ErrExceedsBurst, ratelimit.ErrNotSupported, ratelimit.ErrClosed}
 	for i, a := range all {
 		for j, b := range all {
@@ -240,8 +240,8 @@ func TestNames(t *testing.T) {
 // it is.
 func TestUnlimitedValue(t *testing.T) {
 	assert.False(t, ratelimit.Unlimited.IsZero())
-	assert.ErrorIs(t, ratelimit.Unlimited.Validate(), ratelimit.ErrInvalidLimit)
+	assert.ErrorIs(t, ratelimit.Unlimited.Validate(), ratelimit.ErrInvalidArgument)
 	assert.Equal(t, "unlimited", ratelimit.Unlimited.String())
 	_, err := ratelimit.Unlimited.MarshalText()
-	assert.ErrorIs(t, err, ratelimit.ErrInvalidLimit)
+	assert.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 }

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 	"github.com/sluice-go/ratelimit/internal/bucket"
 	"github.com/sluice-go/ratelimit/internal/nilarg"
 	"github.com/sluice-go/ratelimit/rules"
@@ -215,7 +216,7 @@ func (h *Handler) refund(w http.ResponseWriter, r *http.Request) {
 // key too long), 503 otherwise. The errors of this module name no key.
 func writeError(w http.ResponseWriter, err error) {
 	status := http.StatusServiceUnavailable
-	if errors.Is(err, ratelimit.ErrKeyEmpty) || errors.Is(err, ratelimit.ErrKeyTooLong) {
+	if errors.Is(err, args.ErrKeyEmpty) || errors.Is(err, args.ErrKeyTooLong) {
 		status = http.StatusBadRequest
 	}
 	writeJSON(w, status, errorBody{fmt.Sprint(err)})

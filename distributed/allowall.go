@@ -12,11 +12,11 @@ import (
 )
 
 // ErrCrossSlot is wrapped by the error AllowAll returns under CrossSlotRefuse for keys in
-// different hash slots. It wraps ratelimit.ErrInvalidRequest: the request list is refused
+// different hash slots. It wraps ratelimit.ErrInvalidArgument: the request list is refused
 // as it is, a mistake of the caller that says nothing of Redis's health (fallback does not
 // count it as a failure of its primary, and the middlewares refuse the request whatever
 // their error policy).
-var ErrCrossSlot = fmt.Errorf("%w: keys in different hash slots", ratelimit.ErrInvalidRequest)
+var ErrCrossSlot = fmt.Errorf("%w: keys in different hash slots", args.ErrInvalidRequest)
 
 var _ ratelimit.MultiLimiter = (*Limiter)(nil)
 

@@ -19,7 +19,7 @@ import (
 
 // MaxRate is the highest Limit.Rate the Redis backend accepts, in tokens per second: one
 // token per microsecond, the resolution of the Redis clock. Higher rates return
-// ratelimit.ErrInvalidLimit. To limit in finer units (bytes, say), count in larger ones.
+// ratelimit.ErrInvalidArgument. To limit in finer units (bytes, say), count in larger ones.
 const MaxRate = 1e6
 
 // Limiter is a ratelimit.Limiter whose buckets live in Redis, so that every instance of a

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 )
 
 //go:embed lease.lua
@@ -129,13 +130,13 @@ func (l *Limiter) checkLease(key string, limit ratelimit.Limit, r LeaseRequest) 
 	}
 	switch {
 	case r.Instance == "" || len(r.Instance) > 64 || strings.ContainsAny(r.Instance, " \t\n"):
-		return fmt.Errorf("%w: an instance id must be 1 to 64 bytes without spaces: %w", errLease, ratelimit.ErrInvalidRequest)
+		return fmt.Errorf("%w: an instance id must be 1 to 64 bytes without spaces: %w", errLease, args.ErrInvalidRequest)
 	case r.Seq == 0 || r.Seq >= 1<<53:
-		return fmt.Errorf("%w: Seq out of range: %w", errLease, ratelimit.ErrInvalidRequest)
+		return fmt.Errorf("%w: Seq out of range: %w", errLease, args.ErrInvalidRequest)
 	case r.Shards > 1 && (r.Shard < 0 || r.Shard >= r.Shards):
-		return fmt.Errorf("%w: Shard out of range: %w", errLease, ratelimit.ErrInvalidRequest)
+		return fmt.Errorf("%w: Shard out of range: %w", errLease, args.ErrInvalidRequest)
 	case r.Want < 0 || r.Want > limit.Burst || r.Held < 0 || r.Return < 0 || r.Lease <= 0:
-		return fmt.Errorf("%w: Want, Held, Return or Lease out of range: %w", errLease, ratelimit.ErrInvalidRequest)
+		return fmt.Errorf("%w: Want, Held, Return or Lease out of range: %w", errLease, args.ErrInvalidRequest)
 	}
 	return nil
 }

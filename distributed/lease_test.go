@@ -110,7 +110,7 @@ func TestLeaseRefusesOtherAlgorithms(t *testing.T) {
 		{Instance: "a", Seq: 1, Want: 1},
 	} {
 		_, err := l.Lease(ctx, "k", limit, bad)
-		assert.ErrorIs(t, err, ratelimit.ErrInvalidRequest, "%+v", bad)
+		assert.ErrorIs(t, err, ratelimit.ErrInvalidArgument, "%+v", bad)
 	}
 }
 

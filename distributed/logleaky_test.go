@@ -164,7 +164,7 @@ func TestLimitsCheckedBeforeRedis(t *testing.T) {
 		l, err := distributed.New(client, distributed.WithAlgorithm(alg))
 		require.NoError(t, err)
 		_, err = l.Allow(context.Background(), "k", limit)
-		require.ErrorIs(t, err, ratelimit.ErrInvalidLimit, "%v", alg)
+		require.ErrorIs(t, err, ratelimit.ErrInvalidArgument, "%v", alg)
 	}
 }
 

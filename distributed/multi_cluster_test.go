@@ -99,7 +99,7 @@ func TestAllowAllCrossSlotRefuse(t *testing.T) {
 		{Key: slotB, Limit: limit, Name: "b"},
 	})
 	require.ErrorIs(t, err, distributed.ErrCrossSlot)
-	require.ErrorIs(t, err, ratelimit.ErrInvalidRequest)
+	require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 	assert.False(t, mr.Allowed)
 	assert.NotContains(t, err.Error(), "user")
 	after := int64(0)

@@ -96,7 +96,7 @@ func WithTimeout(d time.Duration) Option {
 // With ratelimit.CalendarQuota, whose period is its limits', every call under a limit that
 // names no algorithm returns ratelimit.ErrNotSupported; New fails on a value that is none of
 // the constants. Every algorithm refuses,
-// with ratelimit.ErrInvalidLimit, a limit whose Burst/Rate is longer than 2⁵³ µs, and the
+// with ratelimit.ErrInvalidArgument, a limit whose Burst/Rate is longer than 2⁵³ µs, and the
 // window algorithms one whose window is shorter than 1 µs.
 func WithAlgorithm(a ratelimit.Algorithm) Option {
 	return func(o *options) {
@@ -137,7 +137,7 @@ func WithCrossSlot(c CrossSlot) Option {
 // ratelimit.Normal requests, half from ratelimit.Sheddable ones; a negative fraction turns
 // a reserve off. Requests whose context carries no priority are ratelimit.Critical and keep
 // nothing back, so this option changes nothing for them. New returns an error wrapping
-// ratelimit.ErrInvalidLimit for reserves that ratelimit.Reserves.Validate refuses. See
+// ratelimit.ErrInvalidArgument for reserves that ratelimit.Reserves.Validate refuses. See
 // https://github.com/sluice-go/ratelimit/blob/main/docs/algorithms.md#priority-reserves.
 func WithReserves(r ratelimit.Reserves) Option {
 	return func(o *options) { o.reserves = r }

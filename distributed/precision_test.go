@@ -155,7 +155,7 @@ func TestMaxRate(t *testing.T) {
 	require.NoError(t, err)
 	for _, rate := range []float64{math.Nextafter(1e6, math.Inf(1)), 2e6, math.MaxFloat64} {
 		res, err := l.Allow(ctx, "k", ratelimit.Limit{Rate: rate, Burst: 1})
-		require.ErrorIs(t, err, ratelimit.ErrInvalidLimit, "rate %v", rate)
+		require.ErrorIs(t, err, ratelimit.ErrInvalidArgument, "rate %v", rate)
 		require.False(t, res.Allowed)
 	}
 }

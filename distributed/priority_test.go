@@ -182,7 +182,7 @@ func TestPriorityWait(t *testing.T) {
 }
 
 // TestWithReservesInvalid: New refuses reserves that could not be enforced, before any
-// request, with an error wrapping ratelimit.ErrInvalidLimit.
+// request, with an error wrapping ratelimit.ErrInvalidArgument.
 func TestWithReservesInvalid(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never contacted
 	t.Cleanup(func() { _ = client.Close() })
@@ -194,7 +194,7 @@ func TestWithReservesInvalid(t *testing.T) {
 		{ratelimit.Reserves{Sheddable: 0.05}, "distributed: New: WithReserves: ratelimit: invalid limit: reserve Sheddable = 0.05 is less than reserve Normal = 0.1: a lower priority must keep back at least as much"},
 	} {
 		l, err := distributed.New(client, distributed.WithReserves(c.r))
-		require.ErrorIs(t, err, ratelimit.ErrInvalidLimit)
+		require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 		require.EqualError(t, err, c.want)
 		require.Nil(t, l)
 	}

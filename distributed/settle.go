@@ -35,7 +35,7 @@ var settleScript = newScriptPair(assemble(expand(settleFile), []multiAlgorithm{
 // Peek's for one token at that priority.
 func (l *Limiter) Settle(ctx context.Context, key string, limit ratelimit.Limit, c ratelimit.Charge, reserved, actual int) (ratelimit.Result, error) {
 	if reserved < 0 || actual < 0 {
-		return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: distributed: Settle: reserved = %d, actual = %d", ratelimit.ErrInvalidCost, reserved, actual)
+		return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: distributed: Settle: reserved = %d, actual = %d", args.ErrInvalidCost, reserved, actual)
 	}
 	switch {
 	case actual < reserved:

@@ -14,7 +14,7 @@ var _ ratelimit.LimitValidator = (*Limiter)(nil)
 // limit.Validate's reasons, a rate above MaxRate and the algorithm's own bounds (a sliding
 // log's ratelimit.MaxLogBurst, a window between 1 µs and 2⁵³ µs, a quota's time zone
 // missing from the time zone database), wrapping
-// ratelimit.ErrInvalidLimit, or ratelimit.ErrNotSupported for an algorithm this backend
+// ratelimit.ErrInvalidArgument, or ratelimit.ErrNotSupported for an algorithm this backend
 // lacks or a warm-up on any algorithm but the token bucket.
 func (l *Limiter) ValidateLimit(limit ratelimit.Limit) error {
 	if err := l.checkSupported(limit); err != nil {
@@ -40,7 +40,7 @@ func (l *Limiter) checkSupported(limit ratelimit.Limit) error {
 func (l *Limiter) checkLimit(limit ratelimit.Limit) error {
 	if limit.Rate > MaxRate {
 		return fmt.Errorf("%w: rate %v is above the Redis backend's maximum of %v per second",
-			ratelimit.ErrInvalidLimit, limit.Rate, MaxRate)
+			args.ErrInvalidLimit, limit.Rate, MaxRate)
 	}
 	if limit.Algorithm == ratelimit.CalendarQuota {
 		_, _, err := l.zones.Load(limit.Period.Zone)

@@ -20,9 +20,9 @@ func TestValidateLimit(t *testing.T) {
 		distributed.WithTimeout(0), distributed.WithPrefix(""), distributed.WithAlgorithm(ratelimit.SlidingWindowLog))
 	require.NoError(t, err)
 	assert.NoError(t, l.ValidateLimit(ratelimit.PerSecond(10)))
-	assert.ErrorIs(t, l.ValidateLimit(ratelimit.Limit{Rate: 2e6, Burst: 1}), ratelimit.ErrInvalidLimit)
-	assert.ErrorIs(t, l.ValidateLimit(ratelimit.Limit{Rate: 1, Burst: ratelimit.MaxLogBurst + 1}), ratelimit.ErrInvalidLimit)
-	assert.ErrorIs(t, l.ValidateLimit(ratelimit.Limit{Rate: 1}), ratelimit.ErrInvalidLimit)
+	assert.ErrorIs(t, l.ValidateLimit(ratelimit.Limit{Rate: 2e6, Burst: 1}), ratelimit.ErrInvalidArgument)
+	assert.ErrorIs(t, l.ValidateLimit(ratelimit.Limit{Rate: 1, Burst: ratelimit.MaxLogBurst + 1}), ratelimit.ErrInvalidArgument)
+	assert.ErrorIs(t, l.ValidateLimit(ratelimit.Limit{Rate: 1}), ratelimit.ErrInvalidArgument)
 
 	other, err := distributed.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), distributed.WithAlgorithm(ratelimit.CalendarQuota))
 	require.NoError(t, err)
@@ -43,11 +43,11 @@ func TestRateBelowResolution(t *testing.T) {
 		{Rate: 1e7, Burst: 9},
 		{Rate: 1e300, Burst: ratelimit.MaxBurst},
 	} {
-		require.ErrorIs(t, l.ValidateLimit(limit), ratelimit.ErrInvalidLimit)
+		require.ErrorIs(t, l.ValidateLimit(limit), ratelimit.ErrInvalidArgument)
 		_, err := l.Allow(ctx, "k", limit)
-		require.ErrorIs(t, err, ratelimit.ErrInvalidLimit)
+		require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 		_, err = l.AllowAll(ctx, []ratelimit.Request{{Key: "k", Limit: limit}})
-		require.ErrorIs(t, err, ratelimit.ErrInvalidLimit)
-		require.ErrorIs(t, l.Wait(ctx, "k", limit), ratelimit.ErrInvalidLimit)
+		require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
+		require.ErrorIs(t, l.Wait(ctx, "k", limit), ratelimit.ErrInvalidArgument)
 	}
 }

@@ -118,7 +118,7 @@ func TestWindowInvalidLimit(t *testing.T) {
 		l, err := distributed.New(client, distributed.WithAlgorithm(alg))
 		require.NoError(t, err)
 		_, err = l.Allow(context.Background(), "k", ratelimit.Limit{Rate: 1e-6, Burst: 9008})
-		require.ErrorIs(t, err, ratelimit.ErrInvalidLimit, "%v", alg)
+		require.ErrorIs(t, err, ratelimit.ErrInvalidArgument, "%v", alg)
 		require.ErrorContains(t, err, "2^53 µs", "%v", alg)
 	}
 }

@@ -182,15 +182,15 @@ func TestAnswersAreNotFailures(t *testing.T) {
 		ctx  context.Context
 		err  error
 	}{
-		{"InvalidLimit", context.Background(), fmt.Errorf("%w: rate above the backend's maximum", ratelimit.ErrInvalidLimit)},
+		{"InvalidLimit", context.Background(), fmt.Errorf("%w: rate above the backend's maximum", ratelimit.ErrInvalidArgument)},
 		{"NotSupported", context.Background(), fmt.Errorf("%w: algorithm", ratelimit.ErrNotSupported)},
 		{"ExceedsBurst", context.Background(), ratelimit.ErrExceedsBurst},
 		{"Closed", context.Background(), ratelimit.ErrClosed},
 		{"InvalidState", context.Background(), fmt.Errorf("distributed: %w", ratelimit.ErrInvalidState)},
-		{"KeyTooLong", context.Background(), ratelimit.ErrKeyTooLong},
+		{"KeyTooLong", context.Background(), ratelimit.ErrInvalidArgument},
 		// Refusals of a list of limits, about the arguments too: six cross-slot refusals
 		// must not open the breaker for every key while Redis is healthy.
-		{"InvalidRequest", context.Background(), fmt.Errorf("%w: entry 1 repeats entry 0", ratelimit.ErrInvalidRequest)},
+		{"InvalidRequest", context.Background(), fmt.Errorf("%w: entry 1 repeats entry 0", ratelimit.ErrInvalidArgument)},
 		{"CrossSlot", context.Background(), fmt.Errorf("distributed: AllowAll: %w: 2 slots", distributed.ErrCrossSlot)},
 		{"CallerCanceled", canceled, fmt.Errorf("distributed: %w", context.Canceled)},
 		{"CallerDeadline", expired, fmt.Errorf("distributed: %w", context.DeadlineExceeded)},

@@ -24,7 +24,7 @@
 //
 // Only failures of the primary count: its own deadline (ratelimit.ErrTimeout) and its
 // errors talking to Redis (observe.Classify's KindTimeout and KindUnavailable). Errors
-// about the arguments or one bucket (KindInvalidInput: ratelimit.ErrKeyEmpty,
+// about the arguments or one bucket (KindInvalidInput: ratelimit.ErrInvalidArgument,
 // ErrInvalidLimit, ErrInvalidRequest, distributed.ErrCrossSlot and the others) and ErrClosed are
 // answers, returned as they are; so is any error of a call
 // whose own context has ended, so that clients giving up early, or sending deadlines too

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 	"github.com/sluice-go/ratelimit/observe"
 )
 
@@ -43,7 +44,7 @@ func partsOf(primary, secondary ratelimit.Limiter) parts {
 // that took them, and nowhere else: to the primary through the breaker, refunding nothing
 // (an error wrapping ErrUnavailable) while it cannot be reached; to the secondary under the
 // scaled limit. The zero Charge refunds the bucket that would decide now, and a Charge that
-// names no part of the Limiter is refused (ratelimit.ErrInvalidRequest). A Settler, when
+// names no part of the Limiter is refused (ratelimit.ErrInvalidArgument). A Settler, when
 // both parts have one, settles the part that charged, as Refund refunds it.
 func (l *Limiter) As(target any) bool {
 	switch t := target.(type) {
@@ -185,7 +186,7 @@ func (l *Limiter) peek(ctx context.Context, key string, limit ratelimit.Limit, n
 //     while the primary is unavailable, the secondary's under the scaled limit.
 //
 // A Charge that names no part of this Limiter is refused with an error wrapping
-// ratelimit.ErrInvalidRequest, having refunded nothing.
+// ratelimit.ErrInvalidArgument, having refunded nothing.
 func (l *Limiter) refund(ctx context.Context, key string, limit ratelimit.Limit, n int, c ratelimit.Charge) (ratelimit.Result, error) {
 	defer l.invalidate(key, limit)
 	part, own := unmark(c)
@@ -207,7 +208,7 @@ func (l *Limiter) refund(ctx context.Context, key string, limit ratelimit.Limit,
 		share := l.share(limit)
 		return secondary.Refund(ctx, key, share, min(n, share.Burst), own)
 	}
-	return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: Refund: the charge's part %q is none of this limiter's", ratelimit.ErrInvalidRequest, c.Part)
+	return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: Refund: the charge's part %q is none of this limiter's", args.ErrInvalidRequest, c.Part)
 }
 
 // refundPrimary refunds the primary through the breaker, with the primary's own charge c,

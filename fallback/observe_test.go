@@ -109,7 +109,7 @@ func TestOriginWithoutSecondary(t *testing.T) {
 	limit := ratelimit.PerSecond(1)
 
 	_, org, err := l.AllowNOrigin(ctx, "", limit, 1)
-	require.ErrorIs(t, err, ratelimit.ErrKeyEmpty)
+	require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 	assert.Equal(t, observe.Origin{Backend: "fallback"}, org)
 
 	primary.fail(nil)

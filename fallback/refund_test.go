@@ -108,7 +108,7 @@ func TestRefundForeignCharge(t *testing.T) {
 	charged := r.allowK(t, true)
 	charged.Charge.Part = "tertiary"
 	_, err := ins(r.l).Refund(context.Background(), "k", fiveAnHour, 1, charged.Charge)
-	require.ErrorIs(t, err, ratelimit.ErrInvalidRequest)
+	require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 	require.Equal(t, 4, remaining(t, r.primary.Limiter, "k"))
 }
 

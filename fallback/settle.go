@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 )
 
 // settler is a Limiter's ratelimit.Settler, given by As when the primary, and the secondary
@@ -35,7 +36,7 @@ func settlerOf(l *Limiter) (settler, bool) {
 // secondary never held that charge; the secondary under the scaled limit it was charged
 // under (WithInstances). The zero Charge settles the primary's bucket, or, while the primary
 // is unavailable, the secondary's. A Charge that names no part is refused with an error
-// wrapping ratelimit.ErrInvalidRequest. A denial the cache holds for the bucket is
+// wrapping args.ErrInvalidRequest. A denial the cache holds for the bucket is
 // forgotten.
 func (s settler) Settle(ctx context.Context, key string, limit ratelimit.Limit, c ratelimit.Charge, reserved, actual int) (ratelimit.Result, error) {
 	l := s.l
@@ -46,12 +47,12 @@ func (s settler) Settle(ctx context.Context, key string, limit ratelimit.Limit, 
 	part, own := unmark(c)
 	if part == partSecondary {
 		if s.secondary == nil {
-			return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: Settle: the charge's part %q is none of this limiter's", ratelimit.ErrInvalidRequest, c.Part)
+			return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: Settle: the charge's part %q is none of this limiter's", args.ErrInvalidRequest, c.Part)
 		}
 		return s.secondary.Settle(ctx, key, l.share(limit), own, reserved, actual)
 	}
 	if part != "" && part != partPrimary {
-		return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: Settle: the charge's part %q is none of this limiter's", ratelimit.ErrInvalidRequest, c.Part)
+		return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: Settle: the charge's part %q is none of this limiter's", args.ErrInvalidRequest, c.Part)
 	}
 	var res ratelimit.Result
 	var err error

@@ -72,7 +72,7 @@ func TestSettleWhilePrimaryDown(t *testing.T) {
 	require.ErrorIs(t, err, fallback.ErrUnavailable)
 	require.Equal(t, 5-fallback.DefaultFailureThreshold, remaining(t, r.secondary, "k"))
 	_, err = settlerOf(t, r.l).Settle(ctx, "k", fiveAnHour, ratelimit.Charge{Part: "third"}, 1, 3)
-	require.ErrorIs(t, err, ratelimit.ErrInvalidRequest)
+	require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 }
 
 // TestSettlerOnlyWhenBothParts: a fallback has a Settler when both of its parts have one.

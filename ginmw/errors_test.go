@@ -34,7 +34,7 @@ func TestUnkeyedRequestsShareABucket(t *testing.T) {
 	}
 	assert.Equal(t, []int{200, 200, 429}, got)
 	require.Len(t, reported, 3)
-	assert.ErrorIs(t, reported[0], ratelimit.ErrKeyEmpty)
+	assert.ErrorIs(t, reported[0], ratelimit.ErrInvalidArgument)
 	assert.EqualError(t, reported[0],
 		`ginmw: no key, limiting as "unkeyed": ratelimit: empty key: header X-API-Key is missing or blank`)
 

@@ -116,7 +116,7 @@ func TestPeerWithoutIPIsLimitedUnkeyed(t *testing.T) {
 		{codes.ResourceExhausted, denial{30 * time.Second, "unkeyed", "rate limit \"default\" (2/min) exceeded"}, "30000"}}, got)
 	errs := rec.all()
 	require.Len(t, errs, 3)
-	assert.ErrorIs(t, errs[0], ratelimit.ErrKeyEmpty)
+	assert.ErrorIs(t, errs[0], ratelimit.ErrInvalidArgument)
 	assert.EqualError(t, errs[0], `grpcmw: no key, limiting as "unkeyed": ratelimit: empty key: gRPC peer "bufconn" is not an IP address`)
 }
 

@@ -15,7 +15,7 @@
 // a bucket even under the same key; two routes with the same limit do, unless the key
 // includes the route.
 //
-// A Func that cannot find its key returns an error wrapping ratelimit.ErrKeyEmpty, never a
+// A Func that cannot find its key returns an error wrapping ratelimit.ErrInvalidArgument, never a
 // panic; ginmw then limits the request under one key shared by every such request.
 //
 // # Security

@@ -5,14 +5,14 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 	"github.com/sluice-go/ratelimit/internal/clientip"
 	"github.com/sluice-go/ratelimit/internal/keypart"
 	"github.com/sluice-go/ratelimit/keyfuncs/httpkeys"
 )
 
 // Func returns the rate-limit key of a Gin request. An error, which wraps
-// ratelimit.ErrKeyEmpty, means the request has no key of this kind; see the package
+// ratelimit.ErrInvalidArgument, means the request has no key of this kind; see the package
 // documentation for what the middleware then does. A Func is a valid argument of
 // ginmw.WithKeyFunc.
 type Func func(c *gin.Context) (string, error)
@@ -46,7 +46,7 @@ func ClientIP(opts ...IPOption) Func {
 		// gin may return a platform header as the client sent it: not repeated in the error.
 		a, ok := clientip.ParseAddr(c.ClientIP())
 		if !ok {
-			return "", fmt.Errorf("%w: gin's ClientIP is not an IP address", ratelimit.ErrKeyEmpty)
+			return "", fmt.Errorf("%w: gin's ClientIP is not an IP address", args.ErrKeyEmpty)
 		}
 		return o.Key(a), nil
 	}

@@ -33,7 +33,7 @@ func newRouter(f keyfuncs.Func, setUser gin.HandlerFunc) *gin.Engine {
 	answer := func(c *gin.Context) {
 		key, err := f(c)
 		if err != nil {
-			if !errors.Is(err, ratelimit.ErrKeyEmpty) {
+			if !errors.Is(err, ratelimit.ErrInvalidArgument) {
 				c.String(http.StatusInternalServerError, "error does not wrap ErrKeyEmpty: %v", err)
 				return
 			}

@@ -41,7 +41,7 @@ func TestLimitAlgorithmIdentity(t *testing.T) {
 
 	// AllowAll refuses the implicit and explicit default together: one bucket twice.
 	_, err = l.AllowAll(ctx, []ratelimit.Request{{Key: "k", Limit: implicit}, {Key: "k", Limit: explicit}})
-	require.ErrorIs(t, err, ratelimit.ErrInvalidRequest)
+	require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 	// And decides a token bucket and a sliding log of one key together.
 	mr, err := l.AllowAll(ctx, []ratelimit.Request{{Key: "j", Limit: tokens}, {Key: "j", Limit: implicit}})
 	require.NoError(t, err)
@@ -85,12 +85,12 @@ func TestValidateLimitAlgorithm(t *testing.T) {
 		limit ratelimit.Limit
 		want  error
 	}{
-		{"LogBurstOnTokenBucket", tb, bigLog, ratelimit.ErrInvalidLimit},
+		{"LogBurstOnTokenBucket", tb, bigLog, ratelimit.ErrInvalidArgument},
 		{"LogBurstAsTokenBucket", tb, ratelimit.Limit{Rate: 1, Burst: ratelimit.MaxLogBurst + 1}, nil},
 		{"WarmTokenBucketOnFixedWindow", fw, warmTB, nil},
 		{"WarmDefaultOnFixedWindow", fw, warm, ratelimit.ErrNotSupported},
 		{"WarmFixedWindowOnTokenBucket", tb, warmFW, ratelimit.ErrNotSupported},
-		{"UnknownAlgorithm", tb, ratelimit.Limit{Rate: 1, Burst: 1, Algorithm: 99}, ratelimit.ErrInvalidLimit},
+		{"UnknownAlgorithm", tb, ratelimit.Limit{Rate: 1, Burst: 1, Algorithm: 99}, ratelimit.ErrInvalidArgument},
 		{"DefaultNotImplemented", odd, ratelimit.PerSecond(1), ratelimit.ErrNotSupported},
 		{"NamedOnOddDefault", odd, ratelimit.Limit{Rate: 1, Burst: 1, Algorithm: ratelimit.SlidingWindowCounter}, nil},
 	}

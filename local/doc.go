@@ -28,7 +28,7 @@
 // compare-and-swap; the other buckets, token buckets with a warm-up among them, decide under
 // a mutex of their own. The clock is read in whole microseconds, so a token bucket must hold
 // a microsecond's tokens (Burst ≥ Rate/10⁶): ValidateLimit and every call refuse a faster
-// one with ratelimit.ErrInvalidLimit, math.MaxFloat64 (x/time/rate's Inf) included.
+// one with ratelimit.ErrInvalidArgument, math.MaxFloat64 (x/time/rate's Inf) included.
 //
 // # Several limits at once, and priorities
 //

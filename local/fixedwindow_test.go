@@ -131,7 +131,7 @@ func TestWindowInvalidLimit(t *testing.T) {
 		defer l.Close()
 		for _, limit := range []ratelimit.Limit{{Rate: 3e6, Burst: 1}, {Rate: 1e-6, Burst: 9008}} {
 			_, err := l.Allow(context.Background(), "k", limit)
-			require.ErrorIs(t, err, ratelimit.ErrInvalidLimit, "%v %v", alg, limit)
+			require.ErrorIs(t, err, ratelimit.ErrInvalidArgument, "%v %v", alg, limit)
 		}
 		assert.Zero(t, l.Len())
 	}

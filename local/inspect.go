@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 )
 
 var _ ratelimit.Inspector = (*Limiter)(nil)
@@ -55,7 +56,7 @@ func (l *Limiter) Peek(ctx context.Context, key string, limit ratelimit.Limit, n
 // cannot undo.
 func (l *Limiter) Refund(ctx context.Context, key string, limit ratelimit.Limit, n int, c ratelimit.Charge) (ratelimit.Result, error) {
 	if n < 1 {
-		return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: n = %d", ratelimit.ErrInvalidCost, n)
+		return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: n = %d", args.ErrInvalidCost, n)
 	}
 	named, w, err := l.validate(key, limit, 1)
 	if err != nil {

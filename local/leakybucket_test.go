@@ -67,9 +67,9 @@ func TestLeakyBucketExtremes(t *testing.T) {
 	assert.Equal(t, 2*day, res.Delay)
 
 	_, err = h.Limiter.Allow(ctx, "faster", ratelimit.Limit{Rate: 1.5e6, Burst: 1})
-	require.ErrorIs(t, err, ratelimit.ErrInvalidLimit)
+	require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 	_, err = h.Limiter.Allow(ctx, "longer", ratelimit.Limit{Rate: 1.0 / 86400, Burst: longest + 1})
-	require.ErrorIs(t, err, ratelimit.ErrInvalidLimit, "a queue that drains in more than 2^53 µs")
+	require.ErrorIs(t, err, ratelimit.ErrInvalidArgument, "a queue that drains in more than 2^53 µs")
 }
 
 // TestLeakyBucketAllocatesNothing pins the shaper's hot path at zero allocations.

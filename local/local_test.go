@@ -354,7 +354,7 @@ func TestExtremeLimits(t *testing.T) {
 	// the one above, or a rate so small that the next token is past the largest Duration.
 	for _, limit := range []ratelimit.Limit{{Rate: 1.0 / 86400, Burst: 104250}, {Rate: 1e-300, Burst: 1}} {
 		res, err = l.Allow(ctx, "tiny", limit)
-		require.ErrorIs(t, err, ratelimit.ErrInvalidLimit, "%v", limit)
+		require.ErrorIs(t, err, ratelimit.ErrInvalidArgument, "%v", limit)
 		require.Equal(t, ratelimit.Result{Limit: limit}, res)
 	}
 }

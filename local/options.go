@@ -105,7 +105,7 @@ func WithMaxBuckets(n int) Option {
 // limits', every call under a limit that names no algorithm returns
 // ratelimit.ErrNotSupported; New panics on a value that is none of the constants. The
 // window algorithms also refuse, with
-// ratelimit.ErrInvalidLimit, a limit whose window is shorter than 1 µs or longer than 2⁵³ µs.
+// ratelimit.ErrInvalidArgument, a limit whose window is shorter than 1 µs or longer than 2⁵³ µs.
 func WithAlgorithm(a ratelimit.Algorithm) Option {
 	return func(o *options) {
 		if a == ratelimit.DefaultAlgorithm {

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 )
 
 var _ ratelimit.Settler = (*Limiter)(nil)
@@ -26,7 +27,7 @@ var _ ratelimit.Settler = (*Limiter)(nil)
 // at that priority.
 func (l *Limiter) Settle(ctx context.Context, key string, limit ratelimit.Limit, c ratelimit.Charge, reserved, actual int) (ratelimit.Result, error) {
 	if reserved < 0 || actual < 0 {
-		return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: local: Settle: reserved = %d, actual = %d", ratelimit.ErrInvalidCost, reserved, actual)
+		return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: local: Settle: reserved = %d, actual = %d", args.ErrInvalidCost, reserved, actual)
 	}
 	if actual < reserved {
 		return l.Refund(ctx, key, limit, reserved-actual, c)

@@ -11,7 +11,7 @@ var _ ratelimit.LimitValidator = (*Limiter)(nil)
 
 // ValidateLimit returns nil if the algorithm that would decide limit (its own, or the
 // limiter's default) accepts it, or an error wrapping
-// ratelimit.ErrInvalidLimit that says why not: limit.Validate's reasons, a token bucket that
+// ratelimit.ErrInvalidArgument that says why not: limit.Validate's reasons, a token bucket that
 // refills in less than 1 µs (see checkResolution), and the algorithm's own bounds (a sliding
 // log's ratelimit.MaxLogBurst, a window between 1 µs and 2⁵³ µs, a shaper's rate of at most
 // 10⁶ a second, as a warm-up's); or one wrapping ratelimit.ErrNotSupported for a warm-up on
@@ -51,12 +51,12 @@ func resolutionOK(limit ratelimit.Limit) bool {
 	return limit.Rate <= float64(limit.Burst)*1e6
 }
 
-// checkResolution returns an error wrapping ratelimit.ErrInvalidLimit when resolutionOK does
+// checkResolution returns an error wrapping ratelimit.ErrInvalidArgument when resolutionOK does
 // not hold.
 func checkResolution(limit ratelimit.Limit) error {
 	if !resolutionOK(limit) {
 		return fmt.Errorf("%w: burst/rate = %g s, the time a drained bucket takes to refill, is shorter than 1 µs, the clock's resolution: it would admit %d per µs, not %v per second; raise the burst to at least rate/10⁶",
-			ratelimit.ErrInvalidLimit, float64(limit.Burst)/limit.Rate, limit.Burst, limit.Rate)
+			args.ErrInvalidLimit, float64(limit.Burst)/limit.Rate, limit.Burst, limit.Rate)
 	}
 	return nil
 }

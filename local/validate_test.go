@@ -29,13 +29,13 @@ func TestRateBelowResolution(t *testing.T) {
 		{Rate: 1e300, Burst: ratelimit.MaxBurst},
 	} {
 		t.Run(limit.String(), func(t *testing.T) {
-			require.ErrorIs(t, l.ValidateLimit(limit), ratelimit.ErrInvalidLimit)
+			require.ErrorIs(t, l.ValidateLimit(limit), ratelimit.ErrInvalidArgument)
 			res, err := l.Allow(ctx, "k", limit)
-			require.ErrorIs(t, err, ratelimit.ErrInvalidLimit)
+			require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 			require.Equal(t, ratelimit.Result{Limit: limit}, res)
 			_, err = l.AllowAll(ctx, []ratelimit.Request{{Key: "k", Limit: limit}})
-			require.ErrorIs(t, err, ratelimit.ErrInvalidLimit)
-			require.ErrorIs(t, l.Wait(ctx, "k", limit), ratelimit.ErrInvalidLimit)
+			require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
+			require.ErrorIs(t, l.Wait(ctx, "k", limit), ratelimit.ErrInvalidArgument)
 		})
 	}
 	require.EqualError(t, l.ValidateLimit(ratelimit.Limit{Rate: 1e7, Burst: 9}),

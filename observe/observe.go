@@ -165,8 +165,8 @@ func (k ErrorKind) String() string {
 // their error policy, and fallback's breaker does not count it as a failure; both ask
 // Classify.
 var invalidInput = [...]error{
-	ratelimit.ErrKeyEmpty, ratelimit.ErrKeyTooLong, ratelimit.ErrInvalidLimit, ratelimit.ErrInvalidCost,
-	ratelimit.ErrExceedsBurst, ratelimit.ErrNotSupported, ratelimit.ErrInvalidState, ratelimit.ErrInvalidRequest,
+	ratelimit.ErrInvalidArgument, ratelimit.ErrExceedsBurst, ratelimit.ErrNotSupported,
+	ratelimit.ErrInvalidState,
 }
 
 // Classify returns the kind of err, an error a limiter returned for a call made with ctx,

@@ -55,15 +55,15 @@ func TestClassify(t *testing.T) {
 		{"nil", live, nil, observe.KindNone},
 		{"closed", live, ratelimit.ErrClosed, observe.KindClosed},
 		{"closed wrapped, caller gone", canceled, fmt.Errorf("x: %w", ratelimit.ErrClosed), observe.KindClosed},
-		{"empty key", live, ratelimit.ErrKeyEmpty, observe.KindInvalidInput},
-		{"long key", live, ratelimit.ErrKeyTooLong, observe.KindInvalidInput},
-		{"limit", live, fmt.Errorf("%w: burst 0", ratelimit.ErrInvalidLimit), observe.KindInvalidInput},
-		{"cost", live, ratelimit.ErrInvalidCost, observe.KindInvalidInput},
+		{"empty key", live, ratelimit.ErrInvalidArgument, observe.KindInvalidInput},
+		{"long key", live, ratelimit.ErrInvalidArgument, observe.KindInvalidInput},
+		{"limit", live, fmt.Errorf("%w: burst 0", ratelimit.ErrInvalidArgument), observe.KindInvalidInput},
+		{"cost", live, ratelimit.ErrInvalidArgument, observe.KindInvalidInput},
 		{"burst", live, ratelimit.ErrExceedsBurst, observe.KindInvalidInput},
 		{"not supported", live, ratelimit.ErrNotSupported, observe.KindInvalidInput},
 		{"bucket state", live, ratelimit.ErrInvalidState, observe.KindInvalidInput},
-		{"invalid request list", live, fmt.Errorf("distributed: %w", ratelimit.ErrInvalidRequest), observe.KindInvalidInput},
-		{"cross slot", live, fmt.Errorf("%w: keys in different hash slots", ratelimit.ErrInvalidRequest), observe.KindInvalidInput},
+		{"invalid request list", live, fmt.Errorf("distributed: %w", ratelimit.ErrInvalidArgument), observe.KindInvalidInput},
+		{"cross slot", live, fmt.Errorf("%w: keys in different hash slots", ratelimit.ErrInvalidArgument), observe.KindInvalidInput},
 		{"backend deadline", live, fmt.Errorf("redis: %w", ratelimit.ErrTimeout), observe.KindTimeout},
 		// The limiter's own context.WithTimeout passed while the caller's did not.
 		{"own deadline", live, fmt.Errorf("redis: %w", context.DeadlineExceeded), observe.KindTimeout},
@@ -181,7 +181,7 @@ func TestWrap(t *testing.T) {
 	}, d)
 
 	_, err = o.AllowN(ctx, "", limit, 1)
-	require.ErrorIs(t, err, ratelimit.ErrKeyEmpty)
+	require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 	_, err = o.AllowN(ctx, "client", limit, 3)
 	require.ErrorIs(t, err, ratelimit.ErrExceedsBurst)
 	require.NoError(t, o.Close())
@@ -194,7 +194,7 @@ func TestWrap(t *testing.T) {
 		kind observe.ErrorKind
 		cost int
 		err  error
-	}{{observe.KindInvalidInput, 1, ratelimit.ErrKeyEmpty}, {observe.KindInvalidInput, 3, ratelimit.ErrExceedsBurst}, {observe.KindClosed, 1, ratelimit.ErrClosed}} {
+	}{{observe.KindInvalidInput, 1, ratelimit.ErrInvalidArgument}, {observe.KindInvalidInput, 3, ratelimit.ErrExceedsBurst}, {observe.KindClosed, 1, ratelimit.ErrClosed}} {
 		d := rec.decisions[5+i]
 		assert.Equal(t, observe.OutcomeError, d.Outcome)
 		assert.Equal(t, want.kind, d.ErrorKind)
@@ -207,7 +207,7 @@ func TestWrap(t *testing.T) {
 	v, ok := ratelimit.As[ratelimit.LimitValidator](o)
 	require.True(t, ok)
 	require.NoError(t, v.ValidateLimit(limit))
-	require.ErrorIs(t, v.ValidateLimit(ratelimit.Limit{Rate: 1}), ratelimit.ErrInvalidLimit)
+	require.ErrorIs(t, v.ValidateLimit(ratelimit.Limit{Rate: 1}), ratelimit.ErrInvalidArgument)
 	assert.Panics(t, func() { observe.Wrap(nil, rec, "api") })
 	assert.Panics(t, func() { observe.Wrap(l, nil, "api") })
 }

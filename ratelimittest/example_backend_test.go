@@ -74,9 +74,9 @@ func (g *gcra) AllowN(_ context.Context, key string, limit ratelimit.Limit, n in
 func check(key string, limit ratelimit.Limit, n int) error {
 	switch {
 	case key == "":
-		return ratelimit.ErrKeyEmpty
+		return ratelimit.ErrInvalidArgument
 	case len(key) > ratelimit.MaxKeyLen:
-		return ratelimit.ErrKeyTooLong
+		return ratelimit.ErrInvalidArgument
 	}
 	if err := limit.Validate(); err != nil {
 		return err
@@ -85,9 +85,9 @@ func check(key string, limit ratelimit.Limit, n int) error {
 	case limit.Warmup != 0, limit.Algorithm != ratelimit.DefaultAlgorithm && limit.Algorithm != ratelimit.TokenBucket:
 		return ratelimit.ErrNotSupported
 	case refill < 1 || refill > maxUS:
-		return ratelimit.ErrInvalidLimit
+		return ratelimit.ErrInvalidArgument
 	case n < 1:
-		return ratelimit.ErrInvalidCost
+		return ratelimit.ErrInvalidArgument
 	case n > limit.Burst:
 		return ratelimit.ErrExceedsBurst
 	}

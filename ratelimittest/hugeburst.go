@@ -30,7 +30,7 @@ func hugeBurst(t testing.TB, h harness) {
 			continue
 		}
 		res, err := h.Limiter.AllowN(context.Background(), "huge", limit, 1)
-		require.ErrorIs(t, err, ratelimit.ErrInvalidLimit, "%v", limit)
+		require.ErrorIs(t, err, ratelimit.ErrInvalidArgument, "%v", limit)
 		require.Equal(t, ratelimit.Result{Limit: limit}, res)
 	}
 

@@ -182,7 +182,7 @@ func keepIdentity(t testing.TB, h harness) {
 
 // keepRefused: KeepUsage with a warm-up is not supported (ratelimit.ErrNotSupported), at
 // decision time and, for a LimitValidator, before; nor is a token bucket above 10⁶ tokens a
-// second (ratelimit.ErrInvalidLimit), which no Redis backend accepts anyway.
+// second (ratelimit.ErrInvalidArgument), which no Redis backend accepts anyway.
 func keepRefused(t testing.TB, h harness) {
 	warm := ratelimit.Limit{Rate: 10, Burst: 10, Warmup: time.Second, Algorithm: ratelimit.TokenBucket, KeepUsage: true}
 	fast := ratelimit.Limit{Rate: 2e6, Burst: 2e6, Algorithm: ratelimit.TokenBucket, KeepUsage: true}
@@ -192,7 +192,7 @@ func keepRefused(t testing.TB, h harness) {
 	for _, c := range []struct {
 		limit ratelimit.Limit
 		want  error
-	}{{warm, ratelimit.ErrNotSupported}, {fast, ratelimit.ErrInvalidLimit}} {
+	}{{warm, ratelimit.ErrNotSupported}, {fast, ratelimit.ErrInvalidArgument}} {
 		res, err := h.Limiter.Allow(context.Background(), "refused", c.limit)
 		require.ErrorIs(t, err, c.want, "%v", c.limit)
 		require.False(t, res.Allowed)
@@ -229,7 +229,7 @@ func keepAllowAll(t testing.TB, h harness) {
 	require.True(t, got.Allowed)
 	require.Zero(t, got.Remaining)
 	mr, err = ml.AllowAll(ctx, []ratelimit.Request{{Key: "y", Limit: a}, {Key: "y", Limit: b}})
-	require.ErrorIs(t, err, ratelimit.ErrInvalidRequest)
+	require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 	require.False(t, mr.Allowed)
 }
 

@@ -187,7 +187,7 @@ func mixedAllowAllTwice(t testing.TB, h harness) {
 	mr, err := ml.AllowAll(context.Background(), []ratelimit.Request{
 		{Key: "k", Limit: limit, Name: "implicit"}, {Key: "k", Limit: named(limit, h.Algorithm), Name: "explicit"},
 	})
-	require.ErrorIs(t, err, ratelimit.ErrInvalidRequest)
+	require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 	assert.False(t, mr.Allowed)
 	assert.Equal(t, 1, mr.Binding)
 	if _, ok := ratelimit.As[ratelimit.Inspector](h.Limiter); ok {

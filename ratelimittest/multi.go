@@ -113,11 +113,11 @@ func multiBadInput(t testing.TB, h harness) {
 		reqs []ratelimit.Request
 		want error
 	}{
-		{"Empty", nil, ratelimit.ErrInvalidRequest},
-		{"EmptyKey", []ratelimit.Request{good, {Limit: limit, Name: "nokey"}}, ratelimit.ErrKeyEmpty},
-		{"InvalidLimit", []ratelimit.Request{good, {Key: "secret-user-7", Limit: ratelimit.Limit{Rate: 1}, Name: "bad"}}, ratelimit.ErrInvalidLimit},
-		{"NegativeCost", []ratelimit.Request{good, {Key: "secret-user-8", Limit: limit, N: -1, Name: "neg"}}, ratelimit.ErrInvalidCost},
-		{"Twice", []ratelimit.Request{good, good}, ratelimit.ErrInvalidRequest},
+		{"Empty", nil, ratelimit.ErrInvalidArgument},
+		{"EmptyKey", []ratelimit.Request{good, {Limit: limit, Name: "nokey"}}, ratelimit.ErrInvalidArgument},
+		{"InvalidLimit", []ratelimit.Request{good, {Key: "secret-user-7", Limit: ratelimit.Limit{Rate: 1}, Name: "bad"}}, ratelimit.ErrInvalidArgument},
+		{"NegativeCost", []ratelimit.Request{good, {Key: "secret-user-8", Limit: limit, N: -1, Name: "neg"}}, ratelimit.ErrInvalidArgument},
+		{"Twice", []ratelimit.Request{good, good}, ratelimit.ErrInvalidArgument},
 	}
 	for _, tt := range cases { // no subtests: a rule may run in a synctest bubble
 		mr, err := ml.AllowAll(context.Background(), tt.reqs)

@@ -125,12 +125,12 @@ func quotaPriority(t testing.TB, h harness) {
 // Limit.Validate, ValidateLimit and every call.
 func quotaUnknownZone(t testing.TB, h harness) {
 	limit := ratelimit.Quota(1, ratelimit.Period{Unit: ratelimit.Day, Zone: "Mars/Olympus_Mons"})
-	require.ErrorIs(t, limit.Validate(), ratelimit.ErrInvalidLimit)
+	require.ErrorIs(t, limit.Validate(), ratelimit.ErrInvalidArgument)
 	if v, ok := ratelimit.As[ratelimit.LimitValidator](h.Limiter); ok {
-		require.ErrorIs(t, v.ValidateLimit(limit), ratelimit.ErrInvalidLimit)
+		require.ErrorIs(t, v.ValidateLimit(limit), ratelimit.ErrInvalidArgument)
 	}
 	res, err := h.Limiter.Allow(context.Background(), "zone", limit)
-	require.ErrorIs(t, err, ratelimit.ErrInvalidLimit)
+	require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 	require.Equal(t, ratelimit.Result{Limit: limit}, res)
 }
 

@@ -75,12 +75,12 @@ func settleInvalid(t testing.TB, h harness) {
 	limit := ratelimit.Limit{Rate: 1, Burst: 2}
 	for _, c := range []struct{ reserved, actual int }{{-1, 1}, {1, -1}} {
 		_, err := s.Settle(ctx, "k", limit, ratelimit.Charge{}, c.reserved, c.actual)
-		require.ErrorIs(t, err, ratelimit.ErrInvalidCost, "%+v", c)
+		require.ErrorIs(t, err, ratelimit.ErrInvalidArgument, "%+v", c)
 	}
 	_, err := s.Settle(ctx, "", limit, ratelimit.Charge{}, 1, 2)
-	require.ErrorIs(t, err, ratelimit.ErrKeyEmpty)
+	require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 	_, err = s.Settle(ctx, "k", ratelimit.Limit{Rate: 1}, ratelimit.Charge{}, 1, 2)
-	require.ErrorIs(t, err, ratelimit.ErrInvalidLimit)
+	require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 }
 
 // settleOverrun: Rate 1/s, Burst 2. A request reserving 1 token costs 4: the bucket is 4
@@ -212,7 +212,7 @@ func inspector(t testing.TB, h harness) ratelimit.Inspector {
 
 // errClass names the sentinel an error wraps, for comparing two backends' refusals.
 func errClass(err error) string {
-	for _, e := range []error{ratelimit.ErrExceedsBurst, ratelimit.ErrNotSupported, ratelimit.ErrInvalidCost} {
+	for _, e := range []error{ratelimit.ErrExceedsBurst, ratelimit.ErrNotSupported, ratelimit.ErrInvalidArgument} {
 		if errors.Is(err, e) {
 			return e.Error()
 		}

@@ -148,13 +148,13 @@ func logMaxBurst(t testing.TB, h harness) {
 
 	tooLarge := ratelimit.Limit{Rate: 1, Burst: ratelimit.MaxLogBurst + 1}
 	res, err := h.Limiter.Allow(ctx, "max", tooLarge)
-	require.ErrorIs(t, err, ratelimit.ErrInvalidLimit)
+	require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 	require.EqualError(t, err, "ratelimit: invalid limit: burst 10001 is above the sliding window log's maximum of 10000 (ratelimit.MaxLogBurst)")
 	require.Equal(t, ratelimit.Result{Limit: tooLarge}, res)
 
 	tooLong := ratelimit.Limit{Rate: 1e-6, Burst: 9008} // W = 9008·10¹² µs > 2^53
 	_, err = h.Limiter.Allow(ctx, "max", tooLong)
-	require.ErrorIs(t, err, ratelimit.ErrInvalidLimit)
+	require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 }
 
 // logModelRule plays a long random timeline against the reference model.

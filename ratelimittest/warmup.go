@@ -174,7 +174,7 @@ func warmBucketIdentity(t testing.TB, h harness) {
 }
 
 // warmInvalid: a warm-up that Limit.Validate refuses, or a rate above 10⁶ a second with a
-// warm-up, is ratelimit.ErrInvalidLimit, before anything is decided.
+// warm-up, is ratelimit.ErrInvalidArgument, before anything is decided.
 func warmInvalid(t testing.TB, h harness) {
 	for _, limit := range []ratelimit.Limit{
 		{Rate: 1, Burst: 1, Warmup: -time.Second},
@@ -183,10 +183,10 @@ func warmInvalid(t testing.TB, h harness) {
 		{Rate: 2e6, Burst: 1, Warmup: time.Second},
 	} {
 		res, err := h.Limiter.Allow(context.Background(), "bad", limit)
-		require.ErrorIs(t, err, ratelimit.ErrInvalidLimit, "%v", limit)
+		require.ErrorIs(t, err, ratelimit.ErrInvalidArgument, "%v", limit)
 		require.Equal(t, ratelimit.Result{Limit: limit}, res)
 		if v, ok := ratelimit.As[ratelimit.LimitValidator](h.Limiter); ok {
-			require.ErrorIs(t, v.ValidateLimit(limit), ratelimit.ErrInvalidLimit, "%v", limit)
+			require.ErrorIs(t, v.ValidateLimit(limit), ratelimit.ErrInvalidArgument, "%v", limit)
 		}
 	}
 	if v, ok := ratelimit.As[ratelimit.LimitValidator](h.Limiter); ok {

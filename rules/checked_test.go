@@ -44,10 +44,10 @@ func TestRulesCheckedByTheirMiddlewares(t *testing.T) {
 	httpmw.New(red, httpmw.WithRules(live)) // a second middleware, on Redis
 	err = live.Load("v4.json", policyOf("4", "20000/h"))
 	require.ErrorIs(t, err, rules.ErrInvalid)
-	require.ErrorIs(t, err, ratelimit.ErrInvalidLimit)
+	require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 	assert.Contains(t, err.Error(), `v4.json: httpmw: policy "login": limit 20000/h keep-usage: `)
 	err = live.Load("v5.json", policyOf("5", "10001/h sliding-log"))
-	require.ErrorIs(t, err, ratelimit.ErrInvalidLimit)
+	require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 	assert.Len(t, multiple(err), 2, "both middlewares refuse it")
 	assert.Equal(t, "3", live.Set().Version, "the set in force stays")
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 )
 
 // HTTPKey makes a key function of rules from one over the *http.Request (such as
@@ -30,6 +30,6 @@ func GRPCKey(f func(ctx context.Context, fullMethod string) (string, error)) Key
 }
 
 var (
-	errNotHTTP = ratelimit.ErrKeyEmpty // an HTTP key function asked of a gRPC call: no key
-	errNotGRPC = ratelimit.ErrKeyEmpty
+	errNotHTTP = args.ErrKeyEmpty // an HTTP key function asked of a gRPC call: no key
+	errNotGRPC = args.ErrKeyEmpty
 )

@@ -31,5 +31,5 @@ func TestQuotaPolicy(t *testing.T) {
 	}, live.Set().AppendLimits(nil, rules.FromHTTP(req, "")))
 
 	err := live.Load("rules.json", []byte(`{"default": "plan", "policies": {"plan": {"limits": ["1/day@Mars/Olympus"], "key": "user"}}}`))
-	require.ErrorIs(t, err, ratelimit.ErrInvalidLimit)
+	require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 }

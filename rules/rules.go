@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 )
 
 // Request is what rules read of a request, whatever its framework: FromHTTP and FromGRPC
@@ -110,10 +111,10 @@ type Policy struct {
 
 // KeyOf returns r's key under p: the value of p's key function. A policy with no Key has
 // no function of its own (the middleware finds its key): KeyOf fails with
-// ratelimit.ErrKeyEmpty.
+// ratelimit.ErrInvalidArgument.
 func (p *Policy) KeyOf(r Request) (string, error) {
 	if p.key == nil {
-		return "", ratelimit.ErrKeyEmpty
+		return "", args.ErrKeyEmpty
 	}
 	return p.key(r)
 }

@@ -472,7 +472,7 @@ func TestGRPCRequest(t *testing.T) {
 	// An HTTP key function has no key for a call, and a gRPC one none for an HTTP request.
 	_, err = rules.GRPCKey(func(context.Context, string) (string, error) { return "c", nil })(
 		rules.FromHTTP(httptest.NewRequest(http.MethodGet, "/", nil), "GET /"))
-	assert.ErrorIs(t, err, ratelimit.ErrKeyEmpty)
+	assert.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 }
 
 // On net/http the route is the pattern http.ServeMux routed the request by, when the
@@ -530,7 +530,7 @@ func TestMiddlewareKey(t *testing.T) {
   "rules": [{"match": {"route": "GET /both"}, "policy": "both"}]}`)))
 	p, _ := live.Set().Policy("all")
 	_, err := p.KeyOf(rules.Request{})
-	require.ErrorIs(t, err, ratelimit.ErrKeyEmpty, "no key function of its own")
+	require.ErrorIs(t, err, ratelimit.ErrInvalidArgument, "no key function of its own")
 
 	mux := http.NewServeMux()
 	ok := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})

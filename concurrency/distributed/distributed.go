@@ -16,6 +16,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/concurrency/local"
+	"github.com/sluice-go/ratelimit/internal/args"
 	"github.com/sluice-go/ratelimit/internal/breaker"
 	"github.com/sluice-go/ratelimit/internal/nilarg"
 )
@@ -143,8 +144,8 @@ const (
 // release in this process wakes the first waiter at once, one in another process through
 // Redis pub/sub; without a wake-up the first waiter asks again every WithPoll. When Redis
 // cannot answer it degrades to this instance's share of max, or returns the error
-// (WithOnFailure). The errors wrap ratelimit.ErrKeyEmpty, ratelimit.ErrKeyTooLong,
-// ratelimit.ErrInvalidLimit (max < 1), ratelimit.ErrClosed, concurrency.ErrQueueFull,
+// (WithOnFailure). The errors wrap ratelimit.ErrInvalidArgument (an empty or too long key,
+// max < 1), ratelimit.ErrClosed, concurrency.ErrQueueFull,
 // ctx.Err(), ratelimit.ErrInvalidState (the key holds something else) and, with
 // ReturnError, ratelimit.ErrTimeout (Redis did not answer within WithTimeout) or the
 // client's error.
@@ -293,11 +294,11 @@ func (l *Limiter) check(ctx context.Context, key string, max int) error {
 	case l.closed.Load():
 		return errClosed
 	case key == "":
-		return fmt.Errorf("distributed: %w", ratelimit.ErrKeyEmpty)
+		return fmt.Errorf("distributed: %w", args.ErrKeyEmpty)
 	case len(key) > ratelimit.MaxKeyLen:
-		return fmt.Errorf("distributed: %w", ratelimit.ErrKeyTooLong)
+		return fmt.Errorf("distributed: %w", args.ErrKeyTooLong)
 	case max < 1:
-		return fmt.Errorf("distributed: max %d: %w", max, ratelimit.ErrInvalidLimit)
+		return fmt.Errorf("distributed: max %d: %w", max, args.ErrInvalidLimit)
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("distributed: %w", err)

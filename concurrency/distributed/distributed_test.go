@@ -260,9 +260,9 @@ func TestErrorsClassify(t *testing.T) {
 	t.Run("invalid", func(t *testing.T) {
 		l := newLimiter(t, client)
 		_, err := l.Acquire(t.Context(), "", 1)
-		assert.ErrorIs(t, err, ratelimit.ErrKeyEmpty)
+		assert.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 		_, _, err = l.TryAcquire(t.Context(), "k", 0)
-		assert.ErrorIs(t, err, ratelimit.ErrInvalidLimit)
+		assert.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 	})
 	t.Run("noeviction", func(t *testing.T) {
 		// Redis out of memory refuses the admitting ZADD, the script's first write: the

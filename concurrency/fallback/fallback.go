@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/concurrency"
+	"github.com/sluice-go/ratelimit/internal/args"
 	"github.com/sluice-go/ratelimit/internal/breaker"
 	"github.com/sluice-go/ratelimit/internal/nilarg"
 )
@@ -184,11 +185,11 @@ func (l *Limiter) check(ctx context.Context, key string, max int) error {
 	case l.closed.Load():
 		return fmt.Errorf("fallback: %w", ratelimit.ErrClosed)
 	case key == "":
-		return fmt.Errorf("fallback: %w", ratelimit.ErrKeyEmpty)
+		return fmt.Errorf("fallback: %w", args.ErrKeyEmpty)
 	case len(key) > ratelimit.MaxKeyLen:
-		return fmt.Errorf("fallback: %w", ratelimit.ErrKeyTooLong)
+		return fmt.Errorf("fallback: %w", args.ErrKeyTooLong)
 	case max < 1:
-		return fmt.Errorf("fallback: max %d: %w", max, ratelimit.ErrInvalidLimit)
+		return fmt.Errorf("fallback: max %d: %w", max, args.ErrInvalidLimit)
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("fallback: %w", err)

@@ -225,9 +225,9 @@ func TestArguments(t *testing.T) {
 		max  int
 		want error
 	}{
-		{"", 1, ratelimit.ErrKeyEmpty},
-		{string(make([]byte, ratelimit.MaxKeyLen+1)), 1, ratelimit.ErrKeyTooLong},
-		{"k", 0, ratelimit.ErrInvalidLimit},
+		{"", 1, ratelimit.ErrInvalidArgument},
+		{string(make([]byte, ratelimit.MaxKeyLen+1)), 1, ratelimit.ErrInvalidArgument},
+		{"k", 0, ratelimit.ErrInvalidArgument},
 	} {
 		_, err := r.l.Acquire(t.Context(), tc.key, tc.max)
 		assert.ErrorIs(t, err, tc.want)

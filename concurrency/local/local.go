@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/concurrency"
+	"github.com/sluice-go/ratelimit/internal/args"
 )
 
 // Keys are split into shards so that callers of different keys rarely meet on a lock. A
@@ -97,8 +98,8 @@ func New(opts ...Option) *Limiter {
 // at once when one is free and nobody waits, otherwise after waiting in the key's queue
 // (WithQueue). It blocks no goroutine but the caller's. With WithAdaptive, max is the
 // most the key's limit may rise to, and the limit in force is the adaptive one (Limit).
-// The errors wrap ratelimit.ErrKeyEmpty, ratelimit.ErrKeyTooLong, ratelimit.ErrInvalidLimit
-// (max < 1), ratelimit.ErrClosed, concurrency.ErrQueueFull or ctx.Err().
+// The errors wrap ratelimit.ErrInvalidArgument (an empty or too long key, max < 1),
+// ratelimit.ErrClosed, concurrency.ErrQueueFull or ctx.Err().
 func (l *Limiter) Acquire(ctx context.Context, key string, max int) (concurrency.Permit, error) {
 	if err := l.check(ctx, key, max); err != nil {
 		return concurrency.Permit{}, err
@@ -202,11 +203,11 @@ func (l *Limiter) check(ctx context.Context, key string, max int) error {
 	case l.closed.Load():
 		return errClosed
 	case key == "":
-		return fmt.Errorf("local: %w", ratelimit.ErrKeyEmpty)
+		return fmt.Errorf("local: %w", args.ErrKeyEmpty)
 	case len(key) > ratelimit.MaxKeyLen:
-		return fmt.Errorf("local: %w", ratelimit.ErrKeyTooLong)
+		return fmt.Errorf("local: %w", args.ErrKeyTooLong)
 	case max < 1:
-		return fmt.Errorf("local: max %d: %w", max, ratelimit.ErrInvalidLimit)
+		return fmt.Errorf("local: max %d: %w", max, args.ErrInvalidLimit)
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("local: %w", err)

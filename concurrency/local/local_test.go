@@ -290,10 +290,10 @@ func TestInvalidArguments(t *testing.T) {
 		max  int
 		want error
 	}{
-		{"empty key", t.Context(), "", 1, ratelimit.ErrKeyEmpty},
-		{"key too long", t.Context(), strings.Repeat("k", ratelimit.MaxKeyLen+1), 1, ratelimit.ErrKeyTooLong},
-		{"zero max", t.Context(), "k", 0, ratelimit.ErrInvalidLimit},
-		{"negative max", t.Context(), "k", -1, ratelimit.ErrInvalidLimit},
+		{"empty key", t.Context(), "", 1, ratelimit.ErrInvalidArgument},
+		{"key too long", t.Context(), strings.Repeat("k", ratelimit.MaxKeyLen+1), 1, ratelimit.ErrInvalidArgument},
+		{"zero max", t.Context(), "k", 0, ratelimit.ErrInvalidArgument},
+		{"negative max", t.Context(), "k", -1, ratelimit.ErrInvalidArgument},
 		{"ended context", done, "k", 1, context.Canceled},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -41,7 +41,7 @@ func CheckDefault(a ratelimit.Algorithm) error {
 }
 
 // CheckAlgorithm returns nil when limit suits algorithm a, beyond what Check verifies, or an
-// error wrapping ratelimit.ErrInvalidLimit, or ratelimit.ErrNotSupported for a warm-up on an
+// error wrapping ratelimit.ErrInvalidArgument, or ratelimit.ErrNotSupported for a warm-up on an
 // algorithm without one (see CheckWarmup). Both backends call it after Check, so that they
 // reject the same limits with the same errors before doing any work.
 func CheckAlgorithm(a ratelimit.Algorithm, limit ratelimit.Limit) error {
@@ -61,7 +61,7 @@ func CheckAlgorithm(a ratelimit.Algorithm, limit ratelimit.Limit) error {
 	case ratelimit.LeakyBucket:
 		if limit.Rate > MaxShapingRate {
 			return fmt.Errorf("%w: rate %v is above the leaky bucket's maximum of %v per second: it spaces requests by whole microseconds",
-				ratelimit.ErrInvalidLimit, limit.Rate, MaxShapingRate)
+				ErrInvalidLimit, limit.Rate, MaxShapingRate)
 		}
 		return checkRefill(limit)
 	case ratelimit.TokenBucket:
@@ -70,14 +70,14 @@ func CheckAlgorithm(a ratelimit.Algorithm, limit ratelimit.Limit) error {
 	return nil
 }
 
-// checkRefill returns an error wrapping ratelimit.ErrInvalidLimit when a drained bucket of
+// checkRefill returns an error wrapping ratelimit.ErrInvalidArgument when a drained bucket of
 // limit would take longer than MaxWindow µs to refill: τ = Burst/Rate. The Redis scripts
 // count time in tokens, and their clock (µs since 2020 plus τ, in tokens) then holds whole
 // microseconds no longer; and a Result cannot say so long a wait on every backend alike.
 func checkRefill(limit ratelimit.Limit) error {
 	if !RefillOK(limit) {
 		return fmt.Errorf("%w: burst/rate = %g s, the time a drained bucket takes to refill, is longer than 2^53 µs (285 years)",
-			ratelimit.ErrInvalidLimit, float64(limit.Burst)/limit.Rate)
+			ErrInvalidLimit, float64(limit.Burst)/limit.Rate)
 	}
 	return nil
 }
@@ -87,7 +87,7 @@ func checkRefill(limit ratelimit.Limit) error {
 func LogWindow(limit ratelimit.Limit) (int64, error) {
 	if limit.Burst > ratelimit.MaxLogBurst {
 		return 0, fmt.Errorf("%w: burst %d is above the sliding window log's maximum of %d (ratelimit.MaxLogBurst)",
-			ratelimit.ErrInvalidLimit, limit.Burst, ratelimit.MaxLogBurst)
+			ErrInvalidLimit, limit.Burst, ratelimit.MaxLogBurst)
 	}
 	return Window(limit)
 }
@@ -102,7 +102,7 @@ func RefillOK(limit ratelimit.Limit) bool {
 
 // CheckWarmup returns nil when limit has no warm-up, or one that algorithm a implements: an
 // error wrapping ratelimit.ErrNotSupported for any algorithm but the token bucket, and one
-// wrapping ratelimit.ErrInvalidLimit for a rate above MaxWarmupRate.
+// wrapping ratelimit.ErrInvalidArgument for a rate above MaxWarmupRate.
 func CheckWarmup(a ratelimit.Algorithm, limit ratelimit.Limit) error {
 	switch {
 	case limit.Warmup == 0:
@@ -111,7 +111,7 @@ func CheckWarmup(a ratelimit.Algorithm, limit ratelimit.Limit) error {
 		return fmt.Errorf("%w: a warm-up with %v: only the token bucket has one", ratelimit.ErrNotSupported, a)
 	case limit.Rate > MaxWarmupRate:
 		return fmt.Errorf("%w: rate %v is above the warm-up's maximum of %v per second",
-			ratelimit.ErrInvalidLimit, limit.Rate, MaxWarmupRate)
+			ErrInvalidLimit, limit.Rate, MaxWarmupRate)
 	}
 	return nil
 }

@@ -41,7 +41,7 @@ func TestCheckAlgorithm(t *testing.T) {
 			assert.NoError(t, err, "%v %v", c.a, c.limit)
 			continue
 		}
-		require.ErrorIs(t, err, ratelimit.ErrInvalidLimit)
+		require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 		assert.EqualError(t, err, c.text)
 	}
 }
@@ -53,7 +53,7 @@ func TestCheckWarmup(t *testing.T) {
 	require.NoError(t, CheckAlgorithm(ratelimit.TokenBucket, warm))
 	require.NoError(t, CheckAlgorithm(ratelimit.TokenBucket, ratelimit.Limit{Rate: MaxWarmupRate, Burst: 1, Warmup: time.Second}))
 	err := CheckAlgorithm(ratelimit.TokenBucket, ratelimit.Limit{Rate: 2e6, Burst: 1, Warmup: time.Second})
-	require.ErrorIs(t, err, ratelimit.ErrInvalidLimit)
+	require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 	assert.EqualError(t, err, "ratelimit: invalid limit: rate 2e+06 is above the warm-up's maximum of 1e+06 per second")
 	for _, a := range []ratelimit.Algorithm{ratelimit.FixedWindow, ratelimit.SlidingWindowLog,
 		ratelimit.SlidingWindowCounter, ratelimit.LeakyBucket} {

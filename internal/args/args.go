@@ -8,22 +8,38 @@ import (
 	"github.com/sluice-go/ratelimit"
 )
 
+// The wrappings of ratelimit.ErrInvalidArgument that say which argument is wrong, the same
+// for every backend of this module (the root package's own for a Limit: Limit.Validate).
+var (
+	ErrKeyEmpty       error = invalid("ratelimit: empty key")
+	ErrKeyTooLong     error = invalid("ratelimit: key too long")
+	ErrInvalidLimit   error = invalid("ratelimit: invalid limit")
+	ErrInvalidCost    error = invalid("ratelimit: invalid cost")
+	ErrInvalidRequest error = invalid("ratelimit: invalid request list")
+)
+
+// invalid is a ratelimit.ErrInvalidArgument that names the argument in its own words.
+type invalid string
+
+func (e invalid) Error() string      { return string(e) }
+func (invalid) Is(target error) bool { return target == ratelimit.ErrInvalidArgument }
+
 // Check returns nil when key, limit and n make a valid AllowN call, or else the first error
-// of: ratelimit.ErrKeyEmpty, ratelimit.ErrKeyTooLong, ratelimit.ErrInvalidLimit,
-// ratelimit.ErrInvalidCost (n < 1), ratelimit.ErrExceedsBurst (n > limit.Burst), the last
-// four wrapped with the offending values.
+// of: ErrKeyEmpty, ErrKeyTooLong, the limit's (Limit.Validate), ErrInvalidCost (n < 1),
+// ratelimit.ErrExceedsBurst (n > limit.Burst), the last four wrapped with the offending
+// values.
 func Check(key string, limit ratelimit.Limit, n int) error {
 	if key == "" {
-		return ratelimit.ErrKeyEmpty
+		return ErrKeyEmpty
 	}
 	if len(key) > ratelimit.MaxKeyLen {
-		return fmt.Errorf("%w: %d bytes, more than %d", ratelimit.ErrKeyTooLong, len(key), ratelimit.MaxKeyLen)
+		return fmt.Errorf("%w: %d bytes, more than %d", ErrKeyTooLong, len(key), ratelimit.MaxKeyLen)
 	}
 	if err := limit.Validate(); err != nil {
 		return err
 	}
 	if n < 1 {
-		return fmt.Errorf("%w: n = %d", ratelimit.ErrInvalidCost, n)
+		return fmt.Errorf("%w: n = %d", ErrInvalidCost, n)
 	}
 	if n > limit.Burst {
 		return fmt.Errorf("%w: n = %d, burst %d", ratelimit.ErrExceedsBurst, n, limit.Burst)

@@ -22,10 +22,10 @@ func TestCheck(t *testing.T) {
 		{"k", ok, 1, nil, ""},
 		{"k", ok, 3, nil, ""},
 		// The key is checked first, then the limit, then the cost.
-		{"", ratelimit.Limit{}, 0, ratelimit.ErrKeyEmpty, "ratelimit: empty key"},
-		{"k", ratelimit.Limit{Rate: math.NaN(), Burst: 1}, 0, ratelimit.ErrInvalidLimit,
+		{"", ratelimit.Limit{}, 0, ratelimit.ErrInvalidArgument, "ratelimit: empty key"},
+		{"k", ratelimit.Limit{Rate: math.NaN(), Burst: 1}, 0, ratelimit.ErrInvalidArgument,
 			"ratelimit: invalid limit: rate NaN is not a finite number greater than zero"},
-		{"k", ok, 0, ratelimit.ErrInvalidCost, "ratelimit: invalid cost: n = 0"},
+		{"k", ok, 0, ratelimit.ErrInvalidArgument, "ratelimit: invalid cost: n = 0"},
 		{"k", ok, 4, ratelimit.ErrExceedsBurst, "ratelimit: cost exceeds burst: n = 4, burst 3"},
 	}
 	for _, c := range cases {
@@ -91,6 +91,6 @@ func TestWindow(t *testing.T) {
 		{Rate: 1e-6, Burst: 9008}, // just above 2^53 µs
 	} {
 		_, err := Window(bad)
-		require.ErrorIs(t, err, ratelimit.ErrInvalidLimit, "%v", bad)
+		require.ErrorIs(t, err, ratelimit.ErrInvalidArgument, "%v", bad)
 	}
 }

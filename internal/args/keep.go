@@ -14,7 +14,7 @@ const MaxKeepRate = 1e6
 
 // CheckKeep returns nil when limit has no KeepUsage, or one that algorithm a carries: an
 // error wrapping ratelimit.ErrNotSupported with a warm-up, whose cold start has no usage
-// to carry, and one wrapping ratelimit.ErrInvalidLimit for a token bucket above
+// to carry, and one wrapping ratelimit.ErrInvalidArgument for a token bucket above
 // MaxKeepRate.
 func CheckKeep(a ratelimit.Algorithm, limit ratelimit.Limit) error {
 	switch {
@@ -24,7 +24,7 @@ func CheckKeep(a ratelimit.Algorithm, limit ratelimit.Limit) error {
 		return fmt.Errorf("%w: KeepUsage with a warm-up", ratelimit.ErrNotSupported)
 	case a == ratelimit.TokenBucket && limit.Rate > MaxKeepRate:
 		return fmt.Errorf("%w: rate %v is above the maximum of %v per second of a token bucket with KeepUsage",
-			ratelimit.ErrInvalidLimit, limit.Rate, MaxKeepRate)
+			ErrInvalidLimit, limit.Rate, MaxKeepRate)
 	}
 	return nil
 }

@@ -20,7 +20,7 @@ func TestCheckKeep(t *testing.T) {
 	require.ErrorIs(t, CheckKeep(ratelimit.TokenBucket, warm), ratelimit.ErrNotSupported)
 	require.ErrorIs(t, CheckAlgorithm(ratelimit.TokenBucket, warm), ratelimit.ErrNotSupported)
 	fast := ratelimit.Limit{Rate: 2e6, Burst: 1e6, KeepUsage: true}
-	require.ErrorIs(t, CheckKeep(ratelimit.TokenBucket, fast), ratelimit.ErrInvalidLimit)
+	require.ErrorIs(t, CheckKeep(ratelimit.TokenBucket, fast), ratelimit.ErrInvalidArgument)
 	require.NoError(t, CheckKeep(ratelimit.FixedWindow, fast))
 	fast.KeepUsage = false
 	require.NoError(t, CheckKeep(ratelimit.TokenBucket, fast))

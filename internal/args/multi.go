@@ -16,7 +16,7 @@ import (
 // or -1 and nil. check(i) checks reqs[i].
 func CheckAll(pkg string, reqs []ratelimit.Request, def ratelimit.Algorithm, check func(i int) error) (int, error) {
 	if len(reqs) == 0 {
-		return -1, fmt.Errorf("%s: %w: no requests", pkg, ratelimit.ErrInvalidRequest)
+		return -1, fmt.Errorf("%s: %w: no requests", pkg, ErrInvalidRequest)
 	}
 	for i := range reqs {
 		r := &reqs[i]
@@ -31,10 +31,10 @@ func CheckAll(pkg string, reqs []ratelimit.Request, def ratelimit.Algorithm, che
 			err = fmt.Errorf("%w: AllowAll of a limit with a warm-up", ratelimit.ErrNotSupported)
 		}
 		if err == nil && r.N < 0 {
-			err = fmt.Errorf("%w: n = %d", ratelimit.ErrInvalidCost, r.N)
+			err = fmt.Errorf("%w: n = %d", ErrInvalidCost, r.N)
 		}
 		if err == nil && repeats(reqs[:i], r, def) {
-			err = fmt.Errorf("%w: the same key and limit twice", ratelimit.ErrInvalidRequest)
+			err = fmt.Errorf("%w: the same key and limit twice", ErrInvalidRequest)
 		}
 		if err != nil {
 			return i, fmt.Errorf("%s: request %d (%q): %w", pkg, i, r.Name, err)

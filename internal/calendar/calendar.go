@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 )
 
 // Bounds returns the period of p holding the instant u (Unix µs) in loc, the location of
@@ -111,7 +112,7 @@ type zone struct {
 }
 
 // Load returns the location named name and its number, or an error wrapping
-// ratelimit.ErrInvalidLimit for a zone the database lacks.
+// ratelimit.ErrInvalidArgument for a zone the database lacks.
 func (z *Zones) Load(name string) (*time.Location, uint32, error) {
 	if v, ok := z.m.Load(name); ok {
 		zn := v.(zone)
@@ -119,7 +120,7 @@ func (z *Zones) Load(name string) (*time.Location, uint32, error) {
 	}
 	loc, err := time.LoadLocation(name)
 	if err != nil || name == "Local" {
-		return nil, 0, fmt.Errorf("%w: time zone %q: not in the time zone database (import time/tzdata to embed one)", ratelimit.ErrInvalidLimit, name)
+		return nil, 0, fmt.Errorf("%w: time zone %q: not in the time zone database (import time/tzdata to embed one)", args.ErrInvalidLimit, name)
 	}
 	z.mu.Lock()
 	defer z.mu.Unlock()

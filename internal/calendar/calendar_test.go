@@ -129,6 +129,6 @@ func TestZones(t *testing.T) {
 	assert.Equal(t, uint32(1), id)
 	for _, bad := range []string{"Mars/Olympus_Mons", "Local"} {
 		_, _, err = z.Load(bad)
-		assert.ErrorIs(t, err, ratelimit.ErrInvalidLimit, bad)
+		assert.ErrorIs(t, err, ratelimit.ErrInvalidArgument, bad)
 	}
 }

@@ -164,7 +164,7 @@ func TestOptions(t *testing.T) {
 	r := httptest.NewRequest(http.MethodGet, "/", nil)
 	r.RemoteAddr = "alice@example.com"
 	_, err := o.RequestKey(r)
-	require.ErrorIs(t, err, ratelimit.ErrKeyEmpty)
+	require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 	assert.EqualError(t, err, "ratelimit: empty key: remote address is not an IP address")
 
 	o.Trust(netip.MustParsePrefix("10.0.0.0/8"), netip.Prefix{})

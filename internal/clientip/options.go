@@ -6,7 +6,7 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 )
 
 // Options is how a key function finds and groups a client's address. The public packages
@@ -102,12 +102,12 @@ func (o Options) RequestKeyParts(r *http.Request) (prefix, value string, ok bool
 }
 
 // RequestKey returns the key of the client behind r (see Client), or an error wrapping
-// ratelimit.ErrKeyEmpty when r.RemoteAddr is not an IP address. The error does not repeat
+// ratelimit.ErrInvalidArgument when r.RemoteAddr is not an IP address. The error does not repeat
 // r.RemoteAddr, which whatever set it may have filled with a client's data.
 func (o Options) RequestKey(r *http.Request) (string, error) {
 	a, ok := o.Client(r)
 	if !ok {
-		return "", fmt.Errorf("%w: remote address is not an IP address", ratelimit.ErrKeyEmpty)
+		return "", fmt.Errorf("%w: remote address is not an IP address", args.ErrKeyEmpty)
 	}
 	return o.Key(a), nil
 }

@@ -107,7 +107,7 @@ func TestContextValue(t *testing.T) {
 		{1.5, `ratelimit: empty key: context value "user": value of type float64 cannot be a key: use a string, an integer or a fmt.Stringer`},
 	} {
 		_, err := ContextValue("user", tt.in, `context value "user"`)
-		require.ErrorIs(t, err, ratelimit.ErrKeyEmpty)
+		require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 		assert.EqualError(t, err, tt.want)
 	}
 }
@@ -122,14 +122,14 @@ func TestCompose(t *testing.T) {
 	assert.Equal(t, "a:x%257Cy|b:x%257Cy", got) // each part "a:x%7Cy", escaped once more by Join
 
 	_, err = Compose("p", []fn{label("a"), empty})("x")
-	assert.ErrorIs(t, err, ratelimit.ErrKeyEmpty)
+	assert.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 	assert.EqualError(t, err, "ratelimit: empty key: part 1 of Compose is empty")
 
 	got, err = Hashed("p", []byte("k"), fn(func(string) (string, error) { return "ip:192.0.2.1", nil }))("")
 	require.NoError(t, err)
 	assert.Equal(t, "h:#avoJEoIKCspjgRPYJH1IFA", got) // as in TestHash
 	_, err = Hashed("p", nil, empty)("")
-	assert.ErrorIs(t, err, ratelimit.ErrKeyEmpty)
+	assert.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 
 	// The caller's slice is copied: changing it later changes nothing.
 	fs := []fn{label("a")}

@@ -177,7 +177,7 @@ type crossEnv struct {
 	kind   backendKind
 	alg    ratelimit.Algorithm
 	redis  ratelimit.Limiter // onRedis, onFallback: the Redis limiter; onFallbackDegraded: one that cannot reach Redis
-	serial int
+	serial int               // the case's number in its env, which names its key
 }
 
 // limiter returns the limiter of one case, and its clock when it has one to move.
@@ -229,6 +229,8 @@ func TestCrossFeatures(t *testing.T) {
 	}
 	algorithms := []ratelimit.Algorithm{ratelimit.TokenBucket, ratelimit.FixedWindow, ratelimit.SlidingWindowLog,
 		ratelimit.SlidingWindowCounter, ratelimit.LeakyBucket, ratelimit.CalendarQuota}
+	// Every case runs in parallel with the others: each has a key of its own (serial), and
+	// a limiter of its own but for the Redis limiter of its env, which is safe to share.
 	for _, kind := range []backendKind{onLocal, onRedis, onRedisClientClock, onFallback, onFallbackDegraded} {
 		for _, alg := range algorithms {
 			env := &crossEnv{kind: kind, alg: alg}
@@ -245,8 +247,13 @@ func TestCrossFeatures(t *testing.T) {
 					if fs&withCost != 0 && alg == ratelimit.LeakyBucket {
 						continue // bursts of 1: see crossLimits
 					}
+					env.serial++
+					c := *env
 					name := fmt.Sprintf("%v/%v/%s/%v", kind, alg, tg.name, fs)
-					t.Run(name, func(t *testing.T) { env.run(t, tg, fs) })
+					t.Run(name, func(t *testing.T) {
+						t.Parallel()
+						c.run(t, tg, fs)
+					})
 				}
 			}
 		}
@@ -299,7 +306,6 @@ func (m *crossModel) binding(p ratelimit.Priority, charged []int) (int, int) {
 }
 
 func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
-	e.serial++
 	key := fmt.Sprintf("cross-%d", e.serial)
 	l, clock := e.limiter(t)
 	tight, loose, changed := crossLimits(e.alg)

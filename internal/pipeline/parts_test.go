@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -38,7 +39,7 @@ func TestKeyParts(t *testing.T) {
 		{"parts, shadow", "192.0.2.1", true, false, "default#shadow|ip:192.0.2.1", "ip:192.0.2.1", 1, nil},
 		{"no parts", "noparts", false, false, "default|ip:noparts", "ip:noparts", 2, nil},
 		{"the user's key", "192.0.2.1", false, true, "default|user:192.0.2.1", "user:192.0.2.1", 2, nil},
-		{"too long", long, false, false, "default|" + UnkeyedKey, UnkeyedKey, -1, ratelimit.ErrKeyTooLong},
+		{"too long", long, false, false, "default|" + UnkeyedKey, UnkeyedKey, -1, ratelimit.ErrInvalidArgument},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,7 +55,8 @@ func TestKeyParts(t *testing.T) {
 			require.NoError(t, err)
 
 			var d Decision
-			require.True(t, p.prepare(tt.r, &d))
+			_, _, ok := p.prepare(context.Background(), tt.r, &d)
+			require.True(t, ok)
 			assert.Equal(t, tt.wantBucket, d.bucket)
 			assert.Equal(t, tt.wantKey, d.Key)
 			if tt.wantErr != nil {
@@ -64,7 +66,7 @@ func TestKeyParts(t *testing.T) {
 				assert.Equal(t, bucket.Name{Policy: d.Policy, Shadow: tt.shadow}.Key(d.Key), d.bucket)
 			}
 			if tt.wantAllocs >= 0 {
-				assert.Equal(t, tt.wantAllocs, testing.AllocsPerRun(100, func() { p.prepare(tt.r, &Decision{}) }))
+				assert.Equal(t, tt.wantAllocs, testing.AllocsPerRun(100, func() { p.prepare(context.Background(), tt.r, &Decision{}) }))
 			}
 		})
 	}

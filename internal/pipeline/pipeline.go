@@ -104,8 +104,8 @@ type Pipeline[R any] struct {
 	// one it lacks.
 	multi     ratelimit.MultiLimiter
 	inspector ratelimit.Inspector
-	settler   ratelimit.Settler // WithSettle's, when asked for
 	validator ratelimit.LimitValidator
+	settler   ratelimit.Settler // WithSettle's, when asked for
 	opts      Options[R]
 	onError   func(R, error) error
 	prefix    string
@@ -151,6 +151,31 @@ const (
 // neither zero nor accepted by l, or rules in force that l cannot decide; and makes every
 // later set of the rules pass the same check to come into force (see checkRules).
 func New[R any](prefix string, l ratelimit.Limiter, o *Options[R], onError func(R, error) error) (*Pipeline[R], error) {
+	l, err := o.rateLimiter(l)
+	if err != nil {
+		return nil, err
+	}
+	p := &Pipeline[R]{limiter: l, onError: onError, prefix: prefix, epoch: time.Now(), shadowBudget: shadowBudget}
+	if err := p.capabilities(o); err != nil {
+		return nil, err
+	}
+	if o.Shadow && !o.styleSet {
+		o.Style = headers.StyleNone
+	}
+	p.opts = *o
+	if o.Rules != nil {
+		if err := p.requireRules(o.Rules); err != nil {
+			return nil, fmt.Errorf("WithRules: the set in force: %w", err)
+		}
+	}
+	p.observe(o.Observer)
+	return p, nil
+}
+
+// rateLimiter returns the limiter of o's rate limits, l, or nil when o gives none and only
+// the permits of WithConcurrency limit requests; an error for options that cannot work: a nil
+// limiter, a nil observer, two options in conflict, no limit at all.
+func (o *Options[R]) rateLimiter(l ratelimit.Limiter) (ratelimit.Limiter, error) {
 	rateless := o.Limit == nil && o.Limits == nil && o.Rules == nil
 	if nilarg.Is(l) && !(rateless && o.Concurrency != nil) {
 		return nil, errors.New("nil Limiter")
@@ -161,54 +186,54 @@ func New[R any](prefix string, l ratelimit.Limiter, o *Options[R], onError func(
 	if err := o.conflicts(); err != nil {
 		return nil, err
 	}
-	if rateless && o.Concurrency == nil {
+	switch {
+	case !rateless:
+		return l, nil
+	case o.Concurrency == nil:
 		return nil, ErrNoLimit
 	}
-	if rateless {
-		l = nil // a typed nil: no rate limit, only the permits of WithConcurrency
+	return nil, nil // a typed nil: no rate limit, only the permits of WithConcurrency
+}
+
+// capabilities finds the capabilities of p's limiter that o needs, through any wrapper
+// (ratelimit.As), once; an error names an option the limiter cannot serve, or a fixed limit
+// it refuses.
+func (p *Pipeline[R]) capabilities(o *Options[R]) error {
+	l := p.limiter
+	p.multi, _ = ratelimit.As[ratelimit.MultiLimiter](l)
+	p.inspector, _ = ratelimit.As[ratelimit.Inspector](l)
+	p.validator, _ = ratelimit.As[ratelimit.LimitValidator](l)
+	if o.Limits != nil && p.multi == nil {
+		return fmt.Errorf("WithLimits: %T does not decide several limits at once (ratelimit.MultiLimiter)", l)
 	}
-	// Capabilities are found through any wrapper (ratelimit.As), once.
-	multi, _ := ratelimit.As[ratelimit.MultiLimiter](l)
-	inspector, _ := ratelimit.As[ratelimit.Inspector](l)
-	validator, _ := ratelimit.As[ratelimit.LimitValidator](l)
-	if o.Limits != nil && multi == nil {
-		return nil, fmt.Errorf("WithLimits: %T does not decide several limits at once (ratelimit.MultiLimiter)", l)
+	if o.Rules != nil && p.multi == nil {
+		return fmt.Errorf("WithRules: %T does not decide several limits at once (ratelimit.MultiLimiter), which a policy may have", l)
 	}
-	if o.Rules != nil && multi == nil {
-		return nil, fmt.Errorf("WithRules: %T does not decide several limits at once (ratelimit.MultiLimiter), which a policy may have", l)
+	if o.Refund != nil && p.inspector == nil {
+		return fmt.Errorf("WithRefundIf: %T cannot refund (ratelimit.Inspector)", l)
 	}
-	if o.Refund != nil && inspector == nil {
-		return nil, fmt.Errorf("WithRefundIf: %T cannot refund (ratelimit.Inspector)", l)
+	var err error
+	if p.settler, err = settlerFor(l, o.Settle != nil); err != nil {
+		return err
 	}
-	settler, err := settlerFor(l, o.Settle != nil)
-	if err != nil {
-		return nil, err
+	return o.check(p.validator)
+}
+
+// observe sets p to tell o, WithObserver's observer, of each decision: see ask and
+// reportPermit.
+func (p *Pipeline[R]) observe(o observe.Observer) {
+	if p.observer = observe.Join(o); p.observer == nil {
+		return
 	}
-	if err := o.check(validator); err != nil {
-		return nil, err
+	p.clock = observe.NewStopwatch(p.observer)
+	p.backend = "none"
+	if p.limiter != nil {
+		p.backend = observe.BackendName(p.limiter)
 	}
-	if o.Shadow && !o.styleSet {
-		o.Style = headers.StyleNone
+	p.origin, _ = ratelimit.As[observe.OriginReporter](p.limiter)
+	if p.opts.Concurrency != nil {
+		p.permitBackend = observe.BackendName(p.opts.Concurrency)
 	}
-	p := &Pipeline[R]{limiter: l, multi: multi, inspector: inspector, validator: validator, settler: settler, opts: *o,
-		onError: onError, prefix: prefix, epoch: time.Now(), shadowBudget: shadowBudget}
-	if o.Rules != nil {
-		if err := p.requireRules(o.Rules); err != nil {
-			return nil, fmt.Errorf("WithRules: the set in force: %w", err)
-		}
-	}
-	if p.observer = observe.Join(o.Observer); p.observer != nil {
-		p.clock = observe.NewStopwatch(p.observer)
-		p.backend = "none"
-		if l != nil {
-			p.backend = observe.BackendName(l)
-		}
-		p.origin, _ = ratelimit.As[observe.OriginReporter](l)
-		if o.Concurrency != nil {
-			p.permitBackend = observe.BackendName(o.Concurrency)
-		}
-	}
-	return p, nil
 }
 
 // Style returns the header style of d's answer: none for a shadow decision, unless the

@@ -9,7 +9,7 @@
 // gRPC; the address handling is shared with keyfuncs and keyfuncs/httpkeys.
 //
 // A Func that cannot find its key (a peer without an IP address, such as a Unix socket or
-// bufconn; missing metadata) returns an error wrapping ratelimit.ErrKeyEmpty, which names
+// bufconn; missing metadata) returns an error wrapping ratelimit.ErrInvalidArgument, which names
 // the peer's network ("unix"), never its address.
 //
 // # Security

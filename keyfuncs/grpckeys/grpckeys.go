@@ -10,13 +10,13 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 
-	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 	"github.com/sluice-go/ratelimit/internal/clientip"
 	"github.com/sluice-go/ratelimit/internal/keypart"
 )
 
 // Func returns the rate-limit key of a gRPC call, given the call's context and its full
-// method name ("/package.Service/Method"). An error wraps ratelimit.ErrKeyEmpty.
+// method name ("/package.Service/Method"). An error wraps ratelimit.ErrInvalidArgument.
 type Func func(ctx context.Context, fullMethod string) (string, error)
 
 // PeerIP returns a Func that keys a call by the IP address of its peer, from
@@ -37,11 +37,11 @@ func PeerIP(opts ...IPOption) Func {
 	return func(ctx context.Context, _ string) (string, error) {
 		p, ok := peer.FromContext(ctx)
 		if !ok || p == nil || p.Addr == nil {
-			return "", fmt.Errorf("%w: no gRPC peer in the context", ratelimit.ErrKeyEmpty)
+			return "", fmt.Errorf("%w: no gRPC peer in the context", args.ErrKeyEmpty)
 		}
 		a, ok := addrOf(p.Addr)
 		if !ok {
-			return "", fmt.Errorf("%w: gRPC peer %s is not an IP address", ratelimit.ErrKeyEmpty, network(p.Addr))
+			return "", fmt.Errorf("%w: gRPC peer %s is not an IP address", args.ErrKeyEmpty, network(p.Addr))
 		}
 		return o.Key(a), nil
 	}
@@ -104,7 +104,7 @@ func Metadata(name string) Func {
 				return keypart.Label(label, v), nil
 			}
 		}
-		return "", fmt.Errorf("%w: metadata %s is missing or blank", ratelimit.ErrKeyEmpty, label)
+		return "", fmt.Errorf("%w: metadata %s is missing or blank", args.ErrKeyEmpty, label)
 	}
 }
 
@@ -126,7 +126,7 @@ func ContextValue(label string, key any) Func {
 func FullMethod() Func {
 	return func(_ context.Context, fullMethod string) (string, error) {
 		if fullMethod == "" {
-			return "", fmt.Errorf("%w: empty gRPC method name", ratelimit.ErrKeyEmpty)
+			return "", fmt.Errorf("%w: empty gRPC method name", args.ErrKeyEmpty)
 		}
 		return keypart.Label("rpc", fullMethod), nil
 	}

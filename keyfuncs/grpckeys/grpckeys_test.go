@@ -76,7 +76,7 @@ func TestPeerIP(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := grpckeys.PeerIP(tt.opts...)(tt.ctx, "/pkg.Svc/Get")
 			if tt.err {
-				require.ErrorIs(t, err, ratelimit.ErrKeyEmpty)
+				require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 				assert.Equal(t, "ratelimit: empty key: "+tt.want, err.Error())
 				return
 			}
@@ -123,7 +123,7 @@ func TestValues(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := tt.f(tt.ctx, "/pkg.Svc/Get")
 			if err != nil {
-				require.True(t, errors.Is(err, ratelimit.ErrKeyEmpty))
+				require.True(t, errors.Is(err, ratelimit.ErrInvalidArgument))
 				got = "error: " + err.Error()
 			}
 			assert.Equal(t, tt.want, got)

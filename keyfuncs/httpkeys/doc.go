@@ -20,7 +20,7 @@
 //
 // # Errors
 //
-// A Func that cannot find its key returns an error wrapping ratelimit.ErrKeyEmpty, never a
+// A Func that cannot find its key returns an error wrapping ratelimit.ErrInvalidArgument, never a
 // panic and never an empty key with a nil error. The middleware of this module limits such
 // requests under one key shared by all of them, so that a client cannot escape its limit by
 // leaving the key out; a middleware of your own should not let them through unlimited

@@ -8,7 +8,7 @@ import (
 )
 
 // Func returns the rate-limit key of an HTTP request. An error, which wraps
-// ratelimit.ErrKeyEmpty, means the request has no key of this kind. A Func's keys are
+// ratelimit.ErrInvalidArgument, means the request has no key of this kind. A Func's keys are
 // never longer than ratelimit.MaxKeyLen.
 type Func func(r *http.Request) (string, error)
 

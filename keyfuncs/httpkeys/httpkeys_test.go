@@ -17,12 +17,12 @@ import (
 )
 
 // answer is a handler that writes the key f finds, or "error: " and the error. An error that
-// does not wrap ratelimit.ErrKeyEmpty is a 500, which the helpers below reject.
+// does not wrap ratelimit.ErrInvalidArgument is a 500, which the helpers below reject.
 func answer(f httpkeys.Func) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, err := f(r)
 		switch {
-		case err != nil && !errors.Is(err, ratelimit.ErrKeyEmpty):
+		case err != nil && !errors.Is(err, ratelimit.ErrInvalidArgument):
 			http.Error(w, "error does not wrap ErrKeyEmpty: "+err.Error(), http.StatusInternalServerError)
 		case err != nil:
 			fmt.Fprintf(w, "error: %v", err)
@@ -128,7 +128,7 @@ func TestValues(t *testing.T) {
 // Outside a ServeMux, or in a middleware that wraps the mux, a request has no pattern.
 func TestPatternEmpty(t *testing.T) {
 	_, err := httpkeys.Pattern()(httptest.NewRequest(http.MethodGet, "/v1/items/1", nil))
-	require.ErrorIs(t, err, ratelimit.ErrKeyEmpty)
+	require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 	assert.EqualError(t, err, "ratelimit: empty key: the request matched no ServeMux pattern")
 }
 

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 	"github.com/sluice-go/ratelimit/internal/keypart"
 )
 
@@ -21,7 +21,7 @@ func Header(name string) Func {
 	return func(r *http.Request) (string, error) {
 		v := strings.TrimSpace(r.Header.Get(name))
 		if v == "" {
-			return "", fmt.Errorf("%w: header %s is missing or blank", ratelimit.ErrKeyEmpty, name)
+			return "", fmt.Errorf("%w: header %s is missing or blank", args.ErrKeyEmpty, name)
 		}
 		return keypart.Label(label, v), nil
 	}
@@ -62,7 +62,7 @@ func Method() Func {
 func Pattern() Func {
 	return func(r *http.Request) (string, error) {
 		if r.Pattern == "" {
-			return "", fmt.Errorf("%w: the request matched no ServeMux pattern", ratelimit.ErrKeyEmpty)
+			return "", fmt.Errorf("%w: the request matched no ServeMux pattern", args.ErrKeyEmpty)
 		}
 		return keypart.Label("pattern", r.Pattern), nil
 	}
