@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluice-go/ratelimit/internal/nilarg"
+	"github.com/sluice-go/ratelimit/internal/testhook"
 )
 
 // Client is the one thing a Limiter asks of a Redis client when it is not a go-redis one
@@ -22,7 +24,7 @@ type Client interface {
 	// Eval runs the script src, whose SHA1 in hex is sha, on keys and args, and appends
 	// the integers it answered to dst: one for an integer, each of an array's. It runs
 	// EVALSHA and, when the server lacks the script (NOSCRIPT), loads it or runs EVAL.
-	// args hold strings, ints, int64s and float64s, the last formatted as
+	// args hold strings, []byte, ints, int64s and float64s, the last formatted as
 	// strconv.FormatFloat(f, 'f', -1, 64) does. On a sharded client, keys all lie in one
 	// hash slot and the call goes to its master.
 	Eval(ctx context.Context, sha, src string, keys []string, args []any, dst []int64) ([]int64, error)
@@ -95,4 +97,10 @@ func (l *Limiter) load(ctx context.Context, script *redis.Script) error {
 		return l.seam.Load(ctx, source(script))
 	}
 	return script.Load(ctx, l.client).Err()
+}
+
+func init() {
+	testhook.DistributedClock = func(now func() time.Time) any {
+		return Option(func(o *options) { o.now, o.skew = now, time.Hour })
+	}
 }
