@@ -5,7 +5,8 @@
 #             (a Gin service whose limits all come from a reloaded rules.yaml),
 #             examples/production/ (the recommended setup, against a real Redis), faults/,
 #             which stops and slows real Redis servers under load, and
-#             prommetrics/, the Prometheus collector; internal/release builds the modules as a user gets them),
+#             prommetrics/, the Prometheus collector, valkeyclient/, the backends on valkey-go;
+#             internal/release builds the modules as a user gets them),
 #             then the Redis-facing packages again on Valkey (valkey-server for redis-server).
 # make bench — the benchmarks, ours and the peers' (bench/ is a module of its own);
 # make bench-rls — rls/bench/: ratelimit-server beside envoyproxy/ratelimit.
@@ -33,6 +34,7 @@ test: redis
 	cd prommetrics && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 	cd rls && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 	cd rls/bench && $(GO) vet ./...
+	cd valkeyclient && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 	$(GO) test -race -count=1 ./...
 	@$(MAKE) --no-print-directory valkey
 
@@ -43,6 +45,7 @@ valkey: redis
 	@command -v valkey-server >/dev/null 2>&1 || { echo "valkey-server is not in PATH and could not be installed (make redis): the Valkey step cannot run."; exit 1; }
 	REDISTEST_SERVER=valkey-server $(GO) test -race -count=1 $(VALKEY_PACKAGES)
 	cd faults && REDISTEST_SERVER=valkey-server $(GO) test -race -count=1 -run 'Failover' ./...
+	cd valkeyclient && REDISTEST_SERVER=valkey-server $(GO) test -race -count=1 ./...
 
 # Our own benchmarks, then the comparison with other limiters (figures: docs/performance.md).
 bench:

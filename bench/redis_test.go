@@ -108,7 +108,9 @@ func redisContenders() []redisContender {
 	for _, a := range redisAlgorithms {
 		cs = append(cs, redisContender{"ours-" + a.String(), true, openRedisOurs(a)})
 	}
-	return append(cs, redisContender{"redis_rate", true, openRedisRate}, redisContender{"evalsha", false, openEvalSHA})
+	return append(cs, redisContender{"ours-valkey", true, openValkeyOurs},
+		redisContender{"redis_rate", true, openRedisRate}, redisContender{"evalsha", false, openEvalSHA},
+		redisContender{"evalsha-valkey", false, openValkeyEvalSHA})
 }
 
 // openRedisOurs is distributed.New with its defaults, the "ratelimit:" prefix and a 50 ms
@@ -202,7 +204,8 @@ func dbSize(b *testing.B, srv *redistest.Server) int64 {
 // buckets each contender then makes the first time one of its benchmarks runs: every round
 // after that starts from state its traffic allows (allow's burst of 10⁹ outlasts them all).
 // The contenders' keys do not collide: ours writes "ratelimit:<key>:<tag>:<rate>:<burst>",
-// with a tag per algorithm (tb, fw, swc, ...), redis_rate "rate:<key>", evalsha nothing.
+// with a tag per algorithm (tb, fw, swc, ...), redis_rate "rate:<key>", evalsha nothing;
+// ours-valkey "valkey:<key>:tb:...".
 func BenchmarkRedis(b *testing.B) {
 	srv := redistest.NewServer(b)
 	pinRedis(b, srv)

@@ -35,7 +35,7 @@ func (l *Limiter) Check(ctx context.Context) error {
 			if s == nil {
 				continue
 			}
-			if err := s.Load(ctx, l.client).Err(); err != nil {
+			if err := l.load(ctx, s); err != nil {
 				done <- err
 				return
 			}

@@ -26,7 +26,8 @@ const MaxRate = 1e6
 // service shares them. Each decision is one atomic Lua script run on one key, timed by the
 // Redis clock. It is safe for concurrent use.
 type Limiter struct {
-	client    redis.Scripter
+	client    redis.Scripter // the go-redis client (New), or nil
+	seam      Client         // the Client (NewWith), or nil
 	prefix    string
 	timeout   time.Duration
 	bound     *bound // the deadline of timeout, or nil for none
@@ -90,6 +91,11 @@ func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 	if nilarg.Is(client) {
 		return nil, errors.New("distributed: New: nil client")
 	}
+	return newLimiter(client, nil, opts)
+}
+
+// newLimiter returns a Limiter on client, a go-redis one (New), or on seam (NewWith).
+func newLimiter(client redis.Scripter, seam Client, opts []Option) (*Limiter, error) {
 	o := defaultOptions()
 	for _, opt := range opts {
 		if opt != nil {
@@ -104,27 +110,31 @@ func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 	}
 	l := &Limiter{
 		client:    client,
+		seam:      seam,
 		prefix:    o.prefix,
 		timeout:   o.timeout,
 		algorithm: o.algorithm,
 		now:       o.now,
 		skew:      o.skew.Milliseconds(),
-		sharded:   sharded(client),
 		crossSlot: o.crossSlot,
 		reserves:  o.reserves,
-		guard:     !honoursContext(client),
 		stop:      make(chan struct{}),
 	}
 	if l.timeout > 0 {
 		l.bound = newBound(l.timeout)
 	}
+	l.quota, l.keepQuota = l.newQuota(quotaTag, quotaScript), l.newQuota(keepQuotaTag, keepQuotaScript)
+	if seam != nil {
+		l.sharded = seam.Sharded()
+		return l, nil
+	}
+	l.sharded, l.guard = sharded(client), !honoursContext(client)
 	if p, ok := client.(pipeliner); ok {
 		l.batch = &batcher{client: p, bound: l.bound}
 	}
 	if c, ok := client.(*redis.ClusterClient); ok {
 		l.reload = c.ReloadState
 	}
-	l.quota, l.keepQuota = l.newQuota(quotaTag, quotaScript), l.newQuota(keepQuotaTag, keepQuotaScript)
 	l.proc, _ = client.(processor)
 	watchDials(client, &l.netErr)
 	return l, nil
@@ -446,11 +456,15 @@ type processor interface {
 	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
-// eval runs script on Redis as redis.Script.Run does (EVALSHA, then EVAL if Redis has lost
-// the script) and returns its integers. With r and a client that can process a command, the
+// eval is the script call, the seam of every script the limiter runs: through the Client
+// of NewWith, or on the go-redis client as redis.Script.Run does (EVALSHA, then EVAL if
+// Redis has lost the script), returning its integers. With r and a client that can process a command, the
 // EVALSHA is built in r and its answer read into r.vals: the allocations of the command's
 // arguments and of the answer's slice are r's.
 func (l *Limiter) eval(ctx context.Context, script *redis.Script, keys []string, argv []any, r *request) ([]int64, error) {
+	if l.seam != nil {
+		return l.evalWith(ctx, script, keys, argv, r)
+	}
 	if r == nil || l.proc == nil {
 		return script.Run(ctx, l.client, keys, argv...).Int64Slice()
 	}

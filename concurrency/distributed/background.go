@@ -120,7 +120,7 @@ func (l *Limiter) renewAll() {
 				args = append(args, ls.id[:])
 			}
 			var dl deadline
-			lost, err = renewScript.Run(bounded(l.life, l.bgBound, &dl), l.client, []string{rkey}, args...).Int64Slice()
+			lost, err = l.run(bounded(l.life, l.bgBound, &dl), renewScript, rkey, args)
 		}
 		l.mu.Lock()
 		for _, ls := range set {
@@ -142,8 +142,8 @@ func (l *Limiter) renewAll() {
 // the share of max while Redis cannot answer (WithInstances).
 func (l *Limiter) refreshMembers() {
 	var dl deadline
-	n, err := membersScript.Run(bounded(l.life, l.bgBound, &dl), l.client, []string{l.prefix}, l.ttlArg, l.idArg).Int64()
-	if err == nil && n > 0 {
-		l.members.Store(n)
+	n, err := l.run(bounded(l.life, l.bgBound, &dl), membersScript, l.prefix, []any{l.ttlArg, l.idArg})
+	if err == nil && len(n) == 1 && n[0] > 0 {
+		l.members.Store(n[0])
 	}
 }

@@ -116,9 +116,22 @@ func (l *Limiter) eval(ctx context.Context, bound time.Duration, ls *lease, scri
 	return n, nil
 }
 
-// evalBounded runs the command args of script on ctx: through Process when the client has
-// it (loading the script on NOSCRIPT), otherwise through script.Run.
+// evalBounded runs the command args of script on ctx: through the Client of NewWith, or
+// through Process when the client has it (loading the script on NOSCRIPT), otherwise
+// through script.Run.
 func (l *Limiter) evalBounded(ctx context.Context, script *redis.Script, args []any) (int64, error) {
+	if l.seam != nil {
+		var dst [1]int64
+		keys := [1]string{args[3].(string)}
+		vals, err := l.seam.Eval(ctx, script.Hash(), source(script), keys[:], args[4:], dst[:0])
+		if err == nil && len(vals) != 1 {
+			err = fmt.Errorf("the script returned %d values, want 1", len(vals))
+		}
+		if err != nil {
+			return 0, err
+		}
+		return vals[0], nil
+	}
 	if l.proc == nil {
 		keys := []string{args[3].(string)}
 		return script.Run(ctx, l.client, keys, args[4:]...).Int64()

@@ -25,8 +25,9 @@ import (
 // service shares them. Each acquisition is one atomic Lua script on one key, timed by the
 // Redis clock; each release is another. It is safe for concurrent use.
 type Limiter struct {
-	client    redis.Scripter
-	proc      processor // client's Process, when it has one: the allocation-free path
+	client    redis.Scripter // the go-redis client (New), or nil
+	seam      Client         // the Client (NewWith), or nil
+	proc      processor      // client's Process, when it has one: the allocation-free path
 	prefix    string
 	ttl       time.Duration
 	ttlArg    any // ttl in microseconds, boxed once
@@ -78,6 +79,11 @@ func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 	if nilarg.Is(client) {
 		return nil, errors.New("distributed: New: nil client")
 	}
+	return newLimiter(client, nil, opts)
+}
+
+// newLimiter returns a Limiter on client, a go-redis one (New), or on seam (NewWith).
+func newLimiter(client redis.Scripter, seam Client, opts []Option) (*Limiter, error) {
 	o := defaultOptions()
 	for _, opt := range opts {
 		if opt != nil {
@@ -89,6 +95,7 @@ func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 	}
 	l := &Limiter{
 		client:    client,
+		seam:      seam,
 		prefix:    o.prefix,
 		ttl:       o.ttl,
 		ttlArg:    o.ttl.Microseconds(),

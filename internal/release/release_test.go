@@ -32,6 +32,7 @@ var published = []struct{ dir, pkg string }{
 	{"prommetrics", "prommetrics"},
 	{"rules/rulesyaml", "rules/rulesyaml"},
 	{"rls", "rls"},
+	{"valkeyclient", "valkeyclient"},
 }
 
 // The root module's packages a user's program imports beside the nested modules' (which
