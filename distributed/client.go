@@ -3,12 +3,12 @@ package distributed
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluice-go/ratelimit/internal/nilarg"
+	"github.com/sluice-go/ratelimit/internal/scriptsrc"
 	"github.com/sluice-go/ratelimit/internal/testhook"
 )
 
@@ -53,34 +53,6 @@ func NewWith(c Client, opts ...Option) (*Limiter, error) {
 	return newLimiter(nil, c, opts)
 }
 
-// sources holds the text of each script the Limiter has run through a Client, by script:
-// a redis.Script keeps its text to itself and gives it only to a redis.Scripter, which
-// source is for this one purpose.
-var sources sync.Map // *redis.Script → string
-
-// source returns script's text.
-func source(script *redis.Script) string {
-	if src, ok := sources.Load(script); ok {
-		return src.(string)
-	}
-	var c textOf
-	_ = script.Load(context.Background(), &c)
-	sources.Store(script, c.src)
-	return c.src
-}
-
-// textOf is a redis.Scripter whose ScriptLoad keeps the script's text, and that runs
-// nothing.
-type textOf struct {
-	redis.Scripter // nil: only ScriptLoad is called
-	src            string
-}
-
-func (c *textOf) ScriptLoad(ctx context.Context, src string) *redis.StringCmd {
-	c.src = src
-	return redis.NewStringResult("", nil)
-}
-
 // evalWith runs script through the Limiter's Client (NewWith), its integers in r.vals
 // when r holds the single-key request.
 func (l *Limiter) evalWith(ctx context.Context, script *redis.Script, keys []string, argv []any, r *request) ([]int64, error) {
@@ -88,13 +60,13 @@ func (l *Limiter) evalWith(ctx context.Context, script *redis.Script, keys []str
 	if r != nil {
 		dst = r.vals[:0]
 	}
-	return l.seam.Eval(ctx, script.Hash(), source(script), keys, argv, dst)
+	return l.seam.Eval(ctx, script.Hash(), scriptsrc.Of(script), keys, argv, dst)
 }
 
 // load loads script through the Limiter's Client, or its go-redis client.
 func (l *Limiter) load(ctx context.Context, script *redis.Script) error {
 	if l.seam != nil {
-		return l.seam.Load(ctx, source(script))
+		return l.seam.Load(ctx, scriptsrc.Of(script))
 	}
 	return script.Load(ctx, l.client).Err()
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/concurrency"
+	"github.com/sluice-go/ratelimit/internal/scriptsrc"
 )
 
 var (
@@ -123,7 +124,7 @@ func (l *Limiter) evalBounded(ctx context.Context, script *redis.Script, args []
 	if l.seam != nil {
 		var dst [1]int64
 		keys := [1]string{args[3].(string)}
-		vals, err := l.seam.Eval(ctx, script.Hash(), source(script), keys[:], args[4:], dst[:0])
+		vals, err := l.seam.Eval(ctx, script.Hash(), scriptsrc.Of(script), keys[:], args[4:], dst[:0])
 		if err == nil && len(vals) != 1 {
 			err = fmt.Errorf("the script returned %d values, want 1", len(vals))
 		}

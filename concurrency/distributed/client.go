@@ -3,11 +3,11 @@ package distributed
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluice-go/ratelimit/internal/nilarg"
+	"github.com/sluice-go/ratelimit/internal/scriptsrc"
 )
 
 // Client is the one thing a Limiter asks of a Redis client when it is not a go-redis one
@@ -41,39 +41,11 @@ func NewWith(c Client, opts ...Option) (*Limiter, error) {
 // NewWith, or the go-redis client.
 func (l *Limiter) run(ctx context.Context, script *redis.Script, key string, args []any) ([]int64, error) {
 	if l.seam != nil {
-		return l.seam.Eval(ctx, script.Hash(), source(script), []string{key}, args, nil)
+		return l.seam.Eval(ctx, script.Hash(), scriptsrc.Of(script), []string{key}, args, nil)
 	}
 	cmd := script.Run(ctx, l.client, []string{key}, args...)
 	if n, err := cmd.Int64(); err == nil {
 		return []int64{n}, nil
 	}
 	return cmd.Int64Slice()
-}
-
-// sources holds the text of each script run through a Client, by script: a redis.Script
-// keeps its text to itself and gives it only to a redis.Scripter, which textOf is for this
-// one purpose.
-var sources sync.Map // *redis.Script → string
-
-// source returns script's text.
-func source(script *redis.Script) string {
-	if src, ok := sources.Load(script); ok {
-		return src.(string)
-	}
-	var c textOf
-	_ = script.Load(context.Background(), &c)
-	sources.Store(script, c.src)
-	return c.src
-}
-
-// textOf is a redis.Scripter whose ScriptLoad keeps the script's text, and that runs
-// nothing.
-type textOf struct {
-	redis.Scripter // nil: only ScriptLoad is called
-	src            string
-}
-
-func (c *textOf) ScriptLoad(ctx context.Context, src string) *redis.StringCmd {
-	c.src = src
-	return redis.NewStringResult("", nil)
 }
