@@ -10,7 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/fallback"
+	"github.com/sluice-go/ratelimit/internal/redistest"
 	"github.com/sluice-go/ratelimit/lease"
+	"github.com/sluice-go/ratelimit/local"
 )
 
 // The fleet: k = 8 instances, each with its own client, on one key of 2,000/s with a burst
@@ -31,14 +34,14 @@ const (
 type fleet struct {
 	w       *world
 	limit   ratelimit.Limit
-	members []*lease.Limiter
+	members []ratelimit.Limiter
 	errors  int
 	demand  int // requests per step: fleetDemand unless set
 	every   int // if not 0, the demand comes all at once every that many steps
 }
 
 func newFleet(w *world, running int) *fleet {
-	f := &fleet{w: w, limit: ratelimit.Limit{Rate: fleetRate, Burst: fleetBurst}, members: make([]*lease.Limiter, fleetK)}
+	f := &fleet{w: w, limit: ratelimit.Limit{Rate: fleetRate, Burst: fleetBurst}, members: make([]ratelimit.Limiter, fleetK)}
 	for i := range running {
 		f.join(i)
 	}
@@ -183,6 +186,52 @@ func TestFleetRedisLosesState(t *testing.T) {
 	})
 }
 
+// TestFleetRedisRestarts: Redis stops at 5 s and comes back empty at 6 s, each instance in
+// fallback over a local share of the limit (Rate/k, Burst/k). During the outage the
+// instances spend what they hold, then the shares decide: at most Burst + Rate·W together,
+// so a window that holds the outage admits from two buckets, one more Burst (the caveat
+// of docs/leases.md), and from 7 s on the bound holds again. Nothing fails: fallback answers.
+func TestFleetRedisRestarts(t *testing.T) {
+	server := redistest.NewServer(t)
+	// The bubble's clock must not move while the server stops or starts: it runs outside,
+	// and the bubble waits for it on channels made outside.
+	do, done := make(chan func()), make(chan struct{})
+	go func() {
+		for f := range do {
+			f()
+			done <- struct{}{}
+		}
+	}()
+	t.Cleanup(func() { close(do) })
+	outside := func(f func()) { do <- f; <-done }
+	inWorld(t, server, func(w *world) {
+		f := &fleet{w: w, limit: ratelimit.Limit{Rate: fleetRate, Burst: fleetBurst},
+			members: make([]ratelimit.Limiter, fleetK)}
+		for i := range fleetK {
+			l, _ := w.instance(lease.WithInstances(fleetK))
+			share := local.New()
+			w.t.Cleanup(func() { _ = share.Close() })
+			f.members[i] = fallback.New(l, share, fallback.WithInstances(fleetK))
+		}
+		admitted := f.run(map[int]func(){
+			5000: func() { outside(server.Stop) },
+			6000: func() { outside(func() { server = server.Restart(t) }) },
+		})
+		require.Zero(w.t, f.errors)
+		for first, n := range windows(admitted) {
+			bound := fleetBound
+			if first < 7000 && first+1000 > 5000 {
+				bound += fleetBurst
+			}
+			require.LessOrEqual(w.t, n, bound, "the 1 s window from %d ms", first)
+		}
+		assert.GreaterOrEqual(w.t, total(admitted), fleetRate*fleetSteps/1000*97/100)
+		w.t.Logf("admitted %d, most in a window holding the outage %d (bound %d), after it %d (bound %d)",
+			total(admitted), maxOf(windows(admitted)[4001:7000]), fleetBound+fleetBurst,
+			maxOf(windows(admitted)[7000:]), fleetBound)
+	})
+}
+
 func maxOf(v []int) int {
 	m := 0
 	for _, x := range v {
@@ -208,7 +257,7 @@ func TestFleetShards(t *testing.T) {
 		t.Run(fmt.Sprintf("%d shards, %d every %d ms", c.shards, c.demand, max(c.every, 1)), func(t *testing.T) {
 			inWorld(t, nil, func(w *world) {
 				f := &fleet{w: w, limit: ratelimit.Limit{Rate: fleetRate, Burst: fleetBurst},
-					members: make([]*lease.Limiter, fleetK), demand: c.demand, every: c.every}
+					members: make([]ratelimit.Limiter, fleetK), demand: c.demand, every: c.every}
 				for i := range fleetK {
 					f.members[i], _ = w.instance(lease.WithInstances(fleetK), lease.WithShards(c.shards))
 				}

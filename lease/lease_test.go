@@ -47,7 +47,7 @@ func inWorld(t *testing.T, server *redistest.Server, f func(w *world)) {
 // backend returns a Redis limiter of its own client, on the world's clock.
 func (w *world) backend() (*distributed.Limiter, *redis.Client) {
 	c := redis.NewClient(&redis.Options{Addr: w.server.Addr(), ContextTimeoutEnabled: true,
-		MaxRetries: -1, DialTimeout: time.Second})
+		MaxRetries: -1, DialTimeout: time.Second, DialerRetries: 1}) // a refused dial fails at once
 	w.t.Cleanup(func() { _ = c.Close() })
 	b, err := distributed.New(c, distributed.WithPrefix(w.prefix), distributed.WithClientClock(time.Hour),
 		distributed.WithTimeout(-1)) // in the bubble, no deadline passes while Redis answers
