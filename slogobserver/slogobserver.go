@@ -65,6 +65,12 @@ func (o *Observer) ObserveDecision(ctx context.Context, d observe.Decision) {
 		msg   string
 	)
 	switch {
+	case d.Lease && d.Outcome == observe.OutcomeError:
+		level, g, msg = o.errorLevel, &o.errors, "rate limit: a lease's call for a chunk failed"
+	case d.Lease:
+		// A chunk granted or refused decides no request: the denials it leads to are
+		// observed as decisions.
+		return
 	case d.Concurrency && d.Outcome == observe.OutcomeDenied:
 		level, g, msg = o.deniedLevel, &o.denied, "concurrency limit: request refused, no permit free"
 	case d.Concurrency && d.Outcome == observe.OutcomeError:

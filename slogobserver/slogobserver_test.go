@@ -132,6 +132,23 @@ func TestConcurrency(t *testing.T) {
 	}, out.lines())
 }
 
+// TestLease: package lease's grants decide no request: a chunk granted or refused is not
+// logged (the denials that follow are, as decisions), a call for one that failed is.
+func TestLease(t *testing.T) {
+	var out logs
+	o := slogobserver.New(out.logger())
+	d := observe.Decision{Policy: "payments", Backend: "distributed", Lease: true, Cost: 6,
+		Limit: ratelimit.PerSecond(2000), Duration: 150}
+	o.ObserveDecision(context.Background(), d) // granted
+	d.Outcome = observe.OutcomeDenied
+	o.ObserveDecision(context.Background(), d)
+	d.Outcome, d.ErrorKind, d.Err = observe.OutcomeError, observe.KindTimeout, ratelimit.ErrTimeout
+	o.ObserveDecision(context.Background(), d)
+	assert.Equal(t, []string{
+		`{"level":"WARN","msg":"rate limit: a lease's call for a chunk failed","policy":"payments","backend":"distributed","shadow":false,"cost":6,"priority":"critical","limit":"2000/s","duration":150,"error_type":"timeout","err":"ratelimit: backend did not answer in time"}`,
+	}, out.lines())
+}
+
 // TestLevels: records below the handler's level are neither written nor counted.
 func TestLevels(t *testing.T) {
 	var out logs
