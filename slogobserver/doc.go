@@ -12,9 +12,9 @@
 // of denials cannot flood the logs: the records dropped are counted, and the next record
 // written says how many (dropped=N). Counting every decision is the job of a metrics
 // observer (otelmetrics, prommetrics); the records are examples, with the policy, backend,
-// cost, priority, limit and the limiter's error. They never hold the key. Package lease's grants are
-// not requests: only a failed call for a chunk is logged. Changes of a circuit breaker's
-// state are always logged: Warn when decisions degrade, Info when they recover.
+// cost, priority, limit and the limiter's error. They never hold the key. Package lease's
+// grants are not requests: only a failed call for a chunk is logged. Changes of a circuit
+// breaker's state are always logged: Warn when decisions degrade, Info when they recover.
 //
 // The package is named for what it uses and what it is, like otelmetrics and prommetrics
 // beside it: slogobserver.New returns the Observer to give to WithObserver.
