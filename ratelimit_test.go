@@ -71,7 +71,8 @@ func TestLimitString(t *testing.T) {
 		{ratelimit.Limit{Rate: 1, Burst: 2}, "1/s burst 2"},
 		{ratelimit.Limit{Rate: 1.5, Burst: 3}, "90/min burst 3"},
 		{ratelimit.Limit{Rate: 0.7, Burst: 3}, "42/min burst 3"},
-		{ratelimit.Limit{Rate: 2.5e-4, Burst: 3}, "21.6/day burst 3"}, // 0.9/h does not read back exactly
+		// 0.9/h does not read back exactly
+		{ratelimit.Limit{Rate: 2.5e-4, Burst: 3}, "21.6/day burst 3"},
 		{ratelimit.Limit{Rate: 1.0 / 86400, Burst: 1}, "1/day"},
 		{ratelimit.Limit{Rate: 0.5, Burst: 1}, "30/min burst 1"},
 		{ratelimit.Limit{Rate: 0.123456789, Burst: 3}, "7.40740734/min burst 3"},

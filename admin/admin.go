@@ -4,7 +4,7 @@
 // unless the program gives it an authorization function, never lists keys it was not asked
 // about, and never logs one.
 //
-//	GET  /policies                          {"version": "7", "policies": [{"name": ..., "limits": [...]}]}
+//	GET  /policies                          {"version": "7", "policies": [{"name": …, …}]}
 //	GET  /policies/{policy}/keys/{key}      for each of the policy's limits, what a request of
 //	                                        the key would be answered now (Peek)
 //	POST /policies/{policy}/keys/{key}/reset
@@ -128,7 +128,8 @@ func (h *Handler) list(w http.ResponseWriter, _ *http.Request) {
 				pb.Priority = p.Priority.String()
 			}
 			for _, l := range p.Limits {
-				l.KeepUsage = false // as the rules file writes it: its policies all keep their usage
+				// as the rules file writes it: its policies all keep their usage
+				l.KeepUsage = false
 				pb.Limits = append(pb.Limits, l.String())
 			}
 			out.Policies = append(out.Policies, pb)

@@ -140,7 +140,8 @@ func TestPriorityLoad(t *testing.T) {
 
 	// What Redis holds: a Critical Peek would leave left − 1, a Sheddable one is denied.
 	left := int64(limit.Burst) - shed - logins
-	bucket := headers.DefaultPolicyName + "|" + key // the middleware's bucket: its policy's, then the key
+	// the middleware's bucket: its policy's, then the key
+	bucket := headers.DefaultPolicyName + "|" + key
 	peeked, err := limiter.Peek(context.Background(), bucket, limit, 1)
 	require.NoError(t, err)
 	require.True(t, peeked.Allowed)

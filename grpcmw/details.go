@@ -34,7 +34,8 @@ func (m *interceptor) deniedError(d *pipeline.Decision) error {
 	} else {
 		var err error
 		if qf, err = anypb.New(multiQuotaFailure(d)); err != nil {
-			return status.Error(codes.ResourceExhausted, pipeline.MsgDenied) // cannot happen: a QuotaFailure marshals
+			// cannot happen: a QuotaFailure marshals
+			return status.Error(codes.ResourceExhausted, pipeline.MsgDenied)
 		}
 	}
 	x := denials.Get().(*denial)

@@ -55,7 +55,8 @@ func TestRetryDelayRounding(t *testing.T) {
 		want       time.Duration
 		pushback   string
 	}{
-		{0, time.Millisecond, "1"}, // a denial always has a positive RetryAfter; a client told 0 would retry at once
+		// a denial always has a positive RetryAfter; a client told 0 would retry at once
+		{0, time.Millisecond, "1"},
 		{time.Nanosecond, time.Millisecond, "1"},
 		{time.Millisecond, time.Millisecond, "1"},
 		{1500 * time.Microsecond, 2 * time.Millisecond, "2"},

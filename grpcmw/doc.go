@@ -2,7 +2,8 @@
 // local), in Redis (package distributed), or both (package fallback). It has the four
 // interceptors of go-grpc-middleware, configured by the same options:
 //
-//	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(grpcmw.UnaryServerInterceptor(limiter, opts...)),
+//	srv := grpc.NewServer(
+//		grpc.ChainUnaryInterceptor(grpcmw.UnaryServerInterceptor(limiter, opts...)),
 //		grpc.ChainStreamInterceptor(grpcmw.StreamServerInterceptor(limiter, opts...)))
 //
 // ExampleUnaryServerInterceptor runs one.

@@ -84,9 +84,10 @@ func serviceDesc(handled *atomic.Int64) *grpc.ServiceDesc {
 
 // env is a real gRPC server on an in-memory listener and a client connected to it.
 type env struct {
-	conn     *grpc.ClientConn
-	health   *health.Server
-	attempts atomic.Int64 // calls and streams that reached the server, counted before its interceptors
+	conn   *grpc.ClientConn
+	health *health.Server
+	// calls and streams that reached the server, counted before its interceptors
+	attempts atomic.Int64
 	handled  atomic.Int64 // calls and streams whose handler ran (test service only)
 }
 

@@ -6,10 +6,10 @@
 // Every function is pure: it takes a ratelimit.Result and returns strings, so the same code
 // serves HTTP responses (Set for one limit, SetMulti for several) and gRPC metadata (grpcmw
 // lower-cases the names). A Style picks the fields (StyleXRateLimit, the default;
-// StyleIETF; StyleBoth; StyleNone); a denial carries Retry-After whatever the style. Times are whole seconds from now, rounded up, so that they
-// need no agreement between clocks and a client that waits them is never early.
-// https://github.com/sluice-go/ratelimit/blob/main/docs/headers.md says what each field means
-// and which style to choose.
+// StyleIETF; StyleBoth; StyleNone); a denial carries Retry-After whatever the style. Times are
+// whole seconds from now, rounded up, so that they need no agreement between clocks and a client
+// that waits them is never early. https://github.com/sluice-go/ratelimit/blob/main/docs/headers.md
+// says what each field means and which style to choose.
 //
 // # Security
 //

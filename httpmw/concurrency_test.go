@@ -74,7 +74,8 @@ func TestConcurrencyAfterRate(t *testing.T) {
 	t.Cleanup(srv.Close)
 	assert.Equal(t, []int{200, 429, 429}, []int{
 		send(t, http.MethodGet, srv.URL, ""), send(t, http.MethodGet, srv.URL, ""), send(t, http.MethodGet, srv.URL, "")})
-	p, held, err := conc.TryAcquire(t.Context(), "default|ip:127.0.0.1", 1) // the default policy's bucket key
+	// the default policy's bucket key
+	p, held, err := conc.TryAcquire(t.Context(), "default|ip:127.0.0.1", 1)
 	require.NoError(t, err)
 	assert.True(t, held, "no permit is held after the requests")
 	p.Release()

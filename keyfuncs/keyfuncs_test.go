@@ -186,7 +186,8 @@ func TestValues(t *testing.T) {
 		// A value that is the text of a long value's digest keeps a bucket of its own.
 		{"header long", keyfuncs.Header("X-API-Key"), nil, "GET", "/v1/items/1",
 			[]string{"X-API-Key", strings.Repeat("k", 129)},
-			"x-api-key:#sha256:9094034fb2d0ce2e407c9b260f2806ab"}, // sha256("k" × 129)[:16], Python's hashlib
+			// sha256("k" × 129)[:16], Python's hashlib
+			"x-api-key:#sha256:9094034fb2d0ce2e407c9b260f2806ab"},
 		{"header digest text", keyfuncs.Header("X-API-Key"), nil, "GET", "/v1/items/1",
 			[]string{"X-API-Key", "#sha256:9094034fb2d0ce2e407c9b260f2806ab"},
 			"x-api-key:%23sha256:9094034fb2d0ce2e407c9b260f2806ab"},
@@ -213,7 +214,8 @@ func TestValues(t *testing.T) {
 			"GET", "/v1/items/9", nil, `error: ratelimit: empty key: gin context value "user" is missing`},
 		{"compose of one", keyfuncs.Compose(keyfuncs.Method()), nil, "GET", "/v1/items/9", nil, "method:GET"},
 		{"hashed", keyfuncs.Hashed([]byte("k"), keyfuncs.ClientIP()), nil, "GET", "/v1/items/1", nil,
-			"h:#avoJEoIKCspjgRPYJH1IFA"}, // base64url(HMAC-SHA256("k", "ip:192.0.2.1")[:16]), checked with Python's hmac
+			// base64url(HMAC-SHA256("k", "ip:192.0.2.1")[:16]), checked with Python's hmac
+			"h:#avoJEoIKCspjgRPYJH1IFA"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

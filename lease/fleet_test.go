@@ -248,7 +248,8 @@ func maxOf(v []int) int {
 func TestFleetShards(t *testing.T) {
 	for _, c := range []struct {
 		shards, demand, every int
-		least                 float64 // of what the limit lets through: Rate·T + Burst, or the demand
+		// of what the limit lets through: Rate·T + Burst, or the demand
+		least float64
 	}{
 		{1, fleetDemand, 0, 0.97}, {4, fleetDemand, 0, 0.97},
 		// The rate's worth in bursts of 200 every 100 ms: the shards are drained unevenly.

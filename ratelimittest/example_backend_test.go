@@ -46,7 +46,8 @@ func (g *gcra) AllowN(_ context.Context, key string, limit ratelimit.Limit, n in
 	at := g.now().Truncate(time.Microsecond)
 	us := at.UnixMicro() - epochUS
 	now := float64(us) * limit.Rate / 1e6 // the clock, in tokens
-	named := limit                        // the one algorithm: a limit naming it is the limit naming none
+	// the one algorithm: a limit naming it is the limit naming none
+	named := limit
 	named.Algorithm = ratelimit.DefaultAlgorithm
 	bucket := key + "\x00" + named.String()
 	tat := max(g.tats[bucket], now) // a TAT in the past is a full bucket

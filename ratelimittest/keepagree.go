@@ -36,7 +36,8 @@ func keepFamilies(alg ratelimit.Algorithm) []ratelimit.Limit {
 
 // agreeKeep plays random timelines of decisions, peeks and refunds at random priorities on
 // one key whose limit changes at random among keepFamilies(alg), and requires identical
-// answers from every harness, to the bit. Peeks and refunds are played on limiters that are Inspectors.
+// answers from every harness, to the bit. Peeks and refunds are played on limiters that are
+// Inspectors.
 func agreeKeep(t *testing.T, all []Harness, alg ratelimit.Algorithm) {
 	family := keepFamilies(alg)
 	for seed := range uint64(6) {

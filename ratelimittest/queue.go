@@ -62,7 +62,8 @@ func queueSpacing(t testing.TB, h harness) {
 func queueDeadline(t testing.TB, h harness) {
 	l, tenPerSecond := h.Limiter, queueLimit(h)
 	ctx := context.Background()
-	res, err := l.AllowN(ctx, "k", tenPerSecond, 3) // turns at 0, 100 and 200 ms: the queue ends at 300 ms
+	// turns at 0, 100 and 200 ms: the queue ends at 300 ms
+	res, err := l.AllowN(ctx, "k", tenPerSecond, 3)
 	require.NoError(t, err)
 	require.True(t, res.Allowed)
 	start := time.Now()

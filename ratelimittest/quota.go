@@ -90,7 +90,8 @@ func quotaParisFall(t testing.TB, h harness) {
 	moveTo(t, h, "Europe/Paris", 2026, time.October, 25, 0, 0, 0, 0)
 	steps := spend(3, 25*hour)
 	steps = append(steps,
-		step{advance: 23*hour + 30*time.Minute, want: denied(0, 90*time.Minute, 90*time.Minute)}, // 22:30 +01:00
+		// 22:30 +01:00
+		step{advance: 23*hour + 30*time.Minute, want: denied(0, 90*time.Minute, 90*time.Minute)},
 		step{advance: 90*time.Minute - time.Microsecond, want: denied(0, time.Microsecond, time.Microsecond)},
 		step{advance: time.Microsecond, n: 3, want: allowed(0, 24*hour)},
 	)
@@ -118,8 +119,10 @@ func quotaNewYorkFall(t testing.TB, h harness) {
 	moveTo(t, h, "America/New_York", 2026, time.November, 1, 0, 0, 0, 0)
 	play(t, h, "fall", limit, []step{
 		{want: allowed(1, 25*hour)},
-		{advance: 90 * time.Minute, want: allowed(0, 23*hour+30*time.Minute)},            // 01:30 −04:00
-		{advance: hour, want: denied(0, 22*hour+30*time.Minute, 22*hour+30*time.Minute)}, // 01:30 −05:00
+		// 01:30 −04:00
+		{advance: 90 * time.Minute, want: allowed(0, 23*hour+30*time.Minute)},
+		// 01:30 −05:00
+		{advance: hour, want: denied(0, 22*hour+30*time.Minute, 22*hour+30*time.Minute)},
 		{advance: 22*hour + 30*time.Minute, want: allowed(1, 24*hour)},
 	})
 }
@@ -275,11 +278,12 @@ func quotaKeepUsage(t testing.TB, h harness) {
 	left := 24 * hour // the clock's first reading is midnight UTC
 	playKeep(t, h, "kept", []keepStep{
 		{limit: day(5), n: 3, want: allowed(2, left)},
-		{limit: day(10), want: allowed(6, left)},               // 4 spent of 10
-		{limit: day(4), want: denied(0, left, left)},           // 4 spent: none left under 4
-		{limit: day(3), want: denied(0, left, left)},           // more spent than 3: still spent
-		{limit: day(6), n: 2, want: allowed(0, left)},          // 6 spent of 6
-		{advance: left, limit: day(6), want: allowed(5, left)}, // a new day: the count of the new period
+		{limit: day(10), want: allowed(6, left)},      // 4 spent of 10
+		{limit: day(4), want: denied(0, left, left)},  // 4 spent: none left under 4
+		{limit: day(3), want: denied(0, left, left)},  // more spent than 3: still spent
+		{limit: day(6), n: 2, want: allowed(0, left)}, // 6 spent of 6
+		// a new day: the count of the new period
+		{advance: left, limit: day(6), want: allowed(5, left)},
 	})
 	// Another period is another bucket; so is the quota without KeepUsage.
 	week := quota(t, "3/week@UTC keep-usage")

@@ -197,9 +197,9 @@ func walk(r runner, h Harness) {
 // and random interleavings of every call when it implements both; the rules of limits naming
 // their algorithm (ratelimit.Limit.Algorithm: each of h.Algorithms its own bucket, whatever
 // the limiter's default, and AllowAll over several); the rules of priority reserves and
-// warm-up and of calendar quotas as h declares them; the rules of a waiting Wait in a leaky bucket's queue when
-// Wait is supported for a limit naming ratelimit.LeakyBucket, whatever the limiter's
-// default. Each rule runs on a limiter of its own, made by h.New.
+// warm-up and of calendar quotas as h declares them; the rules of a waiting Wait in a leaky
+// bucket's queue when Wait is supported for a limit naming ratelimit.LeakyBucket, whatever the
+// limiter's default. Each rule runs on a limiter of its own, made by h.New.
 func Run(t *testing.T, h Harness) {
 	t.Helper()
 	walk(testRunner{t}, h)

@@ -178,7 +178,8 @@ func agreeSettle(t *testing.T, all []Harness, alg ratelimit.Algorithm) {
 				}
 				reserved := n
 				if c.At.IsZero() {
-					reserved = 0 // denied: a cost charged after the fact, reserved up front not at all
+					// denied: a cost charged after the fact, reserved up front not at all
+					reserved = 0
 				}
 				actual := rng.IntN(3*n + 1)
 				var first ratelimit.Result

@@ -7,12 +7,13 @@ import (
 	"github.com/sluice-go/ratelimit"
 )
 
-// slidingCounterRules are the rules of ratelimit.SlidingWindowCounter: fixed windows of W = Burst/Rate aligned to the Unix epoch, and at x into a window the
-// estimate est = prev·(W − x)/W + cur of what the sliding window (now − W, now] holds, prev
-// and cur being the counts of the previous and the current fixed window. A request for n is
-// allowed when est + n ≤ Burst. Remaining = ⌊Burst − est⌋ after the decision; RetryAfter is
-// the first whole microsecond at which est has fallen enough; ResetAfter runs to the end of
-// the window after the last one that counted anything, when est reaches 0.
+// slidingCounterRules are the rules of ratelimit.SlidingWindowCounter: fixed windows of W =
+// Burst/Rate aligned to the Unix epoch, and at x into a window the estimate est = prev·(W − x)/W +
+// cur of what the sliding window (now − W, now] holds, prev and cur being the counts of the
+// previous and the current fixed window. A request for n is allowed when est + n ≤ Burst. Remaining
+// = ⌊Burst − est⌋ after the decision; RetryAfter is the first whole microsecond at which est has
+// fallen enough; ResetAfter runs to the end of the window after the last one that counted anything,
+// when est reaches 0.
 //
 // The timelines start at 2026-01-01T00:00:00Z, a multiple of every W below.
 var slidingCounterRules = []rule{

@@ -287,7 +287,8 @@ func warmInspector(t testing.TB, h harness) {
 	check(denied(16, 10*ms, 0), res, err)
 	res, err = in.Peek(ctx, "in", warmRamp, 1)
 	check(allowed(15, 631371*us), res, err)
-	res, err = in.Refund(ctx, "in", warmRamp, 5, ratelimit.Charge{}) // a missing bucket: nothing to give back
+	// a missing bucket: nothing to give back
+	res, err = in.Refund(ctx, "in", warmRamp, 5, ratelimit.Charge{})
 	check(allowed(15, 631371*us), res, err)
 	h.Advance(5 * ms)
 	play(t, h, "in", warmRamp, []step{{n: 16, want: allowed(0, 815295*us)}})

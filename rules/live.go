@@ -88,8 +88,8 @@ func (r *Rules) Set() *Set { return r.current.Load() }
 // Require makes check, which returns an error for a set it cannot decide, one of the checks
 // every set must pass to come into force: the set in force now, and each set a later Load
 // reads. A middleware built on r calls it with a check of its limiter (a limit the backend
-// refuses, a concurrency without the middleware's permit limiter), so that such a set is refused at load,
-// never at request time. Require returns check's error on the set in force, and then keeps
+// refuses, a concurrency without the middleware's permit limiter), so that such a set is refused at
+// load, never at request time. Require returns check's error on the set in force, and then keeps
 // nothing.
 func (r *Rules) Require(check func(*Set) error) error {
 	r.mu.Lock()
@@ -145,9 +145,9 @@ func (r *Rules) LoadFile(path string) error {
 // give the same bytes, so that a file read while it is written in place is never loaded
 // half-written: a change takes effect one to two intervals after it is written. Write the
 // new file beside the old and rename it over it (atomic: no read sees a part); written in
-// place, a file is safe unless its writer pauses for a whole interval mid-file. A content that fails (an unreadable file too) keeps the
-// set in force and is told to the error handler (WithErrorHandler) once, however many
-// reads find it.
+// place, a file is safe unless its writer pauses for a whole interval mid-file. A content that
+// fails (an unreadable file too) keeps the set in force and is told to the error handler
+// (WithErrorHandler) once, however many reads find it.
 func (r *Rules) Watch(ctx context.Context, path string, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()

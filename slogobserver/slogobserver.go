@@ -12,8 +12,8 @@ import (
 
 // Observer is an observe.Observer, with a hook for fallback.WithStateHook, that writes
 // records to a *slog.Logger: denials at one level, errors at another, a bounded number of
-// each per interval, and the edges of an outage (the circuit breaker opening, then closing; the flips
-// between open and half-open at Debug). Allowed decisions are not logged. It is safe for
+// each per interval, and the edges of an outage (the circuit breaker opening, then closing; the
+// flips between open and half-open at Debug). Allowed decisions are not logged. It is safe for
 // concurrent use.
 type Observer struct {
 	logger      *slog.Logger

@@ -34,7 +34,8 @@ func TestCommands(t *testing.T) {
 	t.Cleanup(srv.Close)
 	// Two logins of the user "u/1" (a key with a slash), as the middleware takes them.
 	for range 2 {
-		res, err := limiter.Allow(t.Context(), bucket.Name{Policy: "login"}.Key("u/1"), mustLimit(t, "2/min keep-usage")) // as the rules give it
+		// as the rules give it
+		res, err := limiter.Allow(t.Context(), bucket.Name{Policy: "login"}.Key("u/1"), mustLimit(t, "2/min keep-usage"))
 		require.NoError(t, err)
 		require.True(t, res.Allowed)
 	}

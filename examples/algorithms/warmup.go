@@ -94,7 +94,8 @@ func writeColdStart(w io.Writer, cs coldStart) error {
 	rampLine := plotter.NewFunction(func(x float64) float64 { return ramp(time.Duration(x * 1e9)) })
 	rampLine.Color, rampLine.Width, rampLine.Dashes = black, vg.Points(1), dashes
 	per.Add(stepLine(plainSteps, grey, 1.5), stepLine(warmSteps, green, 2), rampLine)
-	per.Y.Min, per.Y.Max = 0, 22 // after Add, which widens the axes to the data: clip the plain burst
+	// after Add, which widens the axes to the data: clip the plain burst
+	per.Y.Min, per.Y.Max = 0, 22
 
 	sum := newPlot(0, coldSpan, 500*time.Millisecond)
 	sum.Title.Text = "admitted so far"

@@ -95,10 +95,11 @@ func main() {
 func run(ctx context.Context, ln net.Listener, cfg config, logger *slog.Logger) error {
 	redis.SetLogger(redisLog{logger}) // process-wide: before any client
 	client := redis.NewClient(&redis.Options{
-		Addr:                  cfg.RedisAddr,
-		ContextTimeoutEnabled: true, // the limiter's deadline is the socket's: no retry after a timeout
-		MaxRetries:            -1,   // behind fallback a retry buys nothing, and could charge twice
-		DialerRetries:         1,    // a refused connection fails at once; fallback decides
+		Addr: cfg.RedisAddr,
+		// the limiter's deadline is the socket's: no retry after a timeout
+		ContextTimeoutEnabled: true,
+		MaxRetries:            -1, // behind fallback a retry buys nothing, and could charge twice
+		DialerRetries:         1,  // a refused connection fails at once; fallback decides
 	})
 	defer client.Close()
 	primary, err := distributed.New(client)
@@ -200,7 +201,8 @@ func routes(limiter *fallback.Limiter, obs *otelmetrics.Observer, registry *prom
 // observer and answers as the net/http routes.
 func api(limiter *fallback.Limiter, obs *otelmetrics.Observer) http.Handler {
 	gin.SetMode(gin.ReleaseMode)
-	clientIP := keyfuncs.ClientIP() // as httpkeys.ClientIP: the socket peer unless proxies are named
+	// as httpkeys.ClientIP: the socket peer unless proxies are named
+	clientIP := keyfuncs.ClientIP()
 	r := gin.New()
 	g := r.Group("/api", ginmw.New(limiter,
 		ginmw.WithPolicyName("api"),

@@ -18,7 +18,8 @@ func TestKey(t *testing.T) {
 		want string
 	}{
 		{bucket.Name{Policy: "login"}, "ip:192.0.2.1", "login|ip:192.0.2.1"},
-		{bucket.Name{Policy: "login", Limit: 1}, "k", "login|k"}, // no KeepUsage: the numbers tell limits apart
+		// no KeepUsage: the numbers tell limits apart
+		{bucket.Name{Policy: "login", Limit: 1}, "k", "login|k"},
 		{bucket.Name{Policy: "login", Limit: 1, Keep: true}, "k", "login#1|k"},
 		{bucket.Name{Policy: "login", Keep: true}, "k", "login|k"},
 		{bucket.Name{Policy: "login", Shadow: true}, "k", "login#shadow|k"},

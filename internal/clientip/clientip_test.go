@@ -99,7 +99,8 @@ func TestKey(t *testing.T) {
 		{"64:ff9b::192.0.2.7", 32, 64, "ip:192.0.2.7"},
 		{"64:ff9b::c000:208", 32, 64, "ip:192.0.2.8"}, // the same form, written in hex
 		{"64:ff9b::192.0.2.7", 24, 128, "ip:192.0.2.0/24"},
-		{"64:ff9b:1:aa:bb:cc:198.51.100.9", 32, 64, "ip:198.51.100.9"}, // local-use /48, a /96 in it
+		// local-use /48, a /96 in it
+		{"64:ff9b:1:aa:bb:cc:198.51.100.9", 32, 64, "ip:198.51.100.9"},
 		{"64:ff9b:1:aa:bb:cc:198.51.100.9", 16, 64, "ip:198.51.0.0/16"},
 		// Bits 64 to 71 set: not an RFC 6052 address, so an IPv6 client like any other.
 		{"64:ff9b:1:aa:ff00::1", 32, 64, "ip:64:ff9b:1:aa::/64"},
@@ -125,9 +126,10 @@ func TestKey(t *testing.T) {
 
 func TestEmbedded(t *testing.T) {
 	for in, want := range map[string]string{
-		"64:ff9b::198.51.100.1":          "198.51.100.1",
-		"64:ff9b:1::198.51.100.1":        "198.51.100.1",
-		"64:ff9b:1:ffff:ff:ffff:1.2.3.4": "1.2.3.4", // any /96 inside 64:ff9b:1::/48 whose bits 64-71 are zero
+		"64:ff9b::198.51.100.1":   "198.51.100.1",
+		"64:ff9b:1::198.51.100.1": "198.51.100.1",
+		// any /96 inside 64:ff9b:1::/48 whose bits 64-71 are zero
+		"64:ff9b:1:ffff:ff:ffff:1.2.3.4": "1.2.3.4",
 		"::198.51.100.1":                 "198.51.100.1",
 		"::255.255.255.255":              "255.255.255.255",
 		"::":                             "",

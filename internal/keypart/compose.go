@@ -41,8 +41,8 @@ func Compose[A any, F ~func(A) (string, error)](pkg string, fs []F) func(A) (str
 }
 
 // Hashed returns a function that replaces the key of f by Hash(secret, key). It fails when f
-// fails, and with an error wrapping ratelimit.ErrInvalidArgument when f returns an empty key with no
-// error. It panics, naming pkg, if f is nil.
+// fails, and with an error wrapping ratelimit.ErrInvalidArgument when f returns an empty key with
+// no error. It panics, naming pkg, if f is nil.
 func Hashed[A any, F ~func(A) (string, error)](pkg string, secret []byte, f F) func(A) (string, error) {
 	if f == nil {
 		panic(pkg + ": Hashed: nil Func")

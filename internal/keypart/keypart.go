@@ -8,7 +8,7 @@
 // can be read back:
 //
 //	Label  label ":" value                        user:42
-//	       label ":#sha256:" 32 hex digits        x-api-key:#sha256:… (a value longer than MaxValueLen)
+//	       label ":#sha256:" 32 hex digits        x-api-key:#sha256:… (a value over MaxValueLen)
 //	Hash   "h:#" 22 base64url characters          h:#avoJEoIKCspjgRPYJH1IFA
 //	Join   part "|" part …                        user:42|route:/v1/x
 //

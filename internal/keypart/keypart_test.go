@@ -12,7 +12,8 @@ import (
 
 func TestLabel(t *testing.T) {
 	long := strings.Repeat("k", MaxValueLen+1)
-	// sha256("k" × 129)[:16] in hex, checked with Python's hashlib: 9094034fb2d0ce2e407c9b260f2806ab.
+	// sha256("k" × 129)[:16] in hex, checked with Python's hashlib:
+	// 9094034fb2d0ce2e407c9b260f2806ab.
 	const digest = "x-api-key:#sha256:9094034fb2d0ce2e407c9b260f2806ab"
 	tests := []struct {
 		name, label, value, want string
