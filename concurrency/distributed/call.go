@@ -83,8 +83,7 @@ var errTimeout = fmt.Errorf("distributed: %w (%w)", ratelimit.ErrTimeout, contex
 // waits for that release.
 func (l *Limiter) try(ctx context.Context, ls *lease) (concurrency.Permit, bool, error) {
 	ls.free = 0
-	l.seq.Add(1)
-	ls.setID(l.seq.Load())
+	l.name(ls)
 	start := time.Now()
 	n, err := l.eval(ctx, l.timeout, ls, acquireScript, ls.aargs[:])
 	if err != nil {

@@ -50,6 +50,12 @@ func (l *Limiter) newLease(key string, max int) *lease {
 	return ls
 }
 
+// name gives ls the id of its next acquisition. The sequence is the value the increment
+// returned, never one read after it: two callers that read it after both increments would
+// share an id, and acquire.lua grants a live id again without counting it (a resent call),
+// so the fleet would hold one permit more than Redis counts.
+func (l *Limiter) name(ls *lease) { ls.setID(l.seq.Add(1)) }
+
 // setID names the lease's next acquisition: the limiter's id and seq, 32 bytes in all, so
 // that the id's box never changes.
 func (ls *lease) setID(seq uint64) {
