@@ -181,7 +181,7 @@ func (w *pubSubWaiter) Acquire(ctx context.Context, key string, max int) (concur
 		w.mu.Unlock()
 		id := w.id + ":" + strconv.FormatUint(w.seq.Add(1), 10)
 		n, err := w.acquire.Run(ctx, w.client, []string{key}, max, int64(time.Minute/time.Microsecond), id).Int64()
-		if err == nil && n > 0 { // 1 + the permits still free
+		if err == nil && n > 0 { // granted
 			w.leave(wake)
 			return concurrency.NewPermit(&pubSubPermit{w: w, key: key, id: id}, 0), nil
 		}

@@ -8,8 +8,9 @@
 -- ARGV[3]  the new permit's id, chosen by the caller before the call and unique to it
 --
 -- Returns 0 when the permit is refused (max are held, or the id was released before this
--- call arrived), else 1 + the permits still free after the grant: one integer, or an error
--- when KEYS[1] holds another type (the Go side reports it as ratelimit.ErrInvalidState).
+-- call arrived), 1 when it is granted and no permit is left free, 2 when it is granted and
+-- some still are: one small integer (a client boxes none below 256 in Go), or an error when
+-- KEYS[1] holds another type (the Go side reports it as ratelimit.ErrInvalidState).
 
 local max = tonumber(ARGV[1])
 local ttl = tonumber(ARGV[2])
@@ -30,7 +31,8 @@ local live = redis.call('ZCOUNT', KEYS[1], '(' .. now, '(9007199254740992')
 local seen = redis.call('ZSCORE', KEYS[1], ARGV[3])
 if seen then
   if tonumber(seen) > now then
-    return 1 + math.max(max - live, 0)
+    if live < max then return 2 end -- live counts this very grant
+    return 1
   end
   return 0
 end
@@ -52,4 +54,5 @@ local ms = math.floor((ttl + 999) / 1000)
 if redis.call('PTTL', KEYS[1]) < ms then
   redis.call('PEXPIRE', KEYS[1], ms)
 end
-return max - live
+if live + 1 < max then return 2 end
+return 1

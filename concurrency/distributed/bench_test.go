@@ -1,6 +1,7 @@
 package distributed_test
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -33,6 +34,44 @@ func TestTwoScriptsPerPermit(t *testing.T) {
 	calls, err := server.ScriptCalls()
 	require.NoError(t, err)
 	assert.Equal(t, int64(20), calls, "one script to acquire, one to release")
+}
+
+func TestAllocsPerPermit(t *testing.T) {
+	// An acquire and its release allocate at most 10 times on the go-redis path, on one key
+	// and over keys that change at each call: 2 commands (redis.NewCmd) and go-redis's
+	// health check of each connection taken from its pool (3 each), 8 in all; the key's
+	// string and its boxes are made once per key, the reply is a small integer (never
+	// boxed), and a pooled lease carries the rest. The margin is sync.Pool's, which under
+	// -race drops a quarter of what is put back.
+	server := redistest.NewServer(t)
+	client := newClient(t, server.Addr())
+	l := newLimiter(t, client, distributed.WithTimeout(time.Second))
+	keys := make([]string, 100)
+	for i := range keys {
+		keys[i] = "allocs-" + strconv.Itoa(i)
+	}
+	for _, tc := range []struct {
+		name string
+		keys []string
+	}{{"one key", keys[:1]}, {"100 keys", keys}} {
+		t.Run(tc.name, func(t *testing.T) {
+			i := 0
+			permit := func() {
+				p, err := l.Acquire(t.Context(), tc.keys[i%len(tc.keys)], 1000)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p.Release()
+				i++
+			}
+			for range 2 * len(tc.keys) { // the keys' queues made, the connections dialled
+				permit()
+			}
+			allocs := testing.AllocsPerRun(500, permit)
+			assert.LessOrEqual(t, allocs, 10.0)
+			t.Logf("%.2f allocations per acquire + release", allocs)
+		})
+	}
 }
 
 // BenchmarkAcquireRelease measures an uncontended permit on a Redis on loopback: two

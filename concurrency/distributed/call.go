@@ -82,9 +82,8 @@ var errTimeout = fmt.Errorf("distributed: %w (%w)", ratelimit.ErrTimeout, contex
 // in the background (its script may have run, its reply lost), so that the caller never
 // waits for that release.
 func (l *Limiter) try(ctx context.Context, ls *lease) (concurrency.Permit, bool, error) {
-	ls.free = 0
-	l.seq.Add(1)
-	ls.setID(l.seq.Load())
+	ls.spare = false
+	l.name(ls)
 	start := time.Now()
 	n, err := l.eval(ctx, l.timeout, ls, acquireScript, ls.aargs[:])
 	if err != nil {
@@ -98,7 +97,7 @@ func (l *Limiter) try(ctx context.Context, ls *lease) (concurrency.Permit, bool,
 	if n == 0 {
 		return concurrency.Permit{}, false, nil
 	}
-	ls.free = int(n - 1)
+	ls.spare = n > 1
 	ls.renewed = start
 	l.mu.Lock()
 	l.held.push(ls)

@@ -160,8 +160,7 @@ func (l *Limiter) Acquire(ctx context.Context, key string, max int) (concurrency
 	if err := l.check(ctx, key, max); err != nil {
 		return concurrency.Permit{}, err
 	}
-	ls := l.newLease(key, max)
-	queued, wakes := l.lookQueue(ls.rkey)
+	ls, queued, wakes := l.newLease(key, max)
 	if !queued {
 		// Nobody of this limiter waits for the key: ask at once.
 		p, ok, err := l.attempt(ctx, &ls, true)
@@ -183,7 +182,7 @@ func (l *Limiter) TryAcquire(ctx context.Context, key string, max int) (concurre
 	if err := l.check(ctx, key, max); err != nil {
 		return concurrency.Permit{}, false, err
 	}
-	ls := l.newLease(key, max)
+	ls, _, _ := l.newLease(key, max)
 	p, ok, err := l.attempt(ctx, &ls, false)
 	if ls != nil && !ok {
 		l.putLease(ls)
@@ -243,7 +242,7 @@ func (l *Limiter) attempt(ctx context.Context, lsp **lease, wait bool) (concurre
 		if l.life.Err() != nil {
 			return concurrency.Permit{}, false, errClosed
 		}
-		*lsp = l.newLease(key, n)
+		*lsp, _, _ = l.newLease(key, n)
 	}
 }
 

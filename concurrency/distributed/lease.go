@@ -16,10 +16,11 @@ type lease struct {
 	l        *Limiter
 	key      string // the caller's key
 	rkey     string // the Redis key: prefix + key
+	rbuf     []byte // the Redis key of the last key asked for, built to look its queue up
 	max      int    // the call's max, for Stats
 	id       [32]byte
 	gen      atomic.Uint64 // moves on at each release, so that a stale Permit frees nothing
-	free     int           // permits still free after the grant, as the script said
+	spare    bool          // permits were still free after the grant, as the script said
 	renewed  time.Time     // when the last successful renewal (or the grant) was sent
 	renewing bool          // a renewal of it is on its way (guarded by l.mu)
 	dl       deadline      // the context of the lease's round trips
@@ -38,17 +39,41 @@ func newLease(l *Limiter) *lease {
 	return ls
 }
 
-// newLease returns a lease for key and max, its id still to be set.
-func (l *Limiter) newLease(key string, max int) *lease {
-	ls := l.leases.Get().(*lease)
-	if ls.key != key {
-		// A lease reused for the same key keeps its key's string and box.
-		ls.key, ls.rkey = key, l.prefix+key
-		ls.aargs[3], ls.rargs[3] = ls.rkey, ls.rkey
-	}
+// newLease returns a lease for key and max, its id still to be set, with whether anyone
+// of this limiter waits for the key and the count of the key's wake-ups (see enter). The
+// Redis key, and its box in the commands' arguments, are the key's queue's, made once per
+// key: a lease reused for another key finds them without allocating.
+func (l *Limiter) newLease(key string, max int) (ls *lease, queued bool, wakes uint64) {
+	ls = l.leases.Get().(*lease)
 	ls.max = max
-	return ls
+	same := ls.key == key
+	l.mu.Lock()
+	var q *keyQueue
+	if same {
+		q = l.queues[ls.rkey]
+	} else {
+		ls.rbuf = append(append(ls.rbuf[:0], l.prefix...), key...)
+		q = l.queues[string(ls.rbuf)]
+	}
+	if q == nil {
+		q = newKeyQueue(l.prefix + key)
+		l.queues[q.rkey] = q
+	}
+	q.touched = true
+	queued, wakes = q.waiters.Len() > 0, q.wakes
+	l.mu.Unlock()
+	if !same {
+		ls.key, ls.rkey = key, q.rkey
+		ls.aargs[3], ls.rargs[3] = q.rkeyArg, q.rkeyArg
+	}
+	return ls, queued, wakes
 }
+
+// name gives ls the id of its next acquisition. The sequence is the value the increment
+// returned, never one read after it: two callers that read it after both increments would
+// share an id, and acquire.lua grants a live id again without counting it (a resent call),
+// so the fleet would hold one permit more than Redis counts.
+func (l *Limiter) name(ls *lease) { ls.setID(l.seq.Add(1)) }
 
 // setID names the lease's next acquisition: the limiter's id and seq, 32 bytes in all, so
 // that the id's box never changes.

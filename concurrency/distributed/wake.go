@@ -17,31 +17,21 @@ import (
 // keyQueue is this limiter's callers waiting for one Redis key, oldest first. Only the
 // first asks Redis again: when a release wakes it, and at the poll interval otherwise.
 type keyQueue struct {
+	rkey    string // the Redis key
+	rkeyArg any    // rkey, boxed once for the commands' arguments
 	waiters waitlist.List[waiter, *waiter]
 	most    int    // the highest max among the waiters, for Stats
 	touched bool   // a caller used the key since the last sweep (dropIdle)
 	wakes   uint64 // wake-ups so far: one that comes between a refusal and enter is not lost
 }
 
+func newKeyQueue(rkey string) *keyQueue { return &keyQueue{rkey: rkey, rkeyArg: rkey} }
+
 // waiter is one caller in a keyQueue.
 type waiter struct {
 	waitlist.Links[waiter]
 	wake     chan struct{} // ask Redis now: a permit was freed
 	promoted chan struct{} // the waiter became the first: it polls from now on
-}
-
-// lookQueue returns whether anyone waits in rkey's queue, and the count of its wake-ups,
-// making the queue if need be.
-func (l *Limiter) lookQueue(rkey string) (queued bool, wakes uint64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	q := l.queues[rkey]
-	if q == nil {
-		q = &keyQueue{}
-		l.queues[rkey] = q
-	}
-	q.touched = true
-	return q.waiters.Len() > 0, q.wakes
 }
 
 // enter puts a caller asking for max at the end of rkey's queue, if it has room, and has
@@ -58,7 +48,7 @@ func (l *Limiter) enter(ctx context.Context, rkey string, max int, wakes uint64)
 	}
 	q := l.queues[rkey]
 	if q == nil {
-		q = &keyQueue{}
+		q = newKeyQueue(rkey)
 		l.queues[rkey] = q
 	}
 	if q.waiters.Len() >= l.queue {
@@ -174,7 +164,7 @@ func (l *Limiter) wait(ctx context.Context, w *waiter, ls *lease) (concurrency.P
 		p, ok, err := l.attempt(ctx, &ls, true)
 		switch {
 		case ok && ls != nil: // ls is the lease granted (attempt may have replaced it)
-			l.leave(w, rkey, ls.free > 0)
+			l.leave(w, rkey, ls.spare)
 			return p, nil
 		case ok || err != nil || ls == nil:
 			l.leave(w, rkey, true)
