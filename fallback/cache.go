@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice-go/ratelimit"
@@ -71,6 +72,11 @@ type denial struct {
 	// limit is the denied request's, for an entry of a limit with KeepUsage: a denial
 	// proves nothing about the bucket under other numbers.
 	limit ratelimit.Limit
+	// stamp names the state of the bucket the entry was made for: a denial that replaces
+	// the entry keeps it (a denial changes no bucket); an admission, a reset or a refund
+	// through the Limiter drops the entry, and with it the stamp. An entry that is no
+	// denial (expires 0) only watches a bucket of a list (see listDenial).
+	stamp uint64
 }
 
 // denialCache remembers the primary's denials, so that a request the primary is known to
@@ -80,23 +86,31 @@ type denialCache struct {
 	seed     maphash.Seed
 	perShard int
 	ttl      int64 // ns; math.MaxInt64: none
-	shards   [cacheShards]cacheShard
+	// gen counts the resets and refunds made through the Limiter on any key, for a list
+	// (storeAll), whose buckets are in several shards.
+	gen    atomic.Uint64
+	stamps atomic.Uint64 // the last stamp given to an entry
+	shards [cacheShards]cacheShard
 }
 
 type cacheShard struct {
 	mu sync.RWMutex
 	m  map[bucket]denial
+	// lists holds the primary's denials of lists of requests, by the hash of their keys
+	// (listDenial).
+	lists map[uint64]*listDenial
 	// gen counts the resets and refunds made through the Limiter on the shard's keys. A
 	// denial is stored only if no reset or refund of the shard came between the lookup that
 	// preceded its request and its answer: the primary may have decided it before them.
 	gen uint64
-	_   [64 - 40]byte // keep shards on separate cache lines
+	_   [64 - 48]byte // keep shards on separate cache lines
 }
 
 func newDenialCache(size int, ttl time.Duration) *denialCache {
 	c := &denialCache{seed: maphash.MakeSeed(), perShard: max(1, size/cacheShards), ttl: int64(ttl)}
 	for i := range c.shards {
 		c.shards[i].m = make(map[bucket]denial)
+		c.shards[i].lists = make(map[uint64]*listDenial)
 	}
 	return c
 }
@@ -140,28 +154,76 @@ func (c *denialCache) store(key string, limit ratelimit.Limit, n int, p ratelimi
 	if res.RetryAfter <= 0 || n != 1 {
 		return
 	}
-	until := sent + int64(res.RetryAfter)
-	d := denial{sent: sent, until: until, expires: sent + min(int64(res.RetryAfter), c.ttl), cost: n, reset: res.ResetAfter, priority: p}
-	if limit.KeepUsage {
-		d.limit = limit
-	}
-	k := bucketOf(key, limit)
+	d := c.denialOf(limit, p, sent, res)
 	s := c.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.gen != gen {
 		return
 	}
+	s.put(c, key, limit, d)
+}
+
+// denialOf is the entry of a denial of one token at priority p on limit, asked at sent.
+func (c *denialCache) denialOf(limit ratelimit.Limit, p ratelimit.Priority, sent int64, res ratelimit.Result) denial {
+	until := sent + int64(res.RetryAfter)
+	d := denial{sent: sent, until: until, expires: sent + min(int64(res.RetryAfter), c.ttl), cost: 1, reset: res.ResetAfter, priority: p}
+	if limit.KeepUsage {
+		d.limit = limit
+	}
+	return d
+}
+
+// put stores d as the entry of (key, limit), in place of what the shard held, unless that
+// was a denial of the same cost and priority lasting at least as long, which is kept. The
+// entry keeps the stamp of the one it replaces, or gets a new one. It returns the entry's
+// stamp. It is called with s.mu held.
+func (s *cacheShard) put(c *denialCache, key string, limit ratelimit.Limit, d denial) uint64 {
+	k := bucketOf(key, limit)
 	old, ok := s.m[k]
 	if ok && old.cost == d.cost && old.priority == d.priority && old.limit == d.limit && old.until >= d.until && old.expires >= d.expires {
-		return
+		return old.stamp
 	}
-	if !ok && len(s.m) >= c.perShard {
-		s.evict(sent)
+	if ok {
+		d.stamp = old.stamp
+	} else {
+		d.stamp = c.stamps.Add(1)
+		if len(s.m) >= c.perShard {
+			s.evict(d.sent)
+		}
 	}
 	// A copy of the key: the caller's may share memory with a larger buffer.
 	k.key = strings.Clone(key)
 	s.m[k] = d
+	return d.stamp
+}
+
+// watch returns the stamp of the entry of (key, limit), first made, if there is none, as an
+// entry that denies nothing. It is called with s.mu held.
+func (s *cacheShard) watch(c *denialCache, key string, limit ratelimit.Limit, now int64) uint64 {
+	k := bucketOf(key, limit)
+	if d, ok := s.m[k]; ok {
+		return d.stamp
+	}
+	if len(s.m) >= c.perShard {
+		s.evict(now)
+	}
+	d := denial{stamp: c.stamps.Add(1)}
+	if limit.KeepUsage {
+		d.limit = limit
+	}
+	k.key = strings.Clone(key)
+	s.m[k] = d
+	return d.stamp
+}
+
+// entry returns the entry of (key, limit), if any.
+func (c *denialCache) entry(key string, limit ratelimit.Limit) (denial, bool) {
+	s := c.shard(key)
+	s.mu.RLock()
+	d, ok := s.m[bucketOf(key, limit)]
+	s.mu.RUnlock()
+	return d, ok
 }
 
 // forget drops what the cache holds for (key, limit): the primary has just admitted a
@@ -189,6 +251,7 @@ func (c *denialCache) invalidate(key string, limit ratelimit.Limit) {
 	s := c.shard(key)
 	s.mu.Lock()
 	s.gen++
+	c.gen.Add(1)
 	for a := ratelimit.DefaultAlgorithm; a <= ratelimit.CalendarQuota; a++ {
 		limit.Algorithm = a
 		delete(s.m, bucketOf(key, limit))

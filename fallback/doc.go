@@ -63,6 +63,17 @@
 // cache's TTL. A cached denial is the primary's Result aged by the time since its request
 // was sent: RetryAfter and ResetAfter shrink, Remaining is 0.
 //
+// AllowAll (the ratelimit.MultiLimiter As gives) remembers a denied list of requests the
+// same way, when its binding request (ratelimit.MultiResult.Binding) is of one token: the
+// same list (keys, limits and costs, in order, at the same priority) is denied again without
+// asking the primary, charging nothing, while that denial lasts and no bucket of the list
+// has been charged, reset or refunded through the Limiter since. Every Result is the
+// primary's, aged: until another denied request's RetryAfter ends, or an admitted one's
+// ResetAfter (a window rolls over, a bucket is full), when the primary is asked again. An
+// admitted request's Remaining is the primary's at the denial, exact for a fixed window; a
+// bucket that refills by fractions may have gained a token meanwhile, and one charged
+// through another instance lost some, both for at most the cache's TTL.
+//
 // The cache is on by default (WithDenialCacheSize caps it, or turns it off): a hit costs
 // well under a microsecond and allocates nothing, and it takes a hammered key off Redis
 // almost entirely (https://github.com/sluice-go/ratelimit/blob/main/docs/performance.md#fallback).

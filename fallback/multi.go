@@ -102,7 +102,9 @@ func (i inspector) Reset(ctx context.Context, key string, limit ratelimit.Limit)
 
 // AllowAllOrigin decides several limits at once with the primary, through the breaker as
 // AllowN does, and while the primary is unavailable with the secondary, each limit scaled
-// to this instance's share (WithInstances); the denial cache plays no part. It also says
+// to this instance's share (WithInstances). A list the primary denied is denied again by
+// the denial cache while the denial of its binding request lasts (see the package
+// documentation), charging nothing, with the primary's Results aged. It also says
 // which limiter decided, as AllowNOrigin does: the primary or the secondary, or the
 // Limiter itself ("fallback") for ratelimit.ErrClosed and the errors it returns alone. It
 // returns an error wrapping ratelimit.ErrNotSupported when a part cannot decide several
@@ -116,6 +118,16 @@ func (l *Limiter) AllowAllOrigin(ctx context.Context, reqs []ratelimit.Request) 
 		return ratelimit.MultiResult{}, l.origins.self, fmt.Errorf("%w: AllowAll: a part of %s decides no several limits at once",
 			ratelimit.ErrNotSupported, l.BackendName())
 	}
+	p := ratelimit.PriorityFrom(ctx)
+	sent := l.now()
+	var gen uint64
+	if l.cache != nil {
+		var mr ratelimit.MultiResult
+		var ok bool
+		if mr, gen, ok = l.cache.lookupAll(reqs, p, sent); ok {
+			return mr, l.origins.cache, nil
+		}
+	}
 	primary := l.parts.primaryMulti
 	var mr ratelimit.MultiResult
 	var err error
@@ -124,6 +136,9 @@ func (l *Limiter) AllowAllOrigin(ctx context.Context, reqs []ratelimit.Request) 
 		return err
 	})
 	if !fell {
+		if err == nil && l.cache != nil {
+			l.remember(reqs, p, sent, gen, mr)
+		}
 		return charged(mr, reqs, partPrimary), l.origins.primary, err
 	}
 	secondary := l.parts.secondaryMulti
@@ -131,7 +146,6 @@ func (l *Limiter) AllowAllOrigin(ctx context.Context, reqs []ratelimit.Request) 
 		return ratelimit.MultiResult{}, l.origins.self, cause
 	}
 	shares := make([]ratelimit.Request, len(reqs))
-	p := ratelimit.PriorityFrom(ctx)
 	for i, q := range reqs {
 		if share := l.share(q.Limit); !q.Limit.IsZero() && share != q.Limit {
 			// As AllowN degraded: a cost the primary could admit takes at most the part of
@@ -145,6 +159,21 @@ func (l *Limiter) AllowAllOrigin(ctx context.Context, reqs []ratelimit.Request) 
 	}
 	mr, err = secondary.AllowAll(ctx, shares)
 	return charged(mr, reqs, partSecondary), l.origins.secondary, err
+}
+
+// remember tells the denial cache the primary's answer mr to reqs, sent at sent at
+// priority p: an admission makes it forget every bucket charged, as AllowN's does; a denial
+// is stored (denialCache.storeAll).
+func (l *Limiter) remember(reqs []ratelimit.Request, p ratelimit.Priority, sent int64, gen uint64, mr ratelimit.MultiResult) {
+	if !mr.Allowed {
+		l.cache.storeAll(reqs, p, sent, gen, mr)
+		return
+	}
+	for i := range reqs {
+		if !reqs[i].Limit.IsZero() {
+			l.cache.forget(reqs[i].Key, reqs[i].Limit)
+		}
+	}
 }
 
 // charged marks the Charges of mr, an admission of reqs by the part named part, as this

@@ -21,7 +21,8 @@ const (
 	// (https://github.com/sluice-go/ratelimit/blob/main/docs/redis.md has the measured figures).
 	DefaultCooldown = breaker.DefaultCooldown
 	// DefaultDenialCacheSize caps the number of denials the cache holds: about 10 MB at
-	// the cap, with short keys.
+	// the cap, with short keys (and as many denied lists of AllowAll: 30 MB more at most, of
+	// three requests each).
 	DefaultDenialCacheSize = 1 << 16
 	// DefaultDenialCacheTTL is the longest the denial cache answers for the primary after
 	// one denial: how long a bucket reset or refunded through another instance, or lost by
@@ -100,7 +101,8 @@ func WithCooldown(d time.Duration) Option {
 // (65,536). A negative value turns the cache off. The cache is split into 64 shards with a
 // cap each, so the cap is n rounded down to a multiple of 64, and at least 64. At the cap, a
 // new denial takes the place of an expired one, or of the one expiring first among a few
-// sampled; a dropped denial only sends requests to the primary again.
+// sampled; a dropped denial only sends requests to the primary again. The denied lists of
+// AllowAll are capped at n as well, apart.
 func WithDenialCacheSize(n int) Option {
 	return func(o *options) {
 		if n == 0 {

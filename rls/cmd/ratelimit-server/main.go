@@ -6,6 +6,7 @@
 //	ratelimit-server -config examples/rls/config.yaml
 //	ratelimit-server -config /etc/ratelimit -redis 10.0.0.5:6379 -instances 4
 //	ratelimit-server -xds envoy-gateway:18001 -xds-node ratelimit -redis 10.0.0.5:6379
+//	ratelimit-server -xds envoy-gateway:18001 -xds-ca ca.pem -xds-cert tls.crt -xds-key tls.key
 //
 // Without -redis the limits live in this process's memory; with it, in Redis (one node,
 // or a Redis Cluster named by a comma-separated list of seeds), behind a circuit breaker
@@ -35,7 +36,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
@@ -61,6 +61,7 @@ func main() {
 type settings struct {
 	config, grpcAddr, httpAddr, redis, prefix string
 	xds, xdsNode                              string
+	xdsCA, xdsCert, xdsKey, xdsServerName     string
 	instances                                 int
 	style, failure                            string
 	overrides, hashTag                        bool
@@ -74,6 +75,10 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	fs.StringVar(&s.config, "config", "", "the configuration: a YAML file, or a directory of them (this or -xds)")
 	fs.StringVar(&s.xds, "xds", "", "host:port of an xDS management server pushing RateLimitConfig resources (Envoy Gateway's); this or -config")
 	fs.StringVar(&s.xdsNode, "xds-node", "default", "the node id given to the -xds server")
+	fs.StringVar(&s.xdsCA, "xds-ca", "", "PEM file of the CAs that sign the -xds server's certificate: TLS (default: the system's, when -xds-cert is given)")
+	fs.StringVar(&s.xdsCert, "xds-cert", "", "PEM file of this client's certificate for the -xds server (mutual TLS), with -xds-key")
+	fs.StringVar(&s.xdsKey, "xds-key", "", "PEM file of the -xds-cert certificate's private key")
+	fs.StringVar(&s.xdsServerName, "xds-server-name", "", "the name the -xds server's certificate must hold (default: the -xds host)")
 	fs.StringVar(&s.grpcAddr, "grpc-addr", "127.0.0.1:8081", "the gRPC listener's address")
 	fs.StringVar(&s.httpAddr, "http-addr", "127.0.0.1:8080", "the HTTP listener's address (/json, /healthcheck, /metrics)")
 	fs.StringVar(&s.redis, "redis", "", "Redis: host:port of a node, or a comma-separated list of Redis Cluster seeds; empty: in memory")
@@ -97,6 +102,10 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 		return s, errors.New("-config and -xds conflict: give one")
 	case s.instances < 1:
 		return s, errors.New("-instances must be at least 1")
+	case (s.xdsCert == "") != (s.xdsKey == ""):
+		return s, errors.New("-xds-cert and -xds-key go together: give both or neither")
+	case s.xds == "" && s.xdsTLS():
+		return s, errors.New("-xds-ca, -xds-cert, -xds-key and -xds-server-name need -xds")
 	}
 	return s, nil
 }
@@ -179,7 +188,11 @@ func (s settings) watch(svc *rls.Service, log *slog.Logger) (func(), error) {
 			func(err error) { log.Error("configuration not reloaded", "err", err) })
 		return w.Close, nil
 	}
-	conn, err := grpc.NewClient(s.xds, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	creds, err := s.xdsCredentials()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := grpc.NewClient(s.xds, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		return nil, fmt.Errorf("-xds: %w", err)
 	}
