@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"strings"
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/args"
@@ -31,11 +32,14 @@ var settleScript = newScriptPair(assemble(expand(settleFile), []multiAlgorithm{
 //
 // The other algorithms, and a token bucket with a Warmup, or a limit with KeepUsage, refuse
 // an overrun with an error wrapping ratelimit.ErrNotSupported (an underrun is a refund, which
-// they all have). A settle is never refused for the priority ctx carries; its Result is
+// they all have). A hold's Charge (Hold) settles the hold. A settle is never refused for the priority ctx carries; its Result is
 // Peek's for one token at that priority.
 func (l *Limiter) Settle(ctx context.Context, key string, limit ratelimit.Limit, c ratelimit.Charge, reserved, actual int) (ratelimit.Result, error) {
 	if reserved < 0 || actual < 0 {
 		return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: distributed: Settle: reserved = %d, actual = %d", args.ErrInvalidCost, reserved, actual)
+	}
+	if strings.HasPrefix(c.Part, holdPart) {
+		return l.settleHold(ctx, "settle", key, limit, c, reserved, actual)
 	}
 	switch {
 	case actual < reserved:
