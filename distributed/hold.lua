@@ -23,9 +23,9 @@
 -- then, with the client's clock (WithClientClock), its two arguments (fragments/clock_client.lua)
 --
 -- A settle of a live hold: an underrun is given back as Refund gives it back, an overrun is
--- charged as Settle charges it (settle.lua: the token and leaky buckets only, into a debt of
--- at most burst tokens). A hold found expired was given back already: its settle charges the
--- whole actual cost as an overrun.
+-- charged as Settle charges it (settle.lua: the token and leaky buckets only, with KeepUsage
+-- too, into a debt of at most burst tokens). A hold found expired was given back already:
+-- its settle charges the whole actual cost as an overrun.
 --
 -- Returns {code, now in µs since 2020, the five integers of the answer: allowed, remaining,
 -- retry-after µs, reset-after µs, delay µs, live}: hold: code 1, the admission's answer;
@@ -144,8 +144,11 @@ local code = 1
 if actual > reserved then
   -- The overrun, as settle.lua charges it: the TAT, never before now, moves ahead by it, to
   -- at most 2 * burst tokens past now.
+  -- With KeepUsage ("tbk", "lbk") the value is "tat rate", its deficit carried to the
+  -- call's rate as settle.go's keepSettleScript carries it, and written with the call's.
   local tag = ARGV[2]
-  if tag ~= 'tb' and tag ~= 'lb' then
+  local kept = tag == 'tbk' or tag == 'lbk'
+  if tag ~= 'tb' and tag ~= 'lb' and not kept then
     code = 2
   else
     local rate, burst = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -154,7 +157,26 @@ if actual > reserved then
     local tat = now
     local stored = redis.pcall('GET', KEYS[1])
     if stored then
-      local v = tonumber(stored)
+      local v
+      if kept then
+        local t, r0
+        if type(stored) == 'string' then
+          t, r0 = string.match(stored, '^(%S+) (%S+)$')
+        end
+        t, r0 = tonumber(t), tonumber(r0)
+        if t and r0 and r0 > 0 and r0 <= 1000000 then
+          v = t
+          if r0 ~= rate then
+            local a0 = t - now_us * r0 / 1000000
+            v = now
+            if a0 > 0 then
+              v = now + a0
+            end
+          end
+        end
+      else
+        v = tonumber(stored)
+      end
       if not (v and v > -cap and v < cap) then
         return redis.error_reply('INVALIDSTATE the key holds no value this script writes')
       end
@@ -167,7 +189,11 @@ if actual > reserved then
       code = 0
     else
       local reset = math.min(math.floor((debited - now) * 1000000 / rate + 0.5), cap)
-      redis.call('SET', KEYS[1], string.format('%.17g', debited), 'PX', math.max(math.ceil(reset / 1000), 1) + pad)
+      local value = string.format('%.17g', debited)
+      if kept then
+        value = string.format('%.17g %.17g', debited, rate)
+      end
+      redis.call('SET', KEYS[1], value, 'PX', math.max(math.ceil(reset / 1000), 1) + pad)
     end
   end
 elseif actual < reserved then

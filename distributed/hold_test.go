@@ -104,8 +104,8 @@ func TestHoldExpires(t *testing.T) {
 
 // TestHoldSettle: a hold settles as a plain decision does, and its record goes with it. On
 // one bucket by holds, on a twin by AllowN and Settle, each step answers alike: an underrun
-// (4 held, 1 spent), a Refund of 2 of 5 held, an overrun on the token bucket (2 held, 8
-// spent: 2 in debt); then, past the TTL, the holds settled give nothing more back, so a hold
+// (4 held, 1 spent), a Refund of 2 of 5 held, an overrun on the token bucket, with KeepUsage
+// too (2 held, 8 spent: 2 in debt); then, past the TTL, the holds settled give nothing more back, so a hold
 // and an AllowN still answer alike.
 func TestHoldSettle(t *testing.T) {
 	server := redistest.NewServer(t)
@@ -113,6 +113,7 @@ func TestHoldSettle(t *testing.T) {
 	const ttl = time.Second
 	limits := map[string]ratelimit.Limit{
 		"TokenBucket": {Rate: 1, Burst: 10},
+		"KeepUsage":   {Rate: 1, Burst: 10, KeepUsage: true},
 		"FixedWindow": {Rate: 1, Burst: 10, Algorithm: ratelimit.FixedWindow},
 		"Quota":       ratelimit.Quota(10, ratelimit.Period{Unit: ratelimit.Day, Zone: "UTC"}),
 	}
@@ -150,7 +151,7 @@ func TestHoldSettle(t *testing.T) {
 			pr, err := l.Refund(ctx, "twin", limit, 2, p.Charge)
 			require.NoError(t, err)
 			same(hr, pr, "refund 2 of 5")
-			if name == "TokenBucket" {
+			if name == "TokenBucket" || name == "KeepUsage" {
 				h, p = decide(2)
 				settle(h, p, 2, 8)
 			}
