@@ -63,7 +63,7 @@ func TestSettleSeries(t *testing.T) {
 
 	c := collect(t, reader)
 	assert.Equal(t, map[string]int64{
-		"ratelimit.policy=llm,ratelimit.result=allowed":                          2,
+		"ratelimit.policy=llm,ratelimit.result=allowed":                        2,
 		"error.type=invalid_input,ratelimit.policy=llm,ratelimit.result=error": 1,
 	}, c.Counts(t, "ratelimit.settles"))
 	assert.Equal(t, map[string]int64{
