@@ -46,6 +46,9 @@ func (l *Limiter) Peek(ctx context.Context, key string, limit ratelimit.Limit, n
 //     never past where the bucket holds all it can, and the warm-up stays as it is (a cold
 //     bucket has nothing to give back).
 //
+// A hold's Charge (Hold) gives back up to the tokens it holds, settling the hold, and nothing
+// once the hold has expired (it was given back then).
+//
 // With the zero Charge the windows refund their current window and the sliding log drops its n
 // newest entries still in the window: an operator's refund.
 // https://github.com/sluice-go/ratelimit/blob/main/docs/limits.md says what a refund can and
@@ -53,6 +56,9 @@ func (l *Limiter) Peek(ctx context.Context, key string, limit ratelimit.Limit, n
 func (l *Limiter) Refund(ctx context.Context, key string, limit ratelimit.Limit, n int, c ratelimit.Charge) (ratelimit.Result, error) {
 	if n < 1 {
 		return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: n = %d", args.ErrInvalidCost, n)
+	}
+	if held, _, ok := parseHold(c.Part); ok {
+		return l.settleHold(ctx, "refund", key, limit, c, held, held-min(n, held))
 	}
 	if err := l.check(key, limit, 1); err != nil {
 		return ratelimit.Result{Limit: limit}, err

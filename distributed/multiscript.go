@@ -31,7 +31,10 @@ var refundWarmupSource string
 // multi is the script of AllowAll, Peek, Refund and Reset (multi.lua), built from every
 // algorithm's single-key script and its refund, so that one call decides buckets of
 // different algorithms together, each by its own.
-var multi = newScriptPair(multiScript([]multiAlgorithm{
+var multi = newScriptPair(multiScript(multiAlgorithms))
+
+// multiAlgorithms are the algorithms of multi.lua (and of hold.lua), each under its tag.
+var multiAlgorithms = []multiAlgorithm{
 	{algorithms[ratelimit.TokenBucket].tag, gcraSource, refundGCRASource, false},
 	{warmup.tag, warmupSource, refundWarmupSource, false},
 	{algorithms[ratelimit.FixedWindow].tag, fixedWindowSource, refundFixedWindowSource, false},
@@ -45,7 +48,7 @@ var multi = newScriptPair(multiScript([]multiAlgorithm{
 	{keepAlgorithms[ratelimit.SlidingWindowLog].tag, keepSlidingLogSource, keepRefundSlidingLogSource, true},
 	{keepAlgorithms[ratelimit.SlidingWindowCounter].tag, keepSlidingCounterSource, keepRefundSlidingCounterSource, false},
 	{keepAlgorithms[ratelimit.LeakyBucket].tag, keepLeakyBucketSource, keepRefundGCRASource, false},
-}))
+}
 
 // multiAlgorithm is what multi.lua holds of one algorithm: the tag of its keys, its
 // single-key script and its refund function. redecide says that single's writes depend on

@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"strings"
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/args"
@@ -20,6 +21,35 @@ var settleScript = newScriptPair(assemble(expand(settleFile), []multiAlgorithm{
 	{algorithms[ratelimit.LeakyBucket].tag, leakyBucketSource, refundGCRASource, false},
 }))
 
+// keepSettleScript is settleScript for the buckets with KeepUsage, whose value is "tat
+// rate": the deficit read at the rate it was written at carries to the call's, as
+// keepRefundRead carries it (none is a full bucket), and the write keeps the call's rate.
+var keepSettleScript = newScriptPair(assemble(keepVariant(expand(settleFile),
+	"  local v = tonumber(stored)\n", `  local v
+  do
+    local t, r0
+    if type(stored) == 'string' then
+      t, r0 = string.match(stored, '^(%S+) (%S+)$')
+    end
+    t, r0 = tonumber(t), tonumber(r0)
+    if t and r0 and r0 > 0 and r0 <= 1000000 then
+      v = t
+      if r0 ~= rate then
+        local a0 = t - now_us * r0 / 1000000
+        v = now
+        if a0 > 0 then
+          v = now + a0
+        end
+      end
+    end
+  end
+`,
+	"redis.call('SET', KEYS[1], string.format('%.17g', debited), 'PX', ttl)", "redis.call('SET', KEYS[1], "+keepWrite("debited")+", 'PX', ttl)"),
+	[]multiAlgorithm{
+		{keepAlgorithms[ratelimit.TokenBucket].tag, keepGCRASource, keepRefundGCRASource, false},
+		{keepAlgorithms[ratelimit.LeakyBucket].tag, keepLeakyBucketSource, keepRefundGCRASource, false},
+	}))
+
 // Settle settles the decision whose Result.Charge is c, which reserved tokens, to actual
 // tokens, as ratelimit.Settler says, in one script: an underrun is Refund's, with c; an
 // overrun is charged at once (settle.lua), into debt if need be, and a bucket is never more
@@ -29,13 +59,16 @@ var settleScript = newScriptPair(assemble(expand(settleFile), []multiAlgorithm{
 //   - The token bucket's TAT runs ahead of now by more than Burst: at most 2·Burst tokens.
 //   - The leaky bucket's queue holds more than Burst: at most 2·Burst places.
 //
-// The other algorithms, and a token bucket with a Warmup, or a limit with KeepUsage, refuse
-// an overrun with an error wrapping ratelimit.ErrNotSupported (an underrun is a refund, which
-// they all have). A settle is never refused for the priority ctx carries; its Result is
+// With KeepUsage the same, at the Rate of the call, to which the deficit carries as a refund
+// carries it. The other algorithms, and a token bucket with a Warmup, refuse an overrun with
+// an error wrapping ratelimit.ErrNotSupported (an underrun is a refund, which they all have). A hold's Charge (Hold) settles the hold. A settle is never refused for the priority ctx carries; its Result is
 // Peek's for one token at that priority.
 func (l *Limiter) Settle(ctx context.Context, key string, limit ratelimit.Limit, c ratelimit.Charge, reserved, actual int) (ratelimit.Result, error) {
 	if reserved < 0 || actual < 0 {
 		return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: distributed: Settle: reserved = %d, actual = %d", args.ErrInvalidCost, reserved, actual)
+	}
+	if strings.HasPrefix(c.Part, holdPart) {
+		return l.settleHold(ctx, "settle", key, limit, c, reserved, actual)
 	}
 	switch {
 	case actual < reserved:
@@ -47,8 +80,8 @@ func (l *Limiter) Settle(ctx context.Context, key string, limit ratelimit.Limit,
 		return ratelimit.Result{Limit: limit}, err
 	}
 	named := args.Resolve(limit, l.algorithm)
-	if !(named.Algorithm == ratelimit.TokenBucket || named.Algorithm == ratelimit.LeakyBucket) || limit.Warmup != 0 || limit.KeepUsage {
-		return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: distributed: Settle: an overrun on %v (a token or leaky bucket without a warm-up or KeepUsage keeps a debt)",
+	if !(named.Algorithm == ratelimit.TokenBucket || named.Algorithm == ratelimit.LeakyBucket) || limit.Warmup != 0 {
+		return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: distributed: Settle: an overrun on %v (a token or leaky bucket without a warm-up keeps a debt)",
 			ratelimit.ErrNotSupported, named.Algorithm)
 	}
 	d := actual - reserved
@@ -64,7 +97,11 @@ func (l *Limiter) Settle(ctx context.Context, key string, limit ratelimit.Limit,
 	if l.now != nil {
 		argv = append(argv, l.clientNow(), l.skew)
 	}
-	vals, err := l.run(ctx, settleScript.on(l.now != nil), []string{l.key(key, alg.tag, limit)}, argv, nil)
+	script := settleScript
+	if limit.KeepUsage {
+		script = keepSettleScript
+	}
+	vals, err := l.run(ctx, script.on(l.now != nil), []string{l.key(key, alg.tag, limit)}, argv, nil)
 	if err != nil {
 		return ratelimit.Result{Limit: limit}, invalidState(err)
 	}

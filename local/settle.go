@@ -19,12 +19,12 @@ var _ ratelimit.Settler = (*Limiter)(nil)
 //   - The token bucket's TAT runs ahead of now by more than Burst: at most 2·Burst tokens.
 //   - The leaky bucket's queue holds more than Burst: at most 2·Burst places.
 //
-// The other algorithms, and a token bucket with a Warmup, or a limit with KeepUsage, refuse
-// an overrun with an error wrapping ratelimit.ErrNotSupported (an underrun is a refund, which
-// they all have): a window's count held past Burst would not fit the state the bucket packs
-// its count in, and a warm bucket's TAT is counted on a clock that a debt would move. A
-// settle is never refused for the priority ctx carries; its Result is Peek's for one token
-// at that priority.
+// With KeepUsage the same, at the Rate of the call, to which the deficit carries as a refund
+// carries it. The other algorithms, and a token bucket with a Warmup, refuse an overrun with
+// an error wrapping ratelimit.ErrNotSupported (an underrun is a refund, which they all have):
+// a window's count held past Burst would not fit the state the bucket packs its count in,
+// and a warm bucket's TAT is counted on a clock that a debt would move. A settle is never
+// refused for the priority ctx carries; its Result is Peek's for one token at that priority.
 func (l *Limiter) Settle(ctx context.Context, key string, limit ratelimit.Limit, c ratelimit.Charge, reserved, actual int) (ratelimit.Result, error) {
 	if reserved < 0 || actual < 0 {
 		return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: local: Settle: reserved = %d, actual = %d", args.ErrInvalidCost, reserved, actual)
@@ -64,10 +64,10 @@ var errDebt = fmt.Errorf("%w: local: Settle: the overrun would put the bucket mo
 // debtSupported returns nil if limit's bucket can be charged into debt (see Settle), or an
 // error wrapping ratelimit.ErrNotSupported.
 func debtSupported(limit ratelimit.Limit) error {
-	if (limit.Algorithm == ratelimit.TokenBucket || limit.Algorithm == ratelimit.LeakyBucket) && limit.Warmup == 0 && !limit.KeepUsage {
+	if (limit.Algorithm == ratelimit.TokenBucket || limit.Algorithm == ratelimit.LeakyBucket) && limit.Warmup == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: local: Settle: an overrun on %v (a token or leaky bucket without a warm-up or KeepUsage keeps a debt)",
+	return fmt.Errorf("%w: local: Settle: an overrun on %v (a token or leaky bucket without a warm-up keeps a debt)",
 		ratelimit.ErrNotSupported, limit.Algorithm)
 }
 
@@ -158,4 +158,28 @@ func (ts timeState) debit(limit ratelimit.Limit, u int64, d int) bool {
 		debit(limit ratelimit.Limit, u int64, d int) bool
 	})
 	return ok && db.debit(limit, u, d)
+}
+
+// debit is a token or leaky bucket's with KeepUsage: its deficit carried to the call's rate
+// first, as refund carries it (none, a full bucket, is a TAT of now), then its TAT moved
+// ahead by d, to at most 2·Burst past now, at the call's rate; as settle.lua's keep variant.
+func (ks *keepState) debit(limit ratelimit.Limit, u int64, d int) bool {
+	if ks.alg != ratelimit.TokenBucket && ks.alg != ratelimit.LeakyBucket {
+		return false
+	}
+	us := u - tokenEpochUS
+	now := float64(us) * limit.Rate / 1e6
+	tat := ks.tat
+	if ks.rate != limit.Rate {
+		tat = math.Inf(-1)
+		if a0 := ks.tat - float64(us)*ks.rate/1e6; a0 > 0 {
+			tat = now + a0
+		}
+	}
+	next := max(tat, now) + float64(d)
+	if next-now > 2*float64(limit.Burst) {
+		return false
+	}
+	ks.tat, ks.rate = next, limit.Rate
+	return true
 }

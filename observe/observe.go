@@ -86,6 +86,19 @@ type Decision struct {
 	// denied when a chunk was refused, error when Redis failed. Backend is "lease", Limit
 	// the bucket's (a shard's, with WithShards), Duration the round trip.
 	Lease bool
+	// Settle reports a settle (ratelimit.Settler) rather than a decision: Cost is the
+	// tokens the decision reserved and Actual what the work cost, Outcome allowed when
+	// settled (an overrun charged, an underrun given back), error when refused (an overrun
+	// past the debt bound, or on an algorithm that keeps no debt) or not made.
+	Settle bool
+	// Actual is, with Settle, the tokens the work cost.
+	Actual int
+	// Reserve reports a Reserve (ratelimit.Reserver) rather than a decision: Outcome
+	// allowed when Cost tokens were booked, Delay ahead, denied when no slot came within
+	// the wait, error when none could be decided.
+	Reserve bool
+	// Delay is, with Reserve, how long ahead the slot booked is (Result.Delay).
+	Delay time.Duration
 }
 
 // Outcome is what a decision came to: allowed, denied, or no decision (an error).

@@ -86,3 +86,26 @@ func decide(ctx context.Context, d *Decision, c *Call, limit *ratelimit.Limit, n
 		d.Outcome, d.Remaining = OutcomeDenied, res.Remaining
 	}
 }
+
+// ReportSettle tells o of a settle (Decision.Settle) of the decision of reserved tokens
+// under limit to actual ones, and of the Settler's answer, res and err, as Report tells of
+// a decision: error with Classify's kind when err is not nil, else allowed.
+func ReportSettle(ctx context.Context, o Observer, c Call, limit ratelimit.Limit, reserved, actual int, res ratelimit.Result, err error) {
+	var d Decision
+	res.Allowed = err == nil
+	decide(ctx, &d, &c, &limit, reserved, &res, err)
+	d.Settle, d.Actual = true, actual
+	o.ObserveDecision(ctx, d)
+}
+
+// ReportReserve tells o of a Reserve (Decision.Reserve) of n tokens under limit and of the
+// Reserver's answer, res and err, as Report tells of a decision, with the Delay booked.
+func ReportReserve(ctx context.Context, o Observer, c Call, limit ratelimit.Limit, n int, res ratelimit.Result, err error) {
+	var d Decision
+	decide(ctx, &d, &c, &limit, n, &res, err)
+	d.Reserve = true
+	if d.Outcome == OutcomeAllowed {
+		d.Delay = res.Delay
+	}
+	o.ObserveDecision(ctx, d)
+}

@@ -3,6 +3,7 @@ package observe
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/nilarg"
@@ -14,13 +15,15 @@ import (
 // ctx carries and Duration to the time the call to l took (for a DurationSampler, one call
 // in its n is timed: see Stopwatch); and, when l is a ratelimit.MultiLimiter, each AllowAll
 // as ReportAll does, one Decision per limit under its Request's Name (policy for one
-// without). Wait, Peek, Refund and Reset pass through unobserved: how long a caller waited
-// is not how long a decision took, and the others decide nothing.
+// without); and each Settle and Reserve, when l has them, as ReportSettle and ReportReserve
+// do. Wait, Peek, Refund and Reset pass through unobserved: how long a caller waited is not
+// how long a decision took, and the others decide nothing.
 //
 // Through ratelimit.As, the Limiter Wrap returns has the capabilities of l and no others:
-// it answers itself for ratelimit.MultiLimiter and OriginReporter, which it observes, and
-// lends the rest (ratelimit.Inspector, ratelimit.LimitValidator) through its Unwrap method,
-// which returns l. It is a BackendNamer, named as l. It is safe for concurrent use.
+// it answers itself for ratelimit.MultiLimiter, ratelimit.Settler, ratelimit.Reserver and
+// OriginReporter, which it observes, and lends the rest (ratelimit.Inspector,
+// ratelimit.LimitValidator) through its Unwrap method, which returns l. It is a
+// BackendNamer, named as l. It is safe for concurrent use.
 //
 // Wrap is for code that calls a Limiter directly; the middlewares take an Observer of
 // their own (WithObserver), and wrapping the Limiter they are given as well reports each
@@ -40,6 +43,8 @@ func Wrap(l ratelimit.Limiter, o Observer, policy string) ratelimit.Limiter {
 	}
 	w.multi, _ = ratelimit.As[ratelimit.MultiLimiter](l)
 	w.origins, _ = ratelimit.As[OriginReporter](l)
+	w.settler, _ = ratelimit.As[ratelimit.Settler](l)
+	w.reserver, _ = ratelimit.As[ratelimit.Reserver](l)
 	return w
 }
 
@@ -47,10 +52,12 @@ func Wrap(l ratelimit.Limiter, o Observer, policy string) ratelimit.Limiter {
 // originsPart, which As gives when its limiter has them: a method in observed's own method
 // set would claim the capability whatever its limiter can do.
 type observed struct {
-	limiter ratelimit.Limiter
-	multi   ratelimit.MultiLimiter // limiter, if it decides several limits
-	origins OriginReporter         // limiter, if it reports origins
-	obs     Observer               // wrapped by Join: panics recovered
+	limiter  ratelimit.Limiter
+	multi    ratelimit.MultiLimiter // limiter, if it decides several limits
+	origins  OriginReporter         // limiter, if it reports origins
+	settler  ratelimit.Settler      // limiter's, if it settles
+	reserver ratelimit.Reserver     // limiter's, if it books slots ahead
+	obs      Observer               // wrapped by Join: panics recovered
 	// one is obs's only observer when Join made obs of one, else obs. AllowN tells it of
 	// its decision through observeDecision, which recovers its panics as obs would, and
 	// spares the Decision a copy and a call through obs.
@@ -82,8 +89,40 @@ func (l *observed) As(target any) bool {
 			*t = originsPart{l}
 			return true
 		}
+	case *ratelimit.Settler:
+		if l.settler != nil {
+			*t = settlePart{l}
+			return true
+		}
+	case *ratelimit.Reserver:
+		if l.reserver != nil {
+			*t = reservePart{l}
+			return true
+		}
 	}
 	return false
+}
+
+// settlePart is an observed limiter's ratelimit.Settler: each settle reported as
+// ReportSettle says.
+type settlePart struct{ o *observed }
+
+func (p settlePart) Settle(ctx context.Context, key string, limit ratelimit.Limit, c ratelimit.Charge, reserved, actual int) (ratelimit.Result, error) {
+	start := p.o.clock.Start()
+	res, err := p.o.settler.Settle(ctx, key, limit, c, reserved, actual)
+	ReportSettle(ctx, p.o.obs, Call{Policy: p.o.policy, Backend: p.o.backend, Duration: p.o.clock.Stop(start)}, limit, reserved, actual, res, err)
+	return res, err
+}
+
+// reservePart is an observed limiter's ratelimit.Reserver: each Reserve reported as
+// ReportReserve says.
+type reservePart struct{ o *observed }
+
+func (p reservePart) Reserve(ctx context.Context, key string, limit ratelimit.Limit, n int, maxWait time.Duration) (ratelimit.Result, error) {
+	start := p.o.clock.Start()
+	res, err := p.o.reserver.Reserve(ctx, key, limit, n, maxWait)
+	ReportReserve(ctx, p.o.obs, Call{Policy: p.o.policy, Backend: p.o.backend, Duration: p.o.clock.Stop(start)}, limit, n, res, err)
+	return res, err
 }
 
 // multiPart is an observed limiter's ratelimit.MultiLimiter.

@@ -35,6 +35,13 @@
 //   - ratelimit.lease.grants (Counter, {call}): ratelimit.policy, ratelimit.result and, on
 //     errors, error.type: package lease's calls to Redis for a chunk
 //     (observe.Decision.Lease), which ratelimit.requests does not count.
+//   - ratelimit.settles and ratelimit.reservations (Counters, {call}): ratelimit.policy,
+//     ratelimit.result and, on errors, error.type: settles (observe.Decision.Settle;
+//     allowed: settled, error: refused or not made) and slots booked ahead
+//     (observe.Decision.Reserve; denied: none within the wait), which ratelimit.requests
+//     does not count; ratelimit.settle.tokens (Counter, {token}): ratelimit.policy and
+//     ratelimit.settle.direction (overrun: charged past the estimate; refund: given back);
+//     ratelimit.reserve.delay (Counter, s): ratelimit.policy, the time booked ahead.
 //
 // https://github.com/sluice-go/ratelimit/blob/main/docs/observability.md says what each
 // answers, with queries and alerts.

@@ -67,6 +67,10 @@ type Observer struct {
 	// grants counts package lease's grants (observe.Decision.Lease): see lease.go.
 	grantCalls metric.Int64ObservableCounter
 	grants     *observe.Series[permitCounters]
+	// settles, reserves and amounts count settles and bookings ahead: see settle.go.
+	settleCalls, reserveCalls metric.Int64ObservableCounter
+	settles, reserves         *observe.Series[permitCounters]
+	amounts                   *observe.Series[amounts]
 }
 
 var (
@@ -119,7 +123,7 @@ func New(opts ...Option) (*Observer, error) {
 		}
 	}
 
-	var errs [9]error
+	var errs [10]error
 	o.requests, errs[0] = meter.Int64ObservableCounter("ratelimit.requests",
 		metric.WithUnit("{request}"),
 		metric.WithDescription("Rate-limiting decisions, by policy and result."))
@@ -140,6 +144,7 @@ func New(opts ...Option) (*Observer, error) {
 	errs[6] = registerConcurrency(meter, cfg.concurrency)
 	errs[7] = o.registerPermits(meter, cfg.maxSeries)
 	errs[8] = o.registerGrants(meter, cfg.maxSeries)
+	errs[9] = o.registerSettles(meter, cfg.maxSeries)
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -232,6 +237,9 @@ func (o *Observer) ObserveDecision(ctx context.Context, d observe.Decision) {
 		return
 	case d.Lease:
 		o.grants.Lookup(d.Policy, d.Backend).cells[observe.PermitCellOf(d)].n.Add(1)
+		return
+	case d.Settle || d.Reserve:
+		o.observeSettle(d)
 		return
 	}
 	s := o.series.Lookup(d.Policy, d.Backend)

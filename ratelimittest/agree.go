@@ -56,9 +56,22 @@ func Agree(t *testing.T, a, b Harness, more ...Harness) {
 	if quotas && len(common) > 0 {
 		t.Run("CalendarQuota", func(t *testing.T) { agreeTimelines(t, all, common[0], quotaLimits(t), quotaGap, 25) })
 	}
-	for _, alg := range []ratelimit.Algorithm{ratelimit.TokenBucket, ratelimit.LeakyBucket} {
-		if settlers(t, all) && slices.Contains(common, alg) {
-			t.Run("Settle/"+alg.String(), func(t *testing.T) { agreeSettle(t, all, alg) })
+	if settlers(t, all) {
+		for _, alg := range common {
+			t.Run("Settle/"+alg.String(), func(t *testing.T) { agreeSettle(t, all, alg, settleLimits(alg, false)) })
+			if keep {
+				t.Run("Settle/KeepUsage/"+alg.String(), func(t *testing.T) { agreeSettle(t, all, alg, settleLimits(alg, true)) })
+			}
+		}
+		if warm && slices.Contains(common, ratelimit.TokenBucket) {
+			t.Run("Settle/Warmup", func(t *testing.T) {
+				agreeSettle(t, all, ratelimit.TokenBucket, [][]ratelimit.Limit{{{Rate: 10, Burst: 20, Warmup: 5 * time.Second}}})
+			})
+		}
+		if quotas && len(common) > 0 {
+			t.Run("Settle/CalendarQuota", func(t *testing.T) {
+				agreeSettle(t, all, common[0], [][]ratelimit.Limit{{quota(t, "7/day@Europe/Paris")}})
+			})
 		}
 	}
 	if keep {

@@ -148,12 +148,37 @@ func settleNotSupported(t testing.TB, h harness) {
 	require.True(t, peek.Allowed, "nothing charged")
 }
 
+// settleLimits are the limit sets agreeSettle plays on alg: the token and leaky buckets'
+// edges (a rate of 10⁶/s, a Burst of 10⁹), smaller ones on the windows, whose sliding log
+// keeps an entry per token. With keep, each set is two limits with KeepUsage that a
+// timeline alternates between at random, so that usage, and debt, carry between them.
+func settleLimits(alg ratelimit.Algorithm, keep bool) [][]ratelimit.Limit {
+	limits := []ratelimit.Limit{{Rate: 1, Burst: 2}, {Rate: 1000, Burst: 50}, {Rate: 0.37, Burst: 7}}
+	if !keep && (alg == ratelimit.TokenBucket || alg == ratelimit.LeakyBucket) {
+		limits = append(limits, ratelimit.Limit{Rate: 1e6, Burst: 1e9})
+	}
+	var sets [][]ratelimit.Limit
+	for _, l := range limits {
+		l.Algorithm = alg
+		set := []ratelimit.Limit{l}
+		if keep {
+			l.KeepUsage = true
+			other := l
+			other.Rate, other.Burst = l.Rate*3, l.Burst+3
+			set = []ratelimit.Limit{l, other}
+		}
+		sets = append(sets, set)
+	}
+	return sets
+}
+
 // agreeSettle plays timelines of decisions, settles (underruns, overruns, refusals at the
-// debt bound) and peeks on the token and leaky buckets of every harness, and requires the
-// same answers and the same refusals.
-func agreeSettle(t *testing.T, all []Harness, alg ratelimit.Algorithm) {
-	for i, limit := range []ratelimit.Limit{{Rate: 1, Burst: 2}, {Rate: 1000, Burst: 50}, {Rate: 0.37, Burst: 7}, {Rate: 1e6, Burst: 1e9}} {
-		t.Run(limit.String(), func(t *testing.T) {
+// debt bound, and of an overrun on an algorithm that keeps no debt) and peeks on alg's
+// buckets of every harness, one timeline per limit set (a step's limit drawn from its set),
+// and requires the same answers and the same refusals.
+func agreeSettle(t *testing.T, all []Harness, alg ratelimit.Algorithm, sets [][]ratelimit.Limit) {
+	for i, set := range sets {
+		t.Run(set[0].String(), func(t *testing.T) {
 			clock := NewClock()
 			ls := make([]settling, len(all))
 			for k, h := range all {
@@ -164,8 +189,10 @@ func agreeSettle(t *testing.T, all []Harness, alg ratelimit.Algorithm) {
 			}
 			rng := rand.New(rand.NewPCG(uint64(i), 40))
 			ctx := context.Background()
+			overruns, refused := 0, 0 // overruns charged, and refused as ErrNotSupported
 			for step := range 300 {
-				clock.Advance(time.Duration(rng.Float64() * 3 * float64(limit.Burst) / limit.Rate / 8 * 1e9))
+				limit := set[rng.IntN(len(set))]
+				clock.Advance(time.Duration(rng.Float64() * 3 * float64(limit.Burst) / max(limit.Rate, 1e-6) / 8 * 1e9))
 				n := 1 + rng.IntN(limit.Burst)
 				var c ratelimit.Charge
 				for k, s := range ls {
@@ -193,6 +220,21 @@ func agreeSettle(t *testing.T, all []Harness, alg ratelimit.Algorithm) {
 					require.Equal(t, first, res, "step %d: settle %d to %d", step, reserved, actual)
 					require.Equal(t, errClass(firstErr), errClass(err), "step %d: %v / %v", step, firstErr, err)
 				}
+				switch {
+				case actual > reserved && firstErr == nil:
+					overruns++
+				case errors.Is(firstErr, ratelimit.ErrNotSupported):
+					refused++
+				}
+			}
+			// Each timeline has overruns that fit; an algorithm keeps a debt for all of
+			// them or refuses all of them.
+			if keepsDebt(alg) && set[0].Warmup == 0 && set[0].Algorithm != ratelimit.CalendarQuota {
+				require.Positive(t, overruns)
+				require.Zero(t, refused)
+			} else {
+				require.Zero(t, overruns)
+				require.Positive(t, refused)
 			}
 		})
 	}

@@ -75,6 +75,10 @@ func (o *Observer) ObserveDecision(ctx context.Context, d observe.Decision) {
 		level, g, msg = o.deniedLevel, &o.denied, "concurrency limit: request refused, no permit free"
 	case d.Concurrency && d.Outcome == observe.OutcomeError:
 		level, g, msg = o.errorLevel, &o.errors, "concurrency limit: the limiter could not decide"
+	case d.Settle && d.Outcome == observe.OutcomeError:
+		level, g, msg = o.errorLevel, &o.errors, "rate limit: a settle was refused or not made"
+	case d.Reserve && d.Outcome == observe.OutcomeDenied:
+		level, g, msg = o.deniedLevel, &o.denied, "rate limit: no slot within the wait"
 	case d.Outcome == observe.OutcomeDenied && d.Shadow:
 		level, g, msg = o.deniedLevel, &o.denied, "rate limit: request would be denied (shadow)"
 	case d.Outcome == observe.OutcomeDenied:

@@ -219,3 +219,23 @@ func TestDefaultLogger(t *testing.T) {
 	slogobserver.New(nil).ObserveDecision(context.Background(), denied)
 	assert.Equal(t, []string{deniedLine}, out.lines())
 }
+
+// TestSettleAndReserve: a settle made is not logged, one refused is, as an error; a slot
+// booked is not, none within the wait is, as a denial.
+func TestSettleAndReserve(t *testing.T) {
+	var out logs
+	o := slogobserver.New(out.logger())
+	ctx := context.Background()
+	settled := observe.Decision{Policy: "llm", Backend: "local", Settle: true, Cost: 2, Actual: 6, Limit: ratelimit.PerSecond(2), Duration: 150}
+	o.ObserveDecision(ctx, settled)
+	settled.Outcome, settled.ErrorKind, settled.Err = observe.OutcomeError, observe.KindInvalidInput, ratelimit.ErrExceedsBurst
+	o.ObserveDecision(ctx, settled)
+	booked := observe.Decision{Policy: "jobs", Backend: "distributed", Reserve: true, Cost: 1, Limit: ratelimit.PerSecond(2), Duration: 150}
+	o.ObserveDecision(ctx, booked)
+	booked.Outcome = observe.OutcomeDenied
+	o.ObserveDecision(ctx, booked)
+	assert.Equal(t, []string{
+		`{"level":"WARN","msg":"rate limit: a settle was refused or not made","policy":"llm","backend":"local","shadow":false,"cost":2,"priority":"critical","limit":"2/s","duration":150,"error_type":"invalid_input","err":"ratelimit: cost exceeds burst"}`,
+		`{"level":"INFO","msg":"rate limit: no slot within the wait","policy":"jobs","backend":"distributed","shadow":false,"cost":1,"priority":"critical","limit":"2/s","duration":150,"remaining":0}`,
+	}, out.lines())
+}
