@@ -107,10 +107,12 @@ func BenchmarkConcurrencyRedis(b *testing.B) {
 			for _, c := range contenders {
 				b.Run(c.name+"/"+set.name+"/"+strconv.Itoa(g), func(b *testing.B) {
 					if allowed, failed := spread(8, set.keys[:min(len(set.keys), 1000)], c.decide); failed != 0 || allowed == 0 {
-						b.Fatalf("first calls: %d admitted, %d failed", allowed, failed) // and the scripts are loaded
+						// and the scripts are loaded
+						b.Fatalf("first calls: %d admitted, %d failed", allowed, failed)
 					}
 					runRedisLoad(b, srv, g, set.keys, true, c.decide)
-					// The one key left is the fleet's count of limiters (distributed.DefaultPrefix).
+					// The one key left is the fleet's count of limiters
+					// (distributed.DefaultPrefix).
 					if n, err := client.Exists(ctx, distributed.DefaultPrefix).Result(); err != nil || dbSize(b, srv) != n {
 						b.Fatalf("Redis holds %d keys after the run, want only the fleet's: a permit was not released (%v)", dbSize(b, srv), err)
 					}

@@ -41,7 +41,8 @@ return {1, 999999999, 0, tonumber(t[2])}`)},
 // pinned mode (see redisCPU) the client has one core, whose CPU per decision (cli-cpu-us/op)
 // bounds the throughput at 8 goroutines.
 //
-//	cd bench && taskset -c 1 go test -run '^$' -bench 'RedisFloor' -benchmem -benchtime 2s -count 6 -args -redis-cpu 0
+//	cd bench && taskset -c 1 go test -run '^$' -bench 'RedisFloor' -benchmem -benchtime 2s \
+//		-count 6 -args -redis-cpu 0
 func BenchmarkRedisFloor(b *testing.B) {
 	srv := redistest.NewServer(b)
 	pinRedis(b, srv)

@@ -23,7 +23,8 @@ var leaseLimit = ratelimit.Limit{Rate: 1000, Burst: 1e9}
 // turn), beside a bare EVALSHA of `return 1` on one key from as many goroutines, in one
 // run. It logs the bound of any window W: Burst + Rate·W + k·c, with c the chunk cap.
 //
-//	cd bench && taskset -c 1 go test -run '^$' -bench 'BenchmarkLease' -benchtime 2s -count 1 -args -redis-cpu 0
+//	cd bench && taskset -c 1 go test -run '^$' -bench 'BenchmarkLease' -benchtime 2s \
+//		-count 1 -args -redis-cpu 0
 func BenchmarkLease(b *testing.B) {
 	srv := redistest.NewServer(b)
 	pinRedis(b, srv)

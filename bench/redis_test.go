@@ -33,8 +33,9 @@ func newRedisClient(addr string) *redis.Client {
 // redisTraffic is one kind of load on the limiters: every timed call allowed, or every timed
 // call denied, with the same limit expressed for each.
 type redisTraffic struct {
-	name  string
-	allow bool            // whether every timed call must be allowed (else every one must be denied)
+	name string
+	// whether every timed call must be allowed (else every one must be denied)
+	allow bool
 	tb    ratelimit.Limit // ours with the token bucket or the leaky bucket
 	other ratelimit.Limit // ours with a window algorithm
 	peer  redis_rate.Limit

@@ -70,9 +70,12 @@ func TestRedisOneRoundTripPerDecision(t *testing.T) {
 		alg   ratelimit.Algorithm
 		limit ratelimit.Limit
 	}{
-		{ratelimit.TokenBucket, ratelimit.Limit{Rate: 1e-3, Burst: 5}},          // one token per 1000 s
-		{ratelimit.FixedWindow, ratelimit.Limit{Rate: 5e-6, Burst: 5}},          // a window of 10⁶ s
-		{ratelimit.SlidingWindowCounter, ratelimit.Limit{Rate: 5e-6, Burst: 5}}, // a window of 10⁶ s
+		// one token per 1000 s
+		{ratelimit.TokenBucket, ratelimit.Limit{Rate: 1e-3, Burst: 5}},
+		// a window of 10⁶ s
+		{ratelimit.FixedWindow, ratelimit.Limit{Rate: 5e-6, Burst: 5}},
+		// a window of 10⁶ s
+		{ratelimit.SlidingWindowCounter, ratelimit.Limit{Rate: 5e-6, Burst: 5}},
 	} {
 		t.Run(c.alg.String(), func(t *testing.T) { oneRoundTrip(t, c.alg, c.limit) })
 	}

@@ -26,7 +26,8 @@ import (
 // net/http (a policy that names no key), a key function on gRPC.
 func BenchmarkRules(b *testing.B) {
 	gin.SetMode(gin.ReleaseMode)
-	limit := ratelimit.Limit{Rate: 1e6, Burst: 1e9} // the highest rate a KeepUsage token bucket takes
+	// the highest rate a KeepUsage token bucket takes
+	limit := ratelimit.Limit{Rate: 1e6, Burst: 1e9}
 	loose := ratelimit.Limit{Rate: 1e6, Burst: 2e9}
 	for _, fw := range []struct {
 		name  string

@@ -96,10 +96,10 @@ var gcraVariants = []gcraVariant{
 // gcra.lua as shipped (its fragments in: see readScript); without parsing its three numeric
 // arguments; the floor script "calls+reply" (TIME, GET, SET and a four-integer reply,
 // deciding nothing; see BenchmarkRedisFloor); and warmup.lua, the token bucket with a
-// warm-up (an hour long, so the bucket is warming throughout). Each is one EVALSHA per decision, on the hot key, from 8 goroutines, under allow traffic (read, decide,
-// write) and deny traffic (read, decide). srv-us/call, Redis's own time inside the script
-// (usec_per_call), is the figure to compare: it does not depend on the client or on the
-// scheduler.
+// warm-up (an hour long, so the bucket is warming throughout). Each is one EVALSHA per decision, on
+// the hot key, from 8 goroutines, under allow traffic (read, decide, write) and deny traffic (read,
+// decide). srv-us/call, Redis's own time inside the script (usec_per_call), is the figure to
+// compare: it does not depend on the client or on the scheduler.
 //
 //	cd bench && go test -run '^$' -bench 'RedisScript' -count 3
 func BenchmarkRedisScript(b *testing.B) {

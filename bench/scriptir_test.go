@@ -69,7 +69,8 @@ func BenchmarkScriptInstructions(b *testing.B) {
 			if args == nil {
 				args = []any{limit.Rate, limit.Burst, 1}
 			}
-			require.NoError(t, script.Run(ctx, client, key, args...).Err()) // loaded, and drained under deny
+			// loaded, and drained under deny
+			require.NoError(t, script.Run(ctx, client, key, args...).Err())
 			ir := vg.count(b, calls, func() {
 				require.NoError(t, script.EvalSha(ctx, client, key, args...).Err())
 			})

@@ -151,7 +151,8 @@ return n`),
 		id:   strconv.FormatUint(rand.Uint64(), 16),
 		done: make(chan struct{}),
 	}
-	if _, err := w.sub.Receive(context.Background()); err != nil { // the subscription's confirmation
+	// the subscription's confirmation
+	if _, err := w.sub.Receive(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	go w.dispatch()

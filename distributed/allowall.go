@@ -26,8 +26,8 @@ var _ ratelimit.MultiLimiter = (*Limiter)(nil)
 // the burst left to that priority is refused with ratelimit.ErrExceedsBurst.
 //
 // The limits may name different algorithms: each bucket is decided by its own, in the same
-// script. Keys in one hash slot are decided by one script in one round trip, atomically: always on a
-// single server or behind Sentinel, and on a Cluster or a Ring when the keys carry the same
+// script. Keys in one hash slot are decided by one script in one round trip, atomically: always on
+// a single server or behind Sentinel, and on a Cluster or a Ring when the keys carry the same
 // hash tag ("{user:42}:second"). Keys in different slots of a Cluster or a Ring are decided
 // per slot, atomically within each, slots in ascending order; when a slot denies, the slots
 // decided before it are refunded in the same call, so nothing stays charged. Meanwhile, for
@@ -160,8 +160,10 @@ type group struct {
 	indexes []int // into the caller's requests
 	keys    []string
 	limits  []ratelimit.Limit
-	perKey  []any // the algorithm's tag, rate, burst, cost, the algorithm's own argument and the reserve, for each key
-	at      int64 // the instant the group was charged (µs since 2020), for its refund
+	// the algorithm's tag, rate, burst, cost, the algorithm's own argument and the reserve, for
+	// each key
+	perKey []any
+	at     int64 // the instant the group was charged (µs since 2020), for its refund
 }
 
 // add appends request i, whose bucket is key, which must leave reserve tokens in it.

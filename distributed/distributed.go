@@ -84,8 +84,8 @@ var _ ratelimit.Limiter = (*Limiter)(nil)
 //
 // For the limiter's deadline (WithTimeout) to cut a stalled network read short without
 // extra cost, build the client with ContextTimeoutEnabled: true. Otherwise go-redis ignores
-// context deadlines on the socket (it would wait out its ReadTimeout, seconds by default, and retry), and
-// the limiter instead waits for each reply in a goroutine of its own, returning at the
+// context deadlines on the socket (it would wait out its ReadTimeout, seconds by default, and
+// retry), and the limiter instead waits for each reply in a goroutine of its own, returning at the
 // deadline while the abandoned call finishes in the background.
 func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 	if nilarg.Is(client) {
@@ -163,11 +163,11 @@ func (l *Limiter) Allow(ctx context.Context, key string, limit ratelimit.Limit) 
 // none. A request whose context carries a priority below ratelimit.Critical must leave its
 // reserve in the bucket (WithReserves): it is decided as under a Burst less the reserve,
 // and n above that is refused with ratelimit.ErrExceedsBurst. Invalid arguments are
-// rejected before any round trip, with the same errors as every backend. When Redis fails or the deadline passes, AllowN returns the error with a Result
-// that has only Limit set, and the caller's ErrorPolicy decides. A bucket whose key holds a
-// value no script of this package writes (another type, text, a number out of range) is
-// decided as a new bucket, whose first request is always admitted and replaces the value
-// with the bucket's own: the key is limited from its first call on.
+// rejected before any round trip, with the same errors as every backend. When Redis fails or the
+// deadline passes, AllowN returns the error with a Result that has only Limit set, and the caller's
+// ErrorPolicy decides. A bucket whose key holds a value no script of this package writes (another
+// type, text, a number out of range) is decided as a new bucket, whose first request is always
+// admitted and replaces the value with the bucket's own: the key is limited from its first call on.
 func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
 	if err := l.check(key, limit, n); err != nil {
 		return ratelimit.Result{Limit: limit}, err
@@ -271,8 +271,8 @@ func resultOf(r []int64, limit ratelimit.Limit) ratelimit.Result {
 // otherwise Wait fails at once with an error wrapping context.DeadlineExceeded, having
 // taken nothing. When the queue is full, Wait sleeps until a place frees up and tries
 // again; for a request whose context carries a priority below ratelimit.Critical, the queue
-// is full when only its reserve is left (WithReserves). If ctx ends while Wait sleeps for its turn, it returns ctx's error and the place
-// stays taken: the request it held has gone by.
+// is full when only its reserve is left (WithReserves). If ctx ends while Wait sleeps for its turn,
+// it returns ctx's error and the place stays taken: the request it held has gone by.
 //
 // With ratelimit.TokenBucket (without a Warmup or KeepUsage) Wait books its token's slot
 // with Reserve, in one script, and sleeps until it: callers in every process are spaced on
@@ -458,9 +458,9 @@ type processor interface {
 
 // eval is the script call, the seam of every script the limiter runs: through the Client
 // of NewWith, or on the go-redis client as redis.Script.Run does (EVALSHA, then EVAL if
-// Redis has lost the script), returning its integers. With r and a client that can process a command, the
-// EVALSHA is built in r and its answer read into r.vals: the allocations of the command's
-// arguments and of the answer's slice are r's.
+// Redis has lost the script), returning its integers. With r and a client that can process a
+// command, the EVALSHA is built in r and its answer read into r.vals: the allocations of the
+// command's arguments and of the answer's slice are r's.
 func (l *Limiter) eval(ctx context.Context, script *redis.Script, keys []string, argv []any, r *request) ([]int64, error) {
 	if l.seam != nil {
 		return l.evalWith(ctx, script, keys, argv, r)

@@ -105,8 +105,8 @@ func TestHoldExpires(t *testing.T) {
 // TestHoldSettle: a hold settles as a plain decision does, and its record goes with it. On
 // one bucket by holds, on a twin by AllowN and Settle, each step answers alike: an underrun
 // (4 held, 1 spent), a Refund of 2 of 5 held, an overrun on the token bucket, with KeepUsage
-// too (2 held, 8 spent: 2 in debt); then, past the TTL, the holds settled give nothing more back, so a hold
-// and an AllowN still answer alike.
+// too (2 held, 8 spent: 2 in debt); then, past the TTL, the holds settled give nothing more back,
+// so a hold and an AllowN still answer alike.
 func TestHoldSettle(t *testing.T) {
 	server := redistest.NewServer(t)
 	ctx := context.Background()

@@ -37,8 +37,8 @@ var keepAlgorithms = map[ratelimit.Algorithm]algorithm{
 }
 
 // keepRead replaces the read of a TAT (the variable name, read by get) in gcra.lua and
-// leakybucket.lua (fragments/tat.lua), whose rate, now_us, now, usable and cost it uses, and changes rate and
-// now for a denial decided at the bucket's own rate.
+// leakybucket.lua (fragments/tat.lua), whose rate, now_us, now, usable and cost it uses, and
+// changes rate and now for a denial decided at the bucket's own rate.
 const keepRead = `local NAME
 do
   local t, r0
@@ -160,9 +160,9 @@ func keepVariant(src string, pairs ...string) string {
 	return src
 }
 
-// appendKeepKey returns the Redis key of a bucket with KeepUsage, built in b's room: prefix, the caller's key and
-// the tag, then, for a fixed window or a sliding counter, the window in µs, and for a
-// calendar quota its period, as in "ratelimit:user:42:tbk", "ratelimit:user:42:fwk:60000000"
+// appendKeepKey returns the Redis key of a bucket with KeepUsage, built in b's room: prefix, the
+// caller's key and the tag, then, for a fixed window or a sliding counter, the window in µs, and
+// for a calendar quota its period, as in "ratelimit:user:42:tbk", "ratelimit:user:42:fwk:60000000"
 // or "ratelimit:user:42:cqk:day@Europe/Paris".
 func (l *Limiter) appendKeepKey(b []byte, key, tag string, limit ratelimit.Limit) string {
 	b = append(b, l.prefix...)

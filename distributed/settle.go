@@ -61,8 +61,9 @@ var keepSettleScript = newScriptPair(assemble(keepVariant(expand(settleFile),
 //
 // With KeepUsage the same, at the Rate of the call, to which the deficit carries as a refund
 // carries it. The other algorithms, and a token bucket with a Warmup, refuse an overrun with
-// an error wrapping ratelimit.ErrNotSupported (an underrun is a refund, which they all have). A hold's Charge (Hold) settles the hold. A settle is never refused for the priority ctx carries; its Result is
-// Peek's for one token at that priority.
+// an error wrapping ratelimit.ErrNotSupported (an underrun is a refund, which they all have). A
+// hold's Charge (Hold) settles the hold. A settle is never refused for the priority ctx carries;
+// its Result is Peek's for one token at that priority.
 func (l *Limiter) Settle(ctx context.Context, key string, limit ratelimit.Limit, c ratelimit.Charge, reserved, actual int) (ratelimit.Result, error) {
 	if reserved < 0 || actual < 0 {
 		return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: distributed: Settle: reserved = %d, actual = %d", args.ErrInvalidCost, reserved, actual)

@@ -149,7 +149,8 @@ func TestDenialCacheAllowAllTimeline(t *testing.T) {
 	r.clock.Advance(time.Microsecond)
 	mr = step("a new window for hot and a", false, 7)
 	require.True(t, mr.Allowed)
-	require.Equal(t, []int{0, 9, 199, 0}, remainings(mr)) // b: the refund gave its first charge back
+	// b: the refund gave its first charge back
+	require.Equal(t, []int{0, 9, 199, 0}, remainings(mr))
 
 	// A reset of hot through the Limiter: the list is admitted again.
 	step("denied", false, 8)

@@ -59,7 +59,8 @@ func TestClusterFailover(t *testing.T) {
 	// below.
 	control := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = control.Close() })
-	controlLimiter, err := distributed.New(control, distributed.WithTimeout(time.Second)) // a loaded machine's first call
+	// a loaded machine's first call
+	controlLimiter, err := distributed.New(control, distributed.WithTimeout(time.Second))
 	require.NoError(t, err)
 	controlKey := limiterKey(k.names[0]) + ":control" // on the slot of k.names[0]
 	_, err = controlLimiter.Allow(context.Background(), controlKey, keyedLimit)

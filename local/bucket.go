@@ -108,8 +108,8 @@ type lockedState interface {
 	full(limit ratelimit.Limit, u int64) bool
 }
 
-// take decides under the mutex, for a limit whose window is w (see keepWindow); it reports false, having decided nothing, if the bucket
-// has been dropped.
+// take decides under the mutex, for a limit whose window is w (see keepWindow); it reports false,
+// having decided nothing, if the bucket has been dropped.
 func (lk *locked) take(limit ratelimit.Limit, u, w int64, n int, maxDelay time.Duration) (verdict, time.Duration, bool) {
 	lk.mu.Lock()
 	defer lk.mu.Unlock()

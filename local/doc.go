@@ -21,8 +21,8 @@
 // # Buckets
 //
 // A bucket is named by (key, limit): changing the limit a key is checked against (its rate,
-// burst or warm-up) starts a fresh, full bucket. Buckets are created on first use and found without a
-// lock, in an index split into shards so that goroutines creating buckets for different keys
+// burst or warm-up) starts a fresh, full bucket. Buckets are created on first use and found without
+// a lock, in an index split into shards so that goroutines creating buckets for different keys
 // rarely share one; looking a bucket up allocates nothing. A token bucket up to 10⁶ tokens a
 // second, and a window counter whose window index and counts fit in 64 bits, decide with one
 // compare-and-swap; the other buckets, token buckets with a warm-up among them, decide under

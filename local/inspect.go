@@ -85,7 +85,8 @@ func (l *Limiter) Reset(_ context.Context, key string, limit ratelimit.Limit) er
 	return nil
 }
 
-// peek is the verdict decideAt would give at u, for a limit whose Algorithm is named, with its Delay, without changing anything.
+// peek is the verdict decideAt would give at u, for a limit whose Algorithm is named, with its
+// Delay, without changing anything.
 func (s *store) peek(key string, limit ratelimit.Limit, u, w int64, n, reserve int) (verdict, time.Duration) {
 	if b := s.lookup(key, limit); b != nil {
 		if lk := b.lk; lk != nil {

@@ -28,8 +28,8 @@ type shard struct {
 }
 
 // store holds the buckets of every algorithm; the limits it is given name theirs (see
-// args.Resolve), and a bucket knows its own (bucket.kind). Decisions find their bucket without a lock and
-// decide on it with a compare-and-swap or under the bucket's own mutex; creating, dropping
+// args.Resolve), and a bucket knows its own (bucket.kind). Decisions find their bucket without a
+// lock and decide on it with a compare-and-swap or under the bucket's own mutex; creating, dropping
 // and rehashing take the shard's mutex. A bucket is dropped only once it is marked dead, which
 // a decision cannot race past (see bucket), so no decision lands on a dropped bucket: its
 // token would be lost and the key's fresh bucket would start full.
@@ -65,9 +65,9 @@ func (s *store) decide(key string, limit ratelimit.Limit, now time.Time, n, rese
 }
 
 // decideAt takes n tokens at u (Unix µs) from the bucket of (key, limit), whose Algorithm
-// is named, creating it if needed, and returns the verdict with a shaper's Delay. w is the window of the window
-// algorithms, in µs (see args.Window), 0 for the others; reserve is the tokens the request
-// must leave (see args.Reserve); maxDelay is unbounded except for a shaper's reservation
+// is named, creating it if needed, and returns the verdict with a shaper's Delay. w is the window
+// of the window algorithms, in µs (see args.Window), 0 for the others; reserve is the tokens the
+// request must leave (see args.Reserve); maxDelay is unbounded except for a shaper's reservation
 // made by Wait.
 //
 // A request with a reserve is decided as on the same bucket with Burst less the reserve,
@@ -200,7 +200,8 @@ func (s *store) newBucket(key string, limit ratelimit.Limit, u, w int64) *bucket
 // newState returns the state of a new bucket of limit that decides under a mutex, or nil
 // for one whose state is its word.
 func (s *store) newState(limit ratelimit.Limit, u, w int64) lockedState {
-	if limit.KeepUsage && limit.Algorithm != ratelimit.CalendarQuota { // a quota's count carries as it is
+	// a quota's count carries as it is
+	if limit.KeepUsage && limit.Algorithm != ratelimit.CalendarQuota {
 		return newKeepState(limit, w)
 	}
 	switch limit.Algorithm {

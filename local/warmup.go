@@ -41,10 +41,10 @@ import (
 // their compare-and-swap.
 
 // hash returns the hash of the bucket of (key, limit): key's, and for a limit with a warm-up,
-// key's mixed with the warm-up by a bijection that leaves 0 alone (a quota's with its period). A table's lookup compares
-// the hash, then the key, rate and burst (table.find): two buckets of one key, rate and
-// burst differ in warm-up, so in hash, so the lookup tells them apart without comparing the
-// warm-up itself, which would make it too costly to inline into the hot path.
+// key's mixed with the warm-up by a bijection that leaves 0 alone (a quota's with its period). A
+// table's lookup compares the hash, then the key, rate and burst (table.find): two buckets of one
+// key, rate and burst differ in warm-up, so in hash, so the lookup tells them apart without
+// comparing the warm-up itself, which would make it too costly to inline into the hot path.
 func (s *store) hash(key string, limit *ratelimit.Limit) uint64 {
 	h := maphash.String(s.seed, key)
 	if limit.Warmup != 0 {

@@ -37,7 +37,8 @@ func durationSample(o Observer) int {
 //
 //	start := sw.Start()
 //	res, err := limiter.AllowN(ctx, key, limit, n)
-//	observe.Report(ctx, obs, observe.Call{Policy: "api", Backend: "local", Duration: sw.Stop(start)}, limit, n, res, err)
+//	call := observe.Call{Policy: "api", Backend: "local", Duration: sw.Stop(start)}
+//	observe.Report(ctx, obs, call, limit, n, res, err)
 //
 // A Stopwatch is safe for concurrent use: the decisions it times are counted with one
 // atomic counter.

@@ -25,7 +25,8 @@ type concurrencySource struct {
 // limiter's keys), the permits in flight, the callers waiting and the keys tracked. The
 // figures aggregate every key of the limiter: none is reported per key. It may be given once
 // per policy name (New fails on a second); l.Stats must be safe for concurrent use. A nil
-// l is skipped; New fails on one that holds a nil pointer. Default: no ratelimit.concurrency.* series.
+// l is skipped; New fails on one that holds a nil pointer. Default: no ratelimit.concurrency.*
+// series.
 func WithConcurrency(policy string, l concurrency.StatsReporter) Option {
 	return func(o *options) {
 		if l != nil {

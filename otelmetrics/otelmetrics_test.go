@@ -277,7 +277,8 @@ func TestGlobalProvider(t *testing.T) {
 
 	obs, err := otelmetrics.New(otelmetrics.WithMeterProvider(nil))
 	require.NoError(t, err)
-	obs.ObserveDecision(nil, observe.Decision{Policy: "api", Backend: "local", Outcome: observe.OutcomeDenied}) //nolint:staticcheck // a nil context is tolerated
+	// a nil context is tolerated
+	obs.ObserveDecision(nil, observe.Decision{Policy: "api", Backend: "local", Outcome: observe.OutcomeDenied}) //nolint:staticcheck
 	assert.Equal(t, map[string]int64{"ratelimit.policy=api,ratelimit.priority=critical,ratelimit.result=denied,ratelimit.shadow=false": 1},
 		collect(t, reader).Counts(t, "ratelimit.requests"))
 }

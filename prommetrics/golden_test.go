@@ -29,8 +29,9 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/metrics.golden")
 
 // traffic tells o of a fixed set of decisions, and each hook of a fixed set of the circuit
-// breaker's transitions: every result, shadow and not, every priority, every error kind, a denial-cache hit, durations in several buckets and on a bucket's
-// upper bound (which belongs to that bucket).
+// breaker's transitions: every result, shadow and not, every priority, every error kind, a
+// denial-cache hit, durations in several buckets and on a bucket's upper bound (which belongs to
+// that bucket).
 func traffic(o observe.Observer, hooks ...func(fallback.StateChange)) {
 	ctx := context.Background()
 	us := time.Microsecond

@@ -97,7 +97,8 @@ func scenarios() []scenario {
 					want: resp(ok, st(ok, 2, minute, 0, 50), st(ok, 20, minute, 18, 50))},
 				{req: rq("api", 0, desc("trial", "x"), desc("user", "ivy")),
 					want: resp(ok, st(ok, 2, minute, 0, 50), st(ok, 20, minute, 17, 50))},
-				// An enforced denial: the request does not happen, the shadow bucket is not charged.
+				// An enforced denial: the request does not happen, the shadow bucket is not
+				// charged.
 				{req: rq("api", 0, desc("trial", "y"), desc("block", "x")),
 					want: resp(over, st(ok, 2, minute, 2, 50), st(over, 0, second, 0, 1))},
 			}},

@@ -192,8 +192,8 @@ func (l *Limiter) TryAcquire(ctx context.Context, key string, max int) (concurre
 
 // attempt asks Redis for ls's permit while the breaker lets it, trying a failed round trip
 // again while the caller's context lives and the breaker stays closed (TryAcquire too:
-// it never waits for a permit, but may for Redis); otherwise it answers as failed does. ok is false with a nil error and no permit when Redis refused: ls is then
-// the caller's again.
+// it never waits for a permit, but may for Redis); otherwise it answers as failed does. ok is false
+// with a nil error and no permit when Redis refused: ls is then the caller's again.
 func (l *Limiter) attempt(ctx context.Context, lsp **lease, wait bool) (concurrency.Permit, bool, error) {
 	var pause time.Duration
 	for {

@@ -78,7 +78,8 @@ var capabilityChecks = []capabilityCheck{
 		return refuses(l, httpmw.WithLimit(ratelimit.PerSecond(1)), httpmw.WithSettle(func(*http.Request, int) (int, bool) { return 0, false }))
 	}, false},
 	{"LimitValidator", has[ratelimit.LimitValidator], func(l ratelimit.Limiter) bool {
-		return !refuses(l, httpmw.WithLimit(tooLong)) // no validator: nothing refuses it at start-up
+		// no validator: nothing refuses it at start-up
+		return !refuses(l, httpmw.WithLimit(tooLong))
 	}, true},
 }
 

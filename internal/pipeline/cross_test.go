@@ -46,10 +46,10 @@ import (
 // cost back. Refunds go to every second charged request. One thing moves time: with
 // refunds, on a local clock, every third charged request from the second on is slow. Its
 // handler outlives two windows (the clock jumps by 2W), and before its refund another
-// request (a direct call) takes one token from each of its buckets in the new window. The windows (fixed, sliding log, sliding counter) must give that refund
-// to the window it charged, which has ended: nothing (and so must a calendar quota, whose
-// period has ended); the token and leaky buckets, which have no windows, give it back to the
-// bucket, never past full.
+// request (a direct call) takes one token from each of its buckets in the new window. The windows
+// (fixed, sliding log, sliding counter) must give that refund to the window it charged, which has
+// ended: nothing (and so must a calendar quota, whose period has ended); the token and leaky
+// buckets, which have no windows, give it back to the bucket, never past full.
 
 // feature is one option of the middlewares under test.
 type feature uint16
@@ -62,9 +62,10 @@ const (
 	withObserver                     // the OpenTelemetry observer
 	withCost                         // costs 1, 2, 1, -1 in turn: -1 is a mistake of the program
 	withConc                         // at most one request of the key in flight, no queue
-	withRules                        // the limits (and shadow, priority, concurrency) from a rules file
-	withKeep                         // KeepUsage, the tight limit's numbers changing every request
-	numFeatures  = 9
+	// the limits (and shadow, priority, concurrency) from a rules file
+	withRules
+	withKeep    // KeepUsage, the tight limit's numbers changing every request
+	numFeatures = 9
 )
 
 func (f feature) String() string {
@@ -174,10 +175,11 @@ func windowed(alg ratelimit.Algorithm) bool {
 
 // crossEnv holds what the cases of one backend and algorithm share.
 type crossEnv struct {
-	kind   backendKind
-	alg    ratelimit.Algorithm
-	redis  ratelimit.Limiter // onRedis, onFallback: the Redis limiter; onFallbackDegraded: one that cannot reach Redis
-	serial int               // the case's number in its env, which names its key
+	kind backendKind
+	alg  ratelimit.Algorithm
+	// onRedis, onFallback: the Redis limiter; onFallbackDegraded: one that cannot reach Redis
+	redis  ratelimit.Limiter
+	serial int // the case's number in its env, which names its key
 }
 
 // limiter returns the limiter of one case, and its clock when it has one to move.
@@ -380,7 +382,8 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 					policy, index := s.name, 0
 					if fs&withLimits != 0 {
 						policy = names[i]
-						index = slices.Index(names, policy) // 0, or 1 for the second limit of one policy
+						// 0, or 1 for the second limit of one policy
+						index = slices.Index(names, policy)
 						if index == i {
 							index = 0
 						} else {
@@ -574,9 +577,9 @@ func (c collector) collect() otelmetricstest.Collected { return c() }
 // say of shadow mode, priority and concurrency, come from a rules file (WithRules); the
 // options that give the same in Go are not passed, but for WithPriorityFunc, which the
 // policy's priority beats; with noKey, the policy names no key and takes the middleware's
-// default; shadow mode is the policy's, or in every other case the middleware's. It returns the function that reloads the file with other
-// limits, or nil when the case ends here: a cost function beside the rules, or a shadow
-// policy with a concurrency, are refused.
+// default; shadow mode is the policy's, or in every other case the middleware's. It returns the
+// function that reloads the file with other limits, or nil when the case ends here: a cost function
+// beside the rules, or a shadow policy with a concurrency, are refused.
 func (e *crossEnv) rulesCase(t *testing.T, tg target, fs feature, s *setup, key string, limits []ratelimit.Limit, noKey bool) func([]ratelimit.Limit) {
 	name := rulesPolicy(fs)
 	policy := map[string]any{"key": "k"}

@@ -181,8 +181,8 @@ func (o *Options[R]) SetLimitFunc(f func(R) ratelimit.Limit) {
 }
 
 // SetTable gives each request the limit of its name in limits, under a policy of that
-// name, or def, under the policy of PolicyName, when the name is not there. name says what the request's name is; option names the option for errors. The map
-// is copied.
+// name, or def, under the policy of PolicyName, when the name is not there. name says what the
+// request's name is; option names the option for errors. The map is copied.
 func (o *Options[R]) SetTable(option string, limits map[string]ratelimit.Limit, def ratelimit.Limit, name func(R) string) {
 	o.setLimitBy(option)
 	limits = maps.Clone(limits)

@@ -48,12 +48,14 @@ type setup struct {
 
 	key      string                     // WithKeyFunc returning key; "": the default key
 	limitsFn func() []ratelimit.Request // WithLimits, the limits of each request; nil: limits
-	refund   func() bool                // WithRefundIf, deciding each charged request; nil: refundOK
-	ietf     bool                       // WithHeaderStyle(headers.StyleBoth)
-	conc     concurrency.Limiter        // WithConcurrency(conc, inFlight)
+	// WithRefundIf, deciding each charged request; nil: refundOK
+	refund   func() bool
+	ietf     bool                // WithHeaderStyle(headers.StyleBoth)
+	conc     concurrency.Limiter // WithConcurrency(conc, inFlight)
 	inFlight int
 	rules    *rules.Rules // WithRules, instead of limit
-	errs     func(error)  // WithErrorHandler, told each error and letting the request go on; nil: the default
+	// WithErrorHandler, told each error and letting the request go on; nil: the default
+	errs func(error)
 }
 
 // multi reports whether s gives its limits through WithLimits.

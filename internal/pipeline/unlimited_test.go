@@ -63,7 +63,8 @@ func TestUnlimited(t *testing.T) {
 				s := setup{errs: log.add}
 				var l ratelimit.Limiter = &ratelimittest.Stub{Result: ratelimit.Result{Allowed: true}}
 				if tc.name == "UnlimitedEntry" {
-					l = localLimiter(t) // a real AllowAll: the entry of 1/h binds on the second request
+					// a real AllowAll: the entry of 1/h binds on the second request
+					l = localLimiter(t)
 				}
 				s.limiter = l
 				tc.setup(&s)
