@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -40,10 +41,20 @@ func hot(i int) *pb.RateLimitRequest {
 	return r
 }
 
+// unlimited is a call of the floor workload: three descriptors of a domain no
+// configuration names, answered OK with no limit and no Redis call, so that what bounds
+// it is the load and gRPC, on either side.
+func unlimited(i int) *pb.RateLimitRequest {
+	r := allowed(i)
+	r.Domain = "none"
+	return r
+}
+
 // BenchmarkRLS measures each server on each workload, 3 descriptors a call, inFlight calls
-// at once: calls/s, the server's CPU per call (server-µs/call) and Redis's
-// (redis-µs/call), the 99th percentile of the calls' latency (p99-µs), and the calls that
-// answered another code than the workload's (other-code), in -rounds interleaved rounds.
+// at once: calls/s, the server's CPU per call (server-µs/call), Redis's (redis-µs/call)
+// and the load's (load-µs/call, this process), the 99th percentile of the calls' latency
+// (p99-µs), and the calls that answered another code than the workload's (other-code), in
+// -rounds interleaved rounds.
 func BenchmarkRLS(b *testing.B) {
 	f := getFleet(b)
 	workloads := []struct {
@@ -54,6 +65,7 @@ func BenchmarkRLS(b *testing.B) {
 	}{
 		{"allowed", allowed, pb.RateLimitResponse_OK, []string{"ours", "reference"}},
 		{"hot-over-limit", hot, pb.RateLimitResponse_OVER_LIMIT, []string{"ours", "reference", "reference-cache"}},
+		{"floor", unlimited, pb.RateLimitResponse_OK, []string{"ours", "reference"}},
 	}
 	// go test's -count repeats each sub-benchmark in a row; the rounds interleave them.
 	for range *rounds {
@@ -88,6 +100,10 @@ func measure(b *testing.B, f *fleet, s *server, req func(int) *pb.RateLimitReque
 		b.Fatal(err)
 	}
 	redis0, err := cpu(f.redis.Process.Pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	load0, err := cpu(os.Getpid())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -128,10 +144,12 @@ func measure(b *testing.B, f *fleet, s *server, req func(int) *pb.RateLimitReque
 	}
 	cpu1, _ := cpu(s.cmd.Process.Pid)
 	redis1, _ := cpu(f.redis.Process.Pid)
+	load1, _ := cpu(os.Getpid())
 	slices.Sort(all)
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
 	b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(b.N), "server-µs/call")
 	b.ReportMetric(float64((redis1-redis0).Microseconds())/float64(b.N), "redis-µs/call")
+	b.ReportMetric(float64((load1-load0).Microseconds())/float64(b.N), "load-µs/call")
 	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
 	b.ReportMetric(float64(wrong.Load()), "other-code")
 }
