@@ -37,6 +37,11 @@
 //     (observe.Decision.Concurrency), which ratelimit_requests_total does not count.
 //   - ratelimit_lease_grants_total{ratelimit_policy, ratelimit_result} (and error_type on
 //     errors): package lease's calls to Redis for a chunk (observe.Decision.Lease).
+//   - ratelimit_settles_total and ratelimit_reservations_total{ratelimit_policy,
+//     ratelimit_result} (and error_type on errors): settles (observe.Decision.Settle) and
+//     slots booked ahead (observe.Decision.Reserve); ratelimit_settle_tokens_total
+//     {ratelimit_policy, ratelimit_settle_direction} (overrun, refund) and
+//     ratelimit_reserve_delay_seconds_total{ratelimit_policy}, the time booked ahead.
 //
 // https://github.com/sluice-go/ratelimit/blob/main/docs/observability.md says what each
 // answers, with PromQL for the alerts.

@@ -52,6 +52,9 @@ type Collector struct {
 	series      *observe.Series[counters]
 	permits     *observe.Series[permitCounters] // concurrency limits' decisions
 	grants      *observe.Series[permitCounters] // package lease's grants
+	settles     *observe.Series[permitCounters] // settles (see settle.go)
+	reserves    *observe.Series[permitCounters] // bookings ahead
+	amounts     *observe.Series[amounts]        // their tokens and delays
 
 	transMu     sync.Mutex
 	transitions map[[2]string]int64
@@ -107,6 +110,15 @@ func New(opts ...Option) *Collector {
 		grants: observe.NewSeries(cfg.maxSeries, func(policy, _ string) *permitCounters {
 			return &permitCounters{policy: policy}
 		}),
+		settles: observe.NewSeries(cfg.maxSeries, func(policy, _ string) *permitCounters {
+			return &permitCounters{policy: policy}
+		}),
+		reserves: observe.NewSeries(cfg.maxSeries, func(policy, _ string) *permitCounters {
+			return &permitCounters{policy: policy}
+		}),
+		amounts: observe.NewSeries(cfg.maxSeries, func(policy, _ string) *amounts {
+			return &amounts{policy: policy}
+		}),
 		transitions: make(map[[2]string]int64),
 	}
 }
@@ -120,6 +132,9 @@ func (c *Collector) ObserveDecision(_ context.Context, d observe.Decision) {
 		return
 	case d.Lease:
 		c.grants.Lookup(d.Policy, d.Backend).cells[observe.PermitCellOf(d)].Add(1)
+		return
+	case d.Settle || d.Reserve:
+		c.observeSettle(d)
 		return
 	}
 	s := c.series.Lookup(d.Policy, d.Backend)
@@ -172,6 +187,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	collectConcurrency(ch, c.concurrency)
 	c.collectPermits(ch)
 	collectOutcomes(ch, c.grants, grantsDesc, grantErrorsDesc)
+	c.collectSettles(ch)
 }
 
 // counts are the counts of a policy's decisions, summed over its backends.
