@@ -36,7 +36,11 @@ const (
 	FixedWindow
 	// SlidingWindowLog admits at most Burst requests in any interval of length W, exactly,
 	// by remembering the time of each admitted request (O(Burst) state per key). Its Burst
-	// is at most MaxLogBurst.
+	// is at most 10,000: the log holds one entry per admitted token of the last window, so
+	// a busy bucket costs 8 bytes per unit of Burst in process and up to about 130 in Redis,
+	// and a request of cost n adds n entries (about 2.5 µs of Redis time each). A backend
+	// refuses a larger Burst with an error wrapping ErrInvalidArgument; use
+	// SlidingWindowCounter for it.
 	SlidingWindowLog
 	// SlidingWindowCounter approximates SlidingWindowLog with two fixed windows weighted by
 	// their overlap with the sliding one (O(1) state per key).
@@ -50,14 +54,6 @@ const (
 	// period of its own.
 	CalendarQuota
 )
-
-// MaxLogBurst is the largest Limit.Burst that SlidingWindowLog accepts, on every backend:
-// the log holds one entry per admitted token of the last window, so a busy bucket costs
-// 8 bytes per unit of Burst in process and up to about 130 in Redis (a sorted-set member:
-// 1.3 MB at the maximum), and a request of cost n adds n entries (about 2.5 µs of Redis
-// time each). Larger Bursts return an error wrapping ErrInvalidArgument; use
-// SlidingWindowCounter for them.
-const MaxLogBurst = 10_000
 
 // String returns the algorithm's name, such as "TokenBucket", or "DefaultAlgorithm".
 func (a Algorithm) String() string {

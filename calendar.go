@@ -58,8 +58,8 @@ func (l Limit) validateQuota() error {
 		return fmt.Errorf("%w: a period with %v: only CalendarQuota has one", errInvalidLimit, l.Algorithm)
 	case l.Rate != 0:
 		return fmt.Errorf("%w: rate %v on a calendar quota, which has none: it must be zero", errInvalidLimit, l.Rate)
-	case l.Burst < 1 || l.Burst > MaxBurst:
-		return fmt.Errorf("%w: quota %d is not between 1 and MaxBurst (2^52)", errInvalidLimit, l.Burst)
+	case l.Burst < 1 || l.Burst > maxBurst:
+		return fmt.Errorf("%w: quota %d is not between 1 and 2^52", errInvalidLimit, l.Burst)
 	case l.Warmup != 0:
 		return fmt.Errorf("%w: a warm-up on a calendar quota", errInvalidLimit)
 	}
@@ -170,7 +170,7 @@ func (l Limit) quotaString() string {
 // parseQuota is ParseLimit for a quota's text s: a count of n per unit "[count]unit@zone",
 // then rest, where only an anchor may follow.
 func parseQuota(s string, n float64, unit string, rest []string) (Limit, error) {
-	if n != float64(int64(n)) || n > MaxBurst {
+	if n != float64(int64(n)) || n > maxBurst {
 		return Limit{}, fmt.Errorf("%w: %q: a quota's count %v is not a whole number of at most 2^52", errInvalidLimit, s, n)
 	}
 	keep := false

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 )
 
 func TestParseQuota(t *testing.T) {
@@ -59,7 +60,7 @@ func TestValidateQuota(t *testing.T) {
 	day := ratelimit.Period{Unit: ratelimit.Day, Zone: "UTC"}
 	valid := []ratelimit.Limit{
 		ratelimit.Quota(1, day),
-		ratelimit.Quota(ratelimit.MaxBurst, ratelimit.Period{Unit: ratelimit.Month, Count: 1000, Anchor: 28, Zone: "Asia/Kolkata"}),
+		ratelimit.Quota(args.MaxBurst, ratelimit.Period{Unit: ratelimit.Month, Count: 1000, Anchor: 28, Zone: "Asia/Kolkata"}),
 		ratelimit.Quota(1, ratelimit.Period{Unit: ratelimit.Week, Count: 1, Zone: "America/Santiago"}),
 	}
 	for _, l := range valid {
@@ -69,7 +70,7 @@ func TestValidateQuota(t *testing.T) {
 		"a period with TokenBucket: only CalendarQuota has one":                   {Rate: 1, Burst: 1, Algorithm: ratelimit.TokenBucket, Period: day},
 		"a period with DefaultAlgorithm: only CalendarQuota has one":              {Rate: 1, Burst: 1, Period: day},
 		"rate 1 on a calendar quota, which has none: it must be zero":             {Rate: 1, Burst: 1, Algorithm: ratelimit.CalendarQuota, Period: day},
-		"quota 0 is not between 1 and MaxBurst (2^52)":                            ratelimit.Quota(0, day),
+		"quota 0 is not between 1 and 2^52":                            ratelimit.Quota(0, day),
 		"a warm-up on a calendar quota":                                           {Burst: 1, Warmup: 1000, Algorithm: ratelimit.CalendarQuota, Period: day},
 		"period unit 0 is not Day, Week or Month":                                 ratelimit.Quota(1, ratelimit.Period{Zone: "UTC"}),
 		"period unit 4 is not Day, Week or Month":                                 ratelimit.Quota(1, ratelimit.Period{Unit: 4, Zone: "UTC"}),

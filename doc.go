@@ -8,7 +8,8 @@
 // package tells why.
 //
 //	res, err := limiter.Allow(ctx, "user:42", ratelimit.PerMinute(100))
-//	// err != nil: no decision (see ErrorPolicy); !res.Allowed: retry after res.RetryAfter
+//	// err != nil: no decision (middleware fails open, or closed);
+//	// !res.Allowed: retry after res.RetryAfter
 //
 // The package's Example handles each outcome.
 //
@@ -45,8 +46,9 @@
 //
 // # Priorities
 //
-// A request can carry a Priority in its context (WithPriority): Critical, the default, Normal
-// or Sheddable. A limiter keeps part of each bucket (Reserves) back from the lower priorities,
+// A request can carry a priority in its context (package priority): Critical, the default,
+// Normal or Sheddable. A limiter keeps part of each bucket (priority.Reserves) back from the
+// lower priorities,
 // so that a flood of sheddable requests cannot spend the tokens critical ones need;
 // https://github.com/sluice-go/ratelimit/blob/main/docs/algorithms.md#priority-reserves has
 // the rule and the defaults.

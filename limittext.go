@@ -79,8 +79,8 @@ func ParseLimit(s string) (Limit, error) {
 		return Limit{}, fmt.Errorf("%w: %q: unknown unit %q (s, min, h or day; a calendar quota: day, week or month@zone)", errInvalidLimit, s, unit)
 	}
 	l := Limit{Rate: n / seconds, Burst: defaultBurst(n)}
-	if n > MaxBurst {
-		l.Burst = MaxBurst + 1 // refused by Validate below, with the burst named
+	if n > maxBurst {
+		l.Burst = maxBurst + 1 // refused by Validate below, with the burst named
 	}
 	rest := fields[1:]
 	if n := len(rest); n > 0 && rest[n-1] == keepUsageName {

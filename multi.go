@@ -1,9 +1,6 @@
 package ratelimit
 
-import (
-	"context"
-	"time"
-)
+import "context"
 
 // Request is one limit to enforce on one decision of MultiLimiter.AllowAll.
 type Request struct {
@@ -26,12 +23,10 @@ type MultiResult struct {
 	// Results holds one Result per Request, in the same order. On a denial each says what
 	// AllowN alone would have said, and nothing was taken from any bucket.
 	Results []Result
-	// Binding is, on a denial, the index of the request with the longest RetryAfter; when
-	// allowed, the index of the one with the fewest Remaining (ties: the first). It is the
-	// request whose Result headers report.
+	// Binding is, on a denial, the index of the request with the longest RetryAfter (so
+	// Results[Binding].RetryAfter is when to retry); when allowed, the index of the one with
+	// the fewest Remaining (ties: the first). It is the request whose Result headers report.
 	Binding int
-	// RetryAfter is the longest RetryAfter of the denied requests; 0 when allowed.
-	RetryAfter time.Duration
 }
 
 // MultiLimiter is implemented by limiters that decide several limits at once, all or
@@ -39,7 +34,7 @@ type MultiResult struct {
 // cannot decide several limits atomically, and middleware asked to do so refuses to start
 // rather than fall back to a loop of AllowN calls.
 type MultiLimiter interface {
-	// AllowAll decides reqs together, each at the priority ctx carries (see Priority).
+	// AllowAll decides reqs together, each at the priority ctx carries (package priority).
 	// Bad input is an error naming the entry (by index and Name, never the key), and takes
 	// nothing: an empty list or the same (key, limit) twice, an empty or too long key, an
 	// invalid limit, N < 0 (all ErrInvalidArgument), N > Burst, or above the

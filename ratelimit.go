@@ -27,7 +27,7 @@ type Limit struct {
 	// has rested long enough to be full again and then some, starts cold, refilling at a third of
 	// Rate with a third of Burst available, and ramps linearly up to Rate and Burst over Warmup.
 	// It only ever admits less than the same bucket without a warm-up would. Zero, the default,
-	// means no warm-up. It must be a whole number of microseconds, at most MaxWarmup. Only
+	// means no warm-up. It must be a whole number of microseconds, at most 2^53 µs. Only
 	// ratelimit.TokenBucket implements it: the other algorithms refuse a limit with a warm-up
 	// with an error wrapping ErrNotSupported.
 	// https://github.com/sluice-go/ratelimit/blob/main/docs/algorithms.md has the formulas.
@@ -70,7 +70,7 @@ func PerHour(n int) Limit { return Limit{Rate: float64(n) / 3600, Burst: n} }
 
 // Validate returns nil if l can be enforced, or an error wrapping ErrInvalidArgument that says
 // which field is wrong: a Rate that is not finite and greater than zero, a Burst out of
-// [1, MaxBurst], a Warmup out of bounds, or an Algorithm that is none of the constants; for
+// [1, 2^52], a Warmup out of bounds, or an Algorithm that is none of the constants; for
 // a CalendarQuota, a Rate or Warmup that is not zero, a Period out of bounds, or a zone the
 // time zone database lacks.
 // Whether a backend implements the algorithm, and its bounds for it, is the backend's to say
@@ -85,11 +85,11 @@ func (l Limit) Validate() error {
 	if l.Burst < 1 {
 		return fmt.Errorf("%w: burst %d is less than 1", errInvalidLimit, l.Burst)
 	}
-	if l.Burst > MaxBurst {
-		return fmt.Errorf("%w: burst %d is more than MaxBurst (2^52)", errInvalidLimit, l.Burst)
+	if l.Burst > maxBurst {
+		return fmt.Errorf("%w: burst %d is more than 2^52", errInvalidLimit, l.Burst)
 	}
-	if l.Warmup < 0 || l.Warmup > MaxWarmup || l.Warmup%time.Microsecond != 0 {
-		return fmt.Errorf("%w: warm-up %v is not a whole number of microseconds between 0 and MaxWarmup (2^53 µs)",
+	if l.Warmup < 0 || l.Warmup > maxWarmup || l.Warmup%time.Microsecond != 0 {
+		return fmt.Errorf("%w: warm-up %v is not a whole number of microseconds between 0 and 2^53 µs",
 			errInvalidLimit, l.Warmup)
 	}
 	if !l.Algorithm.known() {
@@ -100,19 +100,14 @@ func (l Limit) Validate() error {
 	return nil
 }
 
-// MaxWarmup is the longest Warmup a Limit may have: 2^53 µs, about 285 years, the longest
+// maxWarmup is the longest Warmup a Limit may have: 2^53 µs, about 285 years, the longest
 // span of microseconds a Redis script (whose numbers are float64) counts exactly, and the
 // longest window of every algorithm.
-const MaxWarmup = (1 << 53) * time.Microsecond
+const maxWarmup = (1 << 53) * time.Microsecond
 
-// MaxBurst is the largest Burst a Limit may have, on every backend: 2^52, so that a count of
+// maxBurst is the largest Burst a Limit may have, on every backend: 2^52, so that a count of
 // tokens plus a cost stays an exact integer in a Redis script, whose numbers are float64.
-const MaxBurst = 1 << 52
-
-// MaxKeyLen is the longest key, in bytes, a limiter accepts; a longer one is refused with
-// ErrInvalidArgument. It bounds what one bucket costs, in memory or in Redis, however a key is
-// built. The key functions of this module never build a longer one.
-const MaxKeyLen = 512
+const maxBurst = 1 << 52
 
 // IsZero reports whether l is the zero Limit, which middleware reads as "no limit".
 func (l Limit) IsZero() bool { return l == Limit{} }
@@ -175,9 +170,9 @@ type Limiter interface {
 	Allow(ctx context.Context, key string, limit Limit) (Result, error)
 	// AllowN takes n tokens from the bucket if it holds at least n, and denies the request
 	// otherwise. A denial takes nothing. n greater than limit.Burst can never be allowed:
-	// AllowN returns Allowed false and ErrExceedsBurst. A limiter that keeps Reserves
-	// decides a request whose context carries a Priority below Critical as under a Burst
-	// less its reserve (see Reserves).
+	// AllowN returns Allowed false and ErrExceedsBurst. A limiter that keeps
+	// priority.Reserves decides a request whose context carries a priority below Critical
+	// as under a Burst less its reserve.
 	AllowN(ctx context.Context, key string, limit Limit, n int) (Result, error)
 	// Wait blocks until one token can be taken, then takes it. It returns ctx's error
 	// promptly when ctx ends, and fails at once, with an error wrapping
@@ -201,14 +196,15 @@ func (invalidArgument) Is(target error) bool { return target == ErrInvalidArgume
 // Errors returned by limiters, possibly wrapped: test them with errors.Is.
 var (
 	// ErrInvalidArgument is returned for a call the limiter can never answer as it is asked,
-	// wrapped by an error that says which argument: an empty key, a key longer than
-	// MaxKeyLen bytes, a limit whose Rate is not finite and greater than zero, whose Burst is
-	// less than 1, or that Limit.Validate or a backend refuses otherwise, a cost n below 1,
-	// a list of requests AllowAll cannot decide as a whole (empty, or the same key and
-	// limit twice), a Charge that names no part of the limiter.
+	// wrapped by an error that says which argument: an empty key, a key longer than 512
+	// bytes (which bounds what one bucket costs, however a key is built), a limit whose Rate
+	// is not finite and greater than zero, whose Burst is less than 1, or that
+	// Limit.Validate or a backend refuses otherwise, a cost n below 1, a list of requests
+	// AllowAll cannot decide as a whole (empty, or the same key and limit twice), a Charge
+	// that names no part of the limiter.
 	ErrInvalidArgument = errors.New("ratelimit: invalid argument")
 	// ErrExceedsBurst is returned, with Allowed false, when n is greater than the limit's
-	// Burst, or than the part of it left to the request's Priority (see Reserves): such a
+	// Burst, or than the part of it left to the request's priority (priority.Reserves): such a
 	// request can never be allowed.
 	ErrExceedsBurst = errors.New("ratelimit: cost exceeds burst")
 	// ErrNotSupported is returned by an operation or algorithm a backend does not implement,
@@ -230,9 +226,9 @@ var (
 
 // LimitValidator is implemented by limiters that can say, before any request, whether they
 // accept a limit: beyond Limit.Validate, a backend may bound the rate (the Redis backend's
-// MaxRate) or the burst (an algorithm's, such as MaxLogBurst). Middleware constructors call
-// it on the limits they are given, so that a limit that could never be enforced is a
-// mistake found at start-up rather than an error on every request.
+// MaxRate) or the burst (an algorithm's, such as SlidingWindowLog's). Middleware
+// constructors call it on the limits they are given, so that a limit that could never be
+// enforced is a mistake found at start-up rather than an error on every request.
 type LimitValidator interface {
 	// ValidateLimit returns nil if the limiter accepts limit, or an error that says why
 	// not, wrapping ErrInvalidArgument, or ErrNotSupported for an algorithm the limiter does
@@ -241,15 +237,3 @@ type LimitValidator interface {
 	// decide it: the limit's own, or the limiter's default (see Limit.Algorithm).
 	ValidateLimit(limit Limit) error
 }
-
-// ErrorPolicy says what middleware does with a request when the limiter returns an error
-// instead of a decision.
-type ErrorPolicy int
-
-const (
-	// FailOpen lets the request through and reports the error. It is the default: a broken
-	// limiter should not take the service down with it.
-	FailOpen ErrorPolicy = iota
-	// FailClosed rejects the request as unavailable (HTTP 503, gRPC Unavailable).
-	FailClosed
-)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 )
 
 func TestConstructors(t *testing.T) {
@@ -23,7 +24,7 @@ func TestConstructors(t *testing.T) {
 func TestValidate(t *testing.T) {
 	valid := []ratelimit.Limit{
 		ratelimit.PerSecond(1), ratelimit.PerHour(1), {Rate: 1e-9, Burst: 1}, {Rate: 1e6, Burst: 1e9},
-		{Rate: 1, Burst: 1, Warmup: time.Microsecond}, {Rate: 1, Burst: 1, Warmup: ratelimit.MaxWarmup},
+		{Rate: 1, Burst: 1, Warmup: time.Microsecond}, {Rate: 1, Burst: 1, Warmup: args.MaxWarmup},
 		{Rate: 1, Burst: 1, Algorithm: ratelimit.TokenBucket}, {Rate: 1, Burst: 1, Algorithm: ratelimit.LeakyBucket},
 		// A warm-up with another algorithm is a limit; the backends refuse it (ErrNotSupported).
 		{Rate: 1, Burst: 1, Warmup: time.Second, Algorithm: ratelimit.FixedWindow},
@@ -35,9 +36,9 @@ func TestValidate(t *testing.T) {
 		{}, ratelimit.PerSecond(0), ratelimit.PerMinute(-1),
 		{Rate: math.NaN(), Burst: 1}, {Rate: math.Inf(1), Burst: 1}, {Rate: math.Inf(-1), Burst: 1},
 		{Rate: -1, Burst: 1}, {Rate: 1, Burst: 0}, {Rate: 1, Burst: -5},
-		{Rate: 1, Burst: ratelimit.MaxBurst + 1},
+		{Rate: 1, Burst: args.MaxBurst + 1},
 		{Rate: 1, Burst: 1, Warmup: -time.Microsecond}, {Rate: 1, Burst: 1, Warmup: 1500 * time.Nanosecond},
-		{Rate: 1, Burst: 1, Warmup: ratelimit.MaxWarmup + time.Microsecond},
+		{Rate: 1, Burst: 1, Warmup: args.MaxWarmup + time.Microsecond},
 		{Rate: 1, Burst: 1, Algorithm: ratelimit.LeakyBucket + 1}, {Rate: 1, Burst: 1, Algorithm: -1},
 		{Algorithm: ratelimit.TokenBucket},
 	}
@@ -47,13 +48,13 @@ func TestValidate(t *testing.T) {
 	}
 	assert.EqualError(t, ratelimit.Limit{Rate: 1}.Validate(), "ratelimit: invalid limit: burst 0 is less than 1")
 	assert.EqualError(t, ratelimit.Limit{Rate: 1, Burst: 1 << 53}.Validate(),
-		"ratelimit: invalid limit: burst 9007199254740992 is more than MaxBurst (2^52)")
-	require.NoError(t, ratelimit.Limit{Rate: 1, Burst: ratelimit.MaxBurst}.Validate())
+		"ratelimit: invalid limit: burst 9007199254740992 is more than 2^52")
+	require.NoError(t, ratelimit.Limit{Rate: 1, Burst: args.MaxBurst}.Validate())
 	assert.EqualError(t, ratelimit.Limit{Rate: -2, Burst: 1}.Validate(),
 		"ratelimit: invalid limit: rate -2 is not a finite number greater than zero")
 	assert.EqualError(t, ratelimit.Limit{Rate: 1, Burst: 1, Warmup: time.Nanosecond}.Validate(),
-		"ratelimit: invalid limit: warm-up 1ns is not a whole number of microseconds between 0 and MaxWarmup (2^53 µs)")
-	assert.Equal(t, time.Duration(1<<53)*time.Microsecond, ratelimit.MaxWarmup)
+		"ratelimit: invalid limit: warm-up 1ns is not a whole number of microseconds between 0 and 2^53 µs")
+	assert.Equal(t, time.Duration(1<<53)*time.Microsecond, args.MaxWarmup)
 	// An algorithm that is none of the constants is no limit at all, not one a backend lacks.
 	assert.EqualError(t, ratelimit.Limit{Rate: 1, Burst: 1, Algorithm: 9}.Validate(),
 		"ratelimit: invalid limit: Algorithm(9) is not one of the ratelimit package's algorithms")
@@ -137,7 +138,7 @@ func TestParseLimit(t *testing.T) {
 		"10/s keep-usage burst 3":               `ratelimit: invalid limit: "10/s keep-usage burst 3": unknown part "keep-usage" (burst, warm-up, an algorithm: token-bucket, fixed-window, sliding-log, sliding-counter, leaky-bucket, or a last keep-usage)`,
 		"10/s sliding-log leaky-bucket":         `ratelimit: invalid limit: "10/s sliding-log leaky-bucket": a second algorithm "leaky-bucket"`,
 		"10/s burst sliding-log":                `ratelimit: invalid limit: "10/s burst sliding-log": burst "sliding-log" is not a whole number`,
-		"10/s warm-up 1ns":                      `ratelimit: invalid limit: warm-up 1ns is not a whole number of microseconds between 0 and MaxWarmup (2^53 µs) (in "10/s warm-up 1ns")`,
+		"10/s warm-up 1ns":                      `ratelimit: invalid limit: warm-up 1ns is not a whole number of microseconds between 0 and 2^53 µs (in "10/s warm-up 1ns")`,
 	}
 	for text, want := range bad {
 		_, err := ratelimit.ParseLimit(text)
@@ -226,7 +227,6 @@ func TestSentinelsAreDistinct(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	assert.Equal(t, ratelimit.FailOpen, ratelimit.ErrorPolicy(0), "the zero value is the default")
 	assert.Equal(t, "TokenBucket", ratelimit.TokenBucket.String())
 	assert.Equal(t, "FixedWindow", ratelimit.FixedWindow.String())
 	assert.Equal(t, "SlidingWindowLog", ratelimit.SlidingWindowLog.String())

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
+	"github.com/sluice-go/ratelimit/internal/args"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 )
 
@@ -131,7 +132,7 @@ func openRedisOurs(a ratelimit.Algorithm) func(*testing.B, *redis.Client, redisT
 		}
 		// The sliding log keeps one entry per token, so it refuses the allow traffic's burst of
 		// 10⁹; it runs under deny traffic only.
-		if a == ratelimit.SlidingWindowLog && limit.Burst > ratelimit.MaxLogBurst {
+		if a == ratelimit.SlidingWindowLog && limit.Burst > args.MaxLogBurst {
 			return nil
 		}
 		return func(key string) (bool, error) {

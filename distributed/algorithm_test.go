@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
+	"github.com/sluice-go/ratelimit/internal/args"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 	"github.com/sluice-go/ratelimit/ratelimittest"
 )
@@ -117,9 +118,9 @@ func TestValidateLimitAlgorithm(t *testing.T) {
 	server := redistest.NewServer(t)
 	tb := newLimiter(t, newClient(t, server.Addr()), ratelimittest.NewClock())
 	fw := newLimiter(t, newClient(t, server.Addr()), ratelimittest.NewClock(), distributed.WithAlgorithm(ratelimit.FixedWindow))
-	require.ErrorIs(t, tb.ValidateLimit(ratelimit.Limit{Rate: 1, Burst: ratelimit.MaxLogBurst + 1, Algorithm: ratelimit.SlidingWindowLog}),
+	require.ErrorIs(t, tb.ValidateLimit(ratelimit.Limit{Rate: 1, Burst: args.MaxLogBurst + 1, Algorithm: ratelimit.SlidingWindowLog}),
 		ratelimit.ErrInvalidArgument)
-	require.NoError(t, tb.ValidateLimit(ratelimit.Limit{Rate: 1, Burst: ratelimit.MaxLogBurst + 1}))
+	require.NoError(t, tb.ValidateLimit(ratelimit.Limit{Rate: 1, Burst: args.MaxLogBurst + 1}))
 	require.NoError(t, fw.ValidateLimit(ratelimit.Limit{Rate: 1, Burst: 1, Warmup: time.Second, Algorithm: ratelimit.TokenBucket}))
 	require.ErrorIs(t, fw.ValidateLimit(ratelimit.Limit{Rate: 1, Burst: 1, Warmup: time.Second}), ratelimit.ErrNotSupported)
 	require.ErrorIs(t, tb.ValidateLimit(ratelimit.Limit{Rate: 1, Burst: 1, Algorithm: 99}), ratelimit.ErrInvalidArgument)

@@ -14,7 +14,7 @@ import (
 //	ARGV[2]  burst: the bucket's capacity (1 <= burst)
 //	ARGV[3]  cost: tokens this request takes (1 <= cost <= burst)
 //	ARGV[4]  the algorithm's own argument (args), or empty, or absent
-//	ARGV[5]  absent, or the reserve of the request's priority (ratelimit.Reserves.Tokens,
+//	ARGV[5]  absent, or the reserve of the request's priority (priority.Reserves.Tokens,
 //	         0 <= reserve <= burst - cost): the request is decided as under a burst of
 //	         burst - reserve, while the bucket's state and its expiry stay its own
 //

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/args"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // ErrCrossSlot is wrapped by the error AllowAll returns under CrossSlotRefuse for keys in
@@ -49,7 +50,7 @@ func (l *Limiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratel
 	if l.closed.Load() {
 		return mr, ratelimit.ErrClosed
 	}
-	p := ratelimit.PriorityFrom(ctx)
+	p := priority.From(ctx)
 	if i, err := l.checkAll(reqs, p); err != nil {
 		mr.Binding = max(i, 0)
 		for j := range reqs {
@@ -120,7 +121,7 @@ func (l *Limiter) AllowAll(ctx context.Context, reqs []ratelimit.Request) (ratel
 
 // checkAll checks reqs, to be decided at priority p, before any round trip (see
 // args.CheckAll).
-func (l *Limiter) checkAll(reqs []ratelimit.Request, p ratelimit.Priority) (int, error) {
+func (l *Limiter) checkAll(reqs []ratelimit.Request, p priority.Level) (int, error) {
 	return args.CheckAll("distributed: AllowAll", reqs, l.algorithm, func(i int) error {
 		r := &reqs[i]
 		if err := args.Check(r.Key, r.Limit, max(r.N, 1)); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/sluice-go/ratelimit/internal/args"
 	"github.com/sluice-go/ratelimit/internal/calendar"
 	"github.com/sluice-go/ratelimit/internal/nilarg"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // MaxRate is the highest Limit.Rate the Redis backend accepts, in tokens per second: one
@@ -40,7 +41,7 @@ type Limiter struct {
 	// sharded: the client spreads keys over servers by hash slot (see AllowAll).
 	sharded   bool
 	crossSlot CrossSlot
-	reserves  ratelimit.Reserves
+	reserves  priority.Reserves
 	// guard: the client ignores context deadlines while it waits on the network, so the
 	// limiter waits for the reply in a goroutine of its own and stops at the deadline.
 	guard bool
@@ -160,14 +161,15 @@ func (l *Limiter) Allow(ctx context.Context, key string, limit ratelimit.Limit) 
 }
 
 // AllowN takes n tokens from the bucket of (key, limit) if it holds n, and otherwise takes
-// none. A request whose context carries a priority below ratelimit.Critical must leave its
+// none. A request whose context carries a priority below priority.Critical must leave its
 // reserve in the bucket (WithReserves): it is decided as under a Burst less the reserve,
 // and n above that is refused with ratelimit.ErrExceedsBurst. Invalid arguments are
-// rejected before any round trip, with the same errors as every backend. When Redis fails or the
-// deadline passes, AllowN returns the error with a Result that has only Limit set, and the caller's
-// ErrorPolicy decides. A bucket whose key holds a value no script of this package writes (another
-// type, text, a number out of range) is decided as a new bucket, whose first request is always
-// admitted and replaces the value with the bucket's own: the key is limited from its first call on.
+// rejected before any round trip, with the same errors as every backend. When Redis fails or
+// the deadline passes, AllowN returns the error with a Result that has only Limit set, and the
+// caller decides (middleware fails open or closed). A bucket whose key holds a value no
+// script of this package writes (another type, text, a number out of range) is decided as a
+// new bucket, whose first request is always admitted and replaces the value with the
+// bucket's own: the key is limited from its first call on.
 func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
 	if err := l.check(key, limit, n); err != nil {
 		return ratelimit.Result{Limit: limit}, err
@@ -186,11 +188,11 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit,
 }
 
 // reserve returns the reserve of a request for n tokens under limit, at the priority ctx
-// carries: 0 for ratelimit.Critical, which costs a single read of ctx. n above the burst
+// carries: 0 for priority.Critical, which costs a single read of ctx. n above the burst
 // left to the priority is an error wrapping ratelimit.ErrExceedsBurst.
 func (l *Limiter) reserve(ctx context.Context, limit ratelimit.Limit, n int) (int, error) {
-	p := ratelimit.PriorityFrom(ctx)
-	if p == ratelimit.Critical {
+	p := priority.From(ctx)
+	if p == priority.Critical {
 		return 0, nil
 	}
 	reserve, err := args.Reserve(l.reserves, p, limit, n)
@@ -270,7 +272,7 @@ func resultOf(r []int64, limit ratelimit.Limit) ratelimit.Result {
 // turn. The script takes the place atomically, and only if the turn comes by ctx's deadline:
 // otherwise Wait fails at once with an error wrapping context.DeadlineExceeded, having
 // taken nothing. When the queue is full, Wait sleeps until a place frees up and tries
-// again; for a request whose context carries a priority below ratelimit.Critical, the queue
+// again; for a request whose context carries a priority below priority.Critical, the queue
 // is full when only its reserve is left (WithReserves). If ctx ends while Wait sleeps for its turn,
 // it returns ctx's error and the place stays taken: the request it held has gone by.
 //

@@ -34,7 +34,7 @@
 // # Limits and throughput
 //
 // Rates up to MaxRate (10⁶ a second, the resolution of Redis TIME) and bursts up to
-// ratelimit.MaxBurst decide exactly; durations stop at 2⁵³ µs (285 years), and a limit
+// 2^52 decide exactly; durations stop at 2⁵³ µs (285 years), and a limit
 // whose drained bucket would take longer to refill (Burst/Rate) is refused, with every
 // algorithm, as on the local backend. Decisions made at
 // the same time share round trips: eight at a time go to Redis on their own, and the ones
@@ -43,7 +43,7 @@
 //
 // # Priorities
 //
-// A request whose context carries a priority below ratelimit.Critical (ratelimit.WithPriority,
+// A request whose context carries a priority below priority.Critical (priority.With,
 // or a middleware's WithPriorityFunc) leaves a reserve of its bucket to the higher ones
 // (WithReserves; by default a tenth of the burst for Normal requests, half for Sheddable
 // ones): every script decides it as under a burst less that reserve, while the bucket and its

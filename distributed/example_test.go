@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // A limiter on a redis.UniversalClient: one address makes a single-node client, several a
@@ -45,13 +46,13 @@ func ExampleNew() {
 func ExampleWithReserves() {
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
 	defer client.Close()
-	limiter, err := distributed.New(client, distributed.WithReserves(ratelimit.Reserves{Sheddable: 0.3}))
+	limiter, err := distributed.New(client, distributed.WithReserves(priority.Reserves{Sheddable: 0.3}))
 	if err != nil {
 		log.Fatal(err) // reserves that Reserves.Validate refuses
 	}
 	defer limiter.Close()
 
-	ctx := ratelimit.WithPriority(context.Background(), ratelimit.Sheddable)
+	ctx := priority.With(context.Background(), priority.Sheddable)
 	res, err := limiter.Allow(ctx, "tenant:7", ratelimit.PerMinute(100))
 	switch {
 	case err != nil:

@@ -10,12 +10,13 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
+	"github.com/sluice-go/ratelimit/internal/args"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 	"github.com/sluice-go/ratelimit/local"
 	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
-// TestHugeBurstDrainThenDeny drains buckets of ratelimit.MaxBurst at every rate the limit
+// TestHugeBurstDrainThenDeny drains buckets of args.MaxBurst at every rate the limit
 // allows (T = 1 to 2 µs) and at clock readings that are not whole tokens, then asks for one
 // more token at the same instant: every backend denies it. The conformance suite pins whole
 // tokens; here the TAT, near 2^52 tokens, cannot hold the fraction of the clock, and a test
@@ -28,7 +29,7 @@ func TestHugeBurstDrainThenDeny(t *testing.T) {
 	server := redistest.NewServer(t)
 	client := newClient(t, server.Addr())
 	for _, rate := range []float64{5e5, 7e5, 999_999, 1e6} {
-		limit := ratelimit.Limit{Rate: rate, Burst: ratelimit.MaxBurst}
+		limit := ratelimit.Limit{Rate: rate, Burst: args.MaxBurst}
 		t.Run(fmt.Sprint(rate), func(t *testing.T) {
 			clock := ratelimittest.NewClock()
 			// The same arithmetic: each compared to the first, Delay aside.

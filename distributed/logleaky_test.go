@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
+	"github.com/sluice-go/ratelimit/internal/args"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 	"github.com/sluice-go/ratelimit/ratelimittest"
 )
@@ -157,7 +158,7 @@ func TestLimitsCheckedBeforeRedis(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { _ = client.Close() })
 	for alg, limit := range map[ratelimit.Algorithm]ratelimit.Limit{
-		ratelimit.SlidingWindowLog: {Rate: 1, Burst: ratelimit.MaxLogBurst + 1},
+		ratelimit.SlidingWindowLog: {Rate: 1, Burst: args.MaxLogBurst + 1},
 		ratelimit.LeakyBucket:      {Rate: 2e6, Burst: 1},
 		ratelimit.TokenBucket:      {Rate: 1.0 / 86400, Burst: 104250}, // refills in over 2^53 µs
 	} {

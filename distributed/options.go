@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // Defaults of the options.
@@ -25,7 +26,7 @@ type options struct {
 	timeout   time.Duration
 	algorithm ratelimit.Algorithm
 	crossSlot CrossSlot
-	reserves  ratelimit.Reserves
+	reserves  priority.Reserves
 	now       func() time.Time // the client clock, or nil for Redis TIME (WithClientClock)
 	skew      time.Duration    // the client clock's skew bound
 }
@@ -89,7 +90,7 @@ func WithTimeout(d time.Duration) Option {
 // all five, each as one Lua script on one key: TokenBucket (GCRA, key tag "tb"); FixedWindow
 // ("fw") and SlidingWindowCounter ("swc"), which count per window of W = Burst/Rate aligned to
 // the Unix epoch; SlidingWindowLog ("swl"), the exact log of admissions in a sorted set (Burst
-// at most ratelimit.MaxLogBurst); and LeakyBucket ("lb"), a shaper (Result.Delay), the only
+// at most 10,000); and LeakyBucket ("lb"), a shaper (Result.Delay), the only
 // algorithm for which Wait is supported. A token bucket limit with a warm-up
 // (ratelimit.Limit.Warmup) runs a script of its own, tag "tbw"; the other algorithms refuse
 // a warm-up with ratelimit.ErrNotSupported. Every algorithm decides as the local backend does.
@@ -132,14 +133,14 @@ func WithCrossSlot(c CrossSlot) Option {
 }
 
 // WithReserves sets how much of each bucket requests of a lower priority leave for the
-// higher ones (ratelimit.Priority, read from each call's context). Default: the zero
-// ratelimit.Reserves, which are the defaults: a tenth of the burst kept back from
-// ratelimit.Normal requests, half from ratelimit.Sheddable ones; a negative fraction turns
-// a reserve off. Requests whose context carries no priority are ratelimit.Critical and keep
+// higher ones (priority.Level, read from each call's context). Default: the zero
+// priority.Reserves, which are the defaults: a tenth of the burst kept back from
+// priority.Normal requests, half from priority.Sheddable ones; a negative fraction turns
+// a reserve off. Requests whose context carries no priority are priority.Critical and keep
 // nothing back, so this option changes nothing for them. New returns an error wrapping
-// ratelimit.ErrInvalidArgument for reserves that ratelimit.Reserves.Validate refuses. See
+// ratelimit.ErrInvalidArgument for reserves that priority.Reserves.Validate refuses. See
 // https://github.com/sluice-go/ratelimit/blob/main/docs/algorithms.md#priority-reserves.
-func WithReserves(r ratelimit.Reserves) Option {
+func WithReserves(r priority.Reserves) Option {
 	return func(o *options) { o.reserves = r }
 }
 

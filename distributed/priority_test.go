@@ -16,6 +16,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/internal/redistest"
+	"github.com/sluice-go/ratelimit/priority"
 	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
@@ -35,14 +36,14 @@ func TestPriorityFlood(t *testing.T) {
 			clock := ratelimittest.NewClock()
 			prefix := uniquePrefix()
 			l := newLimiter(t, client, clock, distributed.WithAlgorithm(alg), distributed.WithPrefix(prefix),
-				distributed.WithReserves(ratelimit.Reserves{Normal: 0.2}))
+				distributed.WithReserves(priority.Reserves{Normal: 0.2}))
 
 			const goroutines, criticals, attempts = 64, 16, 8
 			var admitted [3]atomic.Int64
 			var sent atomic.Int64
 			var wg sync.WaitGroup
 			errs := make(chan error, goroutines)
-			ask := func(ctx context.Context, p ratelimit.Priority) bool {
+			ask := func(ctx context.Context, p priority.Level) bool {
 				res, err := l.Allow(ctx, "flood", limit)
 				if err != nil {
 					errs <- err
@@ -60,15 +61,15 @@ func TestPriorityFlood(t *testing.T) {
 						for sent.Load() < 150 {
 							runtime.Gosched() // not a sleep: it waits for the flood, not for time
 						}
-						ask(ratelimit.WithPriority(context.Background(), ratelimit.Critical), ratelimit.Critical)
+						ask(priority.With(context.Background(), priority.Critical), priority.Critical)
 					})
 				default:
-					p := ratelimit.Sheddable
+					p := priority.Sheddable
 					if i%2 == 0 {
-						p = ratelimit.Normal
+						p = priority.Normal
 					}
 					wg.Go(func() {
-						ctx := ratelimit.WithPriority(context.Background(), p)
+						ctx := priority.With(context.Background(), p)
 						for range attempts {
 							sent.Add(1)
 							if !ask(ctx, p) {
@@ -83,7 +84,7 @@ func TestPriorityFlood(t *testing.T) {
 			for err := range errs {
 				require.NoError(t, err)
 			}
-			c, n, s := admitted[ratelimit.Critical].Load(), admitted[ratelimit.Normal].Load(), admitted[ratelimit.Sheddable].Load()
+			c, n, s := admitted[priority.Critical].Load(), admitted[priority.Normal].Load(), admitted[priority.Sheddable].Load()
 			require.Equal(t, int64(criticals), c, "a Critical request was denied while the reserve held")
 			require.LessOrEqual(t, s, int64(50))
 			taken := c + n + s
@@ -152,7 +153,7 @@ func TestPriorityWait(t *testing.T) {
 	inBubble(t, server, func(t *testing.T, l *distributed.Limiter) {
 		limit := ratelimit.Limit{Rate: 1, Burst: 10}
 		bg := context.Background()
-		shed := ratelimit.WithPriority(bg, ratelimit.Sheddable)
+		shed := priority.With(bg, priority.Sheddable)
 		t0 := time.Now()
 		res, err := l.AllowN(bg, "q", limit, 5)
 		require.NoError(t, err)
@@ -187,18 +188,18 @@ func TestWithReservesInvalid(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never contacted
 	t.Cleanup(func() { _ = client.Close() })
 	for _, c := range []struct {
-		r    ratelimit.Reserves
+		r    priority.Reserves
 		want string
 	}{
-		{ratelimit.Reserves{Normal: 1}, "distributed: New: WithReserves: ratelimit: invalid limit: reserve Normal = 1 is not a fraction below 1"},
-		{ratelimit.Reserves{Sheddable: 0.05}, "distributed: New: WithReserves: ratelimit: invalid limit: reserve Sheddable = 0.05 is less than reserve Normal = 0.1: a lower priority must keep back at least as much"},
+		{priority.Reserves{Normal: 1}, "distributed: New: WithReserves: ratelimit: invalid reserves: reserve Normal = 1 is not a fraction below 1"},
+		{priority.Reserves{Sheddable: 0.05}, "distributed: New: WithReserves: ratelimit: invalid reserves: reserve Sheddable = 0.05 is less than reserve Normal = 0.1: a lower priority must keep back at least as much"},
 	} {
 		l, err := distributed.New(client, distributed.WithReserves(c.r))
 		require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 		require.EqualError(t, err, c.want)
 		require.Nil(t, l)
 	}
-	for _, r := range []ratelimit.Reserves{{}, {Normal: -1, Sheddable: -1}, {Normal: 0.3, Sheddable: 0.9}} {
+	for _, r := range []priority.Reserves{{}, {Normal: -1, Sheddable: -1}, {Normal: 0.3, Sheddable: 0.9}} {
 		_, err := distributed.New(client, distributed.WithReserves(r))
 		require.NoError(t, err, "%+v", r)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/internal/redistest"
+	"github.com/sluice-go/ratelimit/priority"
 	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
@@ -203,9 +204,9 @@ func TestReservedAtZeroUsage(t *testing.T) {
 // never fits. Reserve × warm-up is TestReserveNotSupported's (a warm bucket books nothing).
 func TestReservePriority(t *testing.T) {
 	clock := ratelimittest.NewClock()
-	l := newLimiter(t, newClient(t, redistest.NewServer(t).Addr()), clock, distributed.WithReserves(ratelimit.Reserves{}))
+	l := newLimiter(t, newClient(t, redistest.NewServer(t).Addr()), clock, distributed.WithReserves(priority.Reserves{}))
 	ctx := context.Background()
-	shed := ratelimit.WithPriority(ctx, ratelimit.Sheddable)
+	shed := priority.With(ctx, priority.Sheddable)
 	limit := ratelimit.Limit{Rate: 10, Burst: 10}
 	for range 5 {
 		res, err := l.Reserve(shed, "k", limit, 1, 0)

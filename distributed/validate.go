@@ -12,7 +12,7 @@ var _ ratelimit.LimitValidator = (*Limiter)(nil)
 // ValidateLimit returns nil if the limiter accepts limit under the algorithm that would
 // decide it (its own, or the limiter's default), or an error that says why not:
 // limit.Validate's reasons, a rate above MaxRate and the algorithm's own bounds (a sliding
-// log's ratelimit.MaxLogBurst, a window between 1 µs and 2⁵³ µs, a quota's time zone
+// log's Burst of 10,000, a window between 1 µs and 2⁵³ µs, a quota's time zone
 // missing from the time zone database), wrapping
 // ratelimit.ErrInvalidArgument, or ratelimit.ErrNotSupported for an algorithm this backend
 // lacks or a warm-up on any algorithm but the token bucket.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
+	"github.com/sluice-go/ratelimit/internal/args"
 )
 
 // ValidateLimit says, without a round trip, what AllowN would refuse; a nil Option is
@@ -21,7 +22,7 @@ func TestValidateLimit(t *testing.T) {
 	require.NoError(t, err)
 	assert.NoError(t, l.ValidateLimit(ratelimit.PerSecond(10)))
 	assert.ErrorIs(t, l.ValidateLimit(ratelimit.Limit{Rate: 2e6, Burst: 1}), ratelimit.ErrInvalidArgument)
-	assert.ErrorIs(t, l.ValidateLimit(ratelimit.Limit{Rate: 1, Burst: ratelimit.MaxLogBurst + 1}), ratelimit.ErrInvalidArgument)
+	assert.ErrorIs(t, l.ValidateLimit(ratelimit.Limit{Rate: 1, Burst: args.MaxLogBurst + 1}), ratelimit.ErrInvalidArgument)
 	assert.ErrorIs(t, l.ValidateLimit(ratelimit.Limit{Rate: 1}), ratelimit.ErrInvalidArgument)
 
 	other, err := distributed.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), distributed.WithAlgorithm(ratelimit.CalendarQuota))
@@ -41,7 +42,7 @@ func TestRateBelowResolution(t *testing.T) {
 	for _, limit := range []ratelimit.Limit{
 		{Rate: math.MaxFloat64, Burst: 1},
 		{Rate: 1e7, Burst: 9},
-		{Rate: 1e300, Burst: ratelimit.MaxBurst},
+		{Rate: 1e300, Burst: args.MaxBurst},
 	} {
 		require.ErrorIs(t, l.ValidateLimit(limit), ratelimit.ErrInvalidArgument)
 		_, err := l.Allow(ctx, "k", limit)

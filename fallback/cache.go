@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/args"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // cacheShards is the number of independently locked parts of the denial cache.
@@ -66,9 +67,9 @@ type denial struct {
 	// unseen here.
 	expires int64
 	// priority is the denied request's: a denial proves nothing about a request of another
-	// priority, which keeps another reserve (ratelimit.Reserves) and so has another
+	// priority, which keeps another reserve (priority.Reserves) and so has another
 	// RetryAfter, or none.
-	priority ratelimit.Priority
+	priority priority.Level
 	// limit is the denied request's, for an entry of a limit with KeepUsage: a denial
 	// proves nothing about the bucket under other numbers.
 	limit ratelimit.Limit
@@ -122,7 +123,7 @@ func (c *denialCache) shard(key string) *cacheShard {
 // lookup returns the denial of a request of n tokens at priority p on (key, limit) at now,
 // if a denial by the primary proves it, without allocating. Otherwise it returns the
 // generation to hand to store with the primary's answer.
-func (c *denialCache) lookup(key string, limit ratelimit.Limit, n int, p ratelimit.Priority, now int64) (ratelimit.Result, uint64, bool) {
+func (c *denialCache) lookup(key string, limit ratelimit.Limit, n int, p priority.Level, now int64) (ratelimit.Result, uint64, bool) {
 	s := c.shard(key)
 	s.mu.RLock()
 	d, ok := s.m[bucketOf(key, limit)]
@@ -150,7 +151,7 @@ func (c *denialCache) lookup(key string, limit ratelimit.Limit, n int, p ratelim
 // bucket's Remaining becomes while it lasts depends on the algorithm (a token bucket refills
 // by fractions, a sliding log by whole entries, a fixed window not at all), which only the
 // primary knows; and requests of one token are the hot path.
-func (c *denialCache) store(key string, limit ratelimit.Limit, n int, p ratelimit.Priority, sent int64, gen uint64, res ratelimit.Result) {
+func (c *denialCache) store(key string, limit ratelimit.Limit, n int, p priority.Level, sent int64, gen uint64, res ratelimit.Result) {
 	if res.RetryAfter <= 0 || n != 1 {
 		return
 	}
@@ -165,7 +166,7 @@ func (c *denialCache) store(key string, limit ratelimit.Limit, n int, p ratelimi
 }
 
 // denialOf is the entry of a denial of one token at priority p on limit, asked at sent.
-func (c *denialCache) denialOf(limit ratelimit.Limit, p ratelimit.Priority, sent int64, res ratelimit.Result) denial {
+func (c *denialCache) denialOf(limit ratelimit.Limit, p priority.Level, sent int64, res ratelimit.Result) denial {
 	until := sent + int64(res.RetryAfter)
 	d := denial{sent: sent, until: until, expires: sent + min(int64(res.RetryAfter), c.ttl), cost: 1, reset: res.ResetAfter, priority: p}
 	if limit.KeepUsage {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // listDenial is what the primary answered when it denied a list of requests at once
@@ -19,7 +20,7 @@ type listDenial struct {
 	results  []ratelimit.Result
 	stamps   []uint64 // 0 for a request skipped for its zero Limit
 	binding  int
-	priority ratelimit.Priority
+	priority priority.Level
 	sent     int64
 	// expires is the binding denial's, or sooner: when another denied request's RetryAfter
 	// or an admitted one's ResetAfter ends (a window rolls over, a bucket is full), after
@@ -28,7 +29,7 @@ type listDenial struct {
 }
 
 // matches reports whether reqs at priority p is the list d was made for, request by request.
-func (d *listDenial) matches(reqs []ratelimit.Request, p ratelimit.Priority) bool {
+func (d *listDenial) matches(reqs []ratelimit.Request, p priority.Level) bool {
 	if len(reqs) != len(d.reqs) || p != d.priority {
 		return false
 	}
@@ -63,12 +64,12 @@ func (d *listDenial) aged(now int64) ratelimit.MultiResult {
 		}
 		results[i] = r
 	}
-	return ratelimit.MultiResult{Results: results, Binding: d.binding, RetryAfter: results[d.binding].RetryAfter}
+	return ratelimit.MultiResult{Results: results, Binding: d.binding}
 }
 
 // listHash is the hash of the keys of reqs and of priority p, which picks the shard of
 // their list and its place in the shard's lists.
-func (c *denialCache) listHash(reqs []ratelimit.Request, p ratelimit.Priority) uint64 {
+func (c *denialCache) listHash(reqs []ratelimit.Request, p priority.Level) uint64 {
 	var h maphash.Hash
 	h.SetSeed(c.seed)
 	h.WriteByte(byte(p))
@@ -82,7 +83,7 @@ func (c *denialCache) listHash(reqs []ratelimit.Request, p ratelimit.Priority) u
 // lookupAll returns the primary's answer to reqs at priority p, aged to now, if the primary
 // denied that very list and no bucket of it has changed through the Limiter since. Otherwise
 // it returns the generation to hand to storeAll with the primary's answer.
-func (c *denialCache) lookupAll(reqs []ratelimit.Request, p ratelimit.Priority, now int64) (ratelimit.MultiResult, uint64, bool) {
+func (c *denialCache) lookupAll(reqs []ratelimit.Request, p priority.Level, now int64) (ratelimit.MultiResult, uint64, bool) {
 	gen := c.gen.Load()
 	h := c.listHash(reqs, p)
 	s := &c.shards[h%cacheShards]
@@ -115,7 +116,7 @@ func (c *denialCache) unchanged(d *listDenial) bool {
 // of one token and every denial lasts, the list (listDenial), watching the buckets of the
 // other requests. gen is what lookupAll returned before the list was sent: once a reset or
 // a refund has come since, nothing more is stored.
-func (c *denialCache) storeAll(reqs []ratelimit.Request, p ratelimit.Priority, sent int64, gen uint64, mr ratelimit.MultiResult) {
+func (c *denialCache) storeAll(reqs []ratelimit.Request, p priority.Level, sent int64, gen uint64, mr ratelimit.MultiResult) {
 	if mr.Allowed || len(mr.Results) != len(reqs) || mr.Binding < 0 || mr.Binding >= len(reqs) {
 		return
 	}
@@ -162,7 +163,7 @@ func (c *denialCache) storeAll(reqs []ratelimit.Request, p ratelimit.Priority, s
 // listOf returns the list to remember of the primary's denial mr of reqs at priority p,
 // asked at sent, its stamps not yet set; or nil when there is none to remember: the binding
 // request is of more than one token, or a denial does not last.
-func (c *denialCache) listOf(reqs []ratelimit.Request, p ratelimit.Priority, sent int64, mr ratelimit.MultiResult) *listDenial {
+func (c *denialCache) listOf(reqs []ratelimit.Request, p priority.Level, sent int64, mr ratelimit.MultiResult) *listDenial {
 	if listCost(reqs[mr.Binding].N) != 1 {
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/priority"
 	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
@@ -103,13 +104,13 @@ func TestDenialCacheAllowAllTimeline(t *testing.T) {
 	mr = step("the hot bucket is empty: the primary denies", false, 2)
 	require.False(t, mr.Allowed)
 	require.Equal(t, 0, mr.Binding)
-	require.Equal(t, time.Second, mr.RetryAfter) // the hot window's end
+	require.Equal(t, time.Second, mr.Results[mr.Binding].RetryAfter) // the hot window's end
 	// a and b alone: 9 and 199 left, 8 and 198 after one more.
 	require.Equal(t, []int{0, 8, 198, 0}, remainings(mr))
 
 	r.clock.Advance(250 * time.Millisecond)
 	mr = step("the cache denies", true, 2)
-	require.Equal(t, 750*time.Millisecond, mr.RetryAfter)
+	require.Equal(t, 750*time.Millisecond, mr.Results[mr.Binding].RetryAfter)
 	require.Equal(t, 750*time.Millisecond, mr.Results[1].ResetAfter)
 	require.Equal(t, 1750*time.Millisecond, mr.Results[2].ResetAfter)
 	require.Equal(t, []int{0, 8, 198, 0}, remainings(mr), "nothing was charged")
@@ -120,7 +121,7 @@ func TestDenialCacheAllowAllTimeline(t *testing.T) {
 	_, cached := r.all(t, ctx, swapped)
 	require.False(t, cached)
 	require.Equal(t, int64(3), r.primary.calls.Load())
-	_, cached = r.all(t, ratelimit.WithPriority(ctx, ratelimit.Normal), list)
+	_, cached = r.all(t, priority.With(ctx, priority.Normal), list)
 	require.False(t, cached)
 	require.Equal(t, int64(4), r.primary.calls.Load())
 	step("the first list is still remembered", true, 4)
@@ -145,7 +146,7 @@ func TestDenialCacheAllowAllTimeline(t *testing.T) {
 	// primary counts whole microseconds: a microsecond before, the answers still agree.)
 	r.clock.Advance(750*time.Millisecond - time.Microsecond)
 	mr = step("a microsecond before", true, 6)
-	require.Equal(t, time.Microsecond, mr.RetryAfter)
+	require.Equal(t, time.Microsecond, mr.Results[mr.Binding].RetryAfter)
 	r.clock.Advance(time.Microsecond)
 	mr = step("a new window for hot and a", false, 7)
 	require.True(t, mr.Allowed)
@@ -187,7 +188,7 @@ func remainings(mr ratelimit.MultiResult) []int {
 func TestDenialCacheAllowAllChangesNoAnswer(t *testing.T) {
 	r := newListRig(t)
 	bg := context.Background()
-	ctxs := []context.Context{bg, ratelimit.WithPriority(bg, ratelimit.Normal)}
+	ctxs := []context.Context{bg, priority.With(bg, priority.Normal)}
 	hot := ratelimit.Limit{Rate: 4, Burst: 2, Algorithm: ratelimit.FixedWindow}    // 500 ms
 	warm := ratelimit.Limit{Rate: 20, Burst: 30, Algorithm: ratelimit.FixedWindow} // 1.5 s
 	cool := ratelimit.Limit{Rate: 50, Burst: 200, Algorithm: ratelimit.FixedWindow}

@@ -38,7 +38,7 @@
 // this instance's share of the limit (WithInstances(n): Rate/n, Burst/n rounded down, at
 // least 1), so that n instances together admit about the limit instead of n times it. The
 // Result then carries that share as its Limit. A request the real limit allows at its
-// ratelimit.Priority but costing more than the share can give that priority (its burst less
+// priority.Level but costing more than the share can give that priority (its burst less
 // the priority's reserve, WithReserves) takes all the share can give it, instead of failing
 // with ratelimit.ErrExceedsBurst, which tells clients never to retry.
 //
@@ -49,7 +49,7 @@
 // # Denial cache
 //
 // When the primary denies a request of one token with RetryAfter r, the same request (one
-// token, at the same ratelimit.Priority) cannot conform before r has passed (other traffic
+// token, at the same priority.Level) cannot conform before r has passed (other traffic
 // only pushes that time later), so the cache denies it locally until then, without asking
 // the primary: a denial the primary would give. A request of another priority, which keeps
 // another reserve, goes to the primary, as do requests of more tokens (their RetryAfter

@@ -11,6 +11,7 @@ import (
 	"github.com/sluice-go/ratelimit/internal/breaker"
 	"github.com/sluice-go/ratelimit/internal/nilarg"
 	"github.com/sluice-go/ratelimit/observe"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // ErrUnavailable is wrapped by the errors a Limiter without a secondary returns when the
@@ -29,7 +30,7 @@ type Limiter struct {
 	primary   ratelimit.Limiter
 	secondary ratelimit.Limiter // nil: fail with ErrUnavailable instead
 	instances int
-	reserves  ratelimit.Reserves
+	reserves  priority.Reserves
 	breaker   breaker.Breaker
 	cache     *denialCache // nil when off
 	onError   func(ctx context.Context, key string, err error)
@@ -113,10 +114,10 @@ func (l *Limiter) decide(ctx context.Context, key string, limit ratelimit.Limit,
 		return ratelimit.Result{Limit: limit}, l.origins.self, err
 	}
 	sent := l.now()
-	var p ratelimit.Priority
+	var p priority.Level
 	var gen uint64
 	if l.cache != nil {
-		p = ratelimit.PriorityFrom(ctx)
+		p = priority.From(ctx)
 		var res ratelimit.Result
 		var ok bool
 		if res, gen, ok = l.cache.lookup(key, limit, n, p, sent); ok {
@@ -204,7 +205,7 @@ func (l *Limiter) degraded(ctx context.Context, key string, limit ratelimit.Limi
 		return ratelimit.Result{Limit: limit}, l.origins.self, unavailable
 	}
 	share := l.share(limit)
-	res, err := l.secondary.AllowN(ctx, key, share, l.shareCost(ratelimit.PriorityFrom(ctx), limit, share, n))
+	res, err := l.secondary.AllowN(ctx, key, share, l.shareCost(priority.From(ctx), limit, share, n))
 	if res.Allowed {
 		res.Charge = mark(res.Charge, partSecondary)
 	}
@@ -218,7 +219,7 @@ func (l *Limiter) degraded(ctx context.Context, key string, limit ratelimit.Limi
 // left to p, it takes all of that part, and passes when the share is full. Any other n
 // (below 1, or above the limit's part) is left as it is, for the secondary to refuse as
 // the primary would.
-func (l *Limiter) shareCost(p ratelimit.Priority, limit, share ratelimit.Limit, n int) int {
+func (l *Limiter) shareCost(p priority.Level, limit, share ratelimit.Limit, n int) int {
 	if share == limit || n < 1 || n > limit.Burst-l.reserves.Tokens(p, limit.Burst) {
 		return n
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/priority"
 	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
@@ -201,7 +202,7 @@ func TestNilOption(t *testing.T) {
 func TestInstancesPriorities(t *testing.T) {
 	limit := ratelimit.Limit{Rate: 10, Burst: 20}
 	ctx := context.Background()
-	for _, reserves := range []ratelimit.Reserves{{}, {Normal: 0.3, Sheddable: 0.6}} {
+	for _, reserves := range []priority.Reserves{{}, {Normal: 0.3, Sheddable: 0.6}} {
 		for _, instances := range []int{1, 4} {
 			t.Run(fmt.Sprintf("%+v/%d", reserves, instances), func(t *testing.T) {
 				clock := ratelimittest.NewClock()
@@ -216,8 +217,8 @@ func TestInstancesPriorities(t *testing.T) {
 				l := fallback.New(primary, secondary, fallback.WithClock(clock.Now),
 					fallback.WithInstances(instances), fallback.WithReserves(reserves))
 				share := ratelimit.Limit{Rate: limit.Rate / float64(instances), Burst: limit.Burst / instances}
-				for _, p := range []ratelimit.Priority{ratelimit.Critical, ratelimit.Normal, ratelimit.Sheddable} {
-					pctx := ratelimit.WithPriority(ctx, p)
+				for _, p := range []priority.Level{priority.Critical, priority.Normal, priority.Sheddable} {
+					pctx := priority.With(ctx, p)
 					// What the share can give p: its burst less p's reserve (5 − 2 = 3 tokens for
 					// Sheddable with the default half, with four instances).
 					part := share.Burst - reserves.Tokens(p, share.Burst)
@@ -262,7 +263,7 @@ func TestInstancesPrioritiesAllowAllPeek(t *testing.T) {
 		fallback.WithClock(clock.Now), fallback.WithInstances(4))
 	limit := ratelimit.Limit{Rate: 10, Burst: 20}
 	share := ratelimit.Limit{Rate: 2.5, Burst: 5}
-	ctx := ratelimit.WithPriority(context.Background(), ratelimit.Sheddable)
+	ctx := priority.With(context.Background(), priority.Sheddable)
 
 	res, err := ins(l).Peek(ctx, "k", limit, 4)
 	require.NoError(t, err)

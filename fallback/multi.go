@@ -8,6 +8,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/args"
 	"github.com/sluice-go/ratelimit/observe"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // parts are the capabilities of a Limiter's primary and secondary, found once by New with
@@ -118,7 +119,7 @@ func (l *Limiter) AllowAllOrigin(ctx context.Context, reqs []ratelimit.Request) 
 		return ratelimit.MultiResult{}, l.origins.self, fmt.Errorf("%w: AllowAll: a part of %s decides no several limits at once",
 			ratelimit.ErrNotSupported, l.BackendName())
 	}
-	p := ratelimit.PriorityFrom(ctx)
+	p := priority.From(ctx)
 	sent := l.now()
 	var gen uint64
 	if l.cache != nil {
@@ -164,7 +165,7 @@ func (l *Limiter) AllowAllOrigin(ctx context.Context, reqs []ratelimit.Request) 
 // remember tells the denial cache the primary's answer mr to reqs, sent at sent at
 // priority p: an admission makes it forget every bucket charged, as AllowN's does; a denial
 // is stored (denialCache.storeAll).
-func (l *Limiter) remember(reqs []ratelimit.Request, p ratelimit.Priority, sent int64, gen uint64, mr ratelimit.MultiResult) {
+func (l *Limiter) remember(reqs []ratelimit.Request, p priority.Level, sent int64, gen uint64, mr ratelimit.MultiResult) {
 	if !mr.Allowed {
 		l.cache.storeAll(reqs, p, sent, gen, mr)
 		return
@@ -194,7 +195,7 @@ func charged(mr ratelimit.MultiResult, reqs []ratelimit.Request, part string) ra
 func (l *Limiter) peek(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
 	return l.inspect(ctx, key, limit, func(ins ratelimit.Inspector, share ratelimit.Limit) (ratelimit.Result, error) {
 		if share != limit { // as AllowN degraded: a cost above the share's part takes all of it
-			return ins.Peek(ctx, key, share, l.shareCost(ratelimit.PriorityFrom(ctx), limit, share, n))
+			return ins.Peek(ctx, key, share, l.shareCost(priority.From(ctx), limit, share, n))
 		}
 		return ins.Peek(ctx, key, limit, n)
 	})

@@ -5,8 +5,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/breaker"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // Defaults of the options.
@@ -35,7 +35,7 @@ type Option func(*options)
 
 type options struct {
 	instances int
-	reserves  ratelimit.Reserves
+	reserves  priority.Reserves
 	threshold int32
 	cooldown  time.Duration
 	cacheSize int // negative: no cache
@@ -76,8 +76,8 @@ func WithInstances(n int) Option {
 // only with WithInstances, to clamp a cost to the part of an instance's share left to the
 // request's priority (see WithInstances); the secondary enforces the reserves itself.
 // Default: the zero Reserves, the defaults, as on the backends. New panics on reserves
-// that ratelimit.Reserves.Validate refuses.
-func WithReserves(r ratelimit.Reserves) Option {
+// that priority.Reserves.Validate refuses.
+func WithReserves(r priority.Reserves) Option {
 	return func(o *options) { o.reserves = r }
 }
 

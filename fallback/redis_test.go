@@ -15,6 +15,7 @@ import (
 	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 	"github.com/sluice-go/ratelimit/observe"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // scriptCalls returns how many times server has run a script since its statistics were
@@ -121,8 +122,8 @@ func TestDenialCachePriority(t *testing.T) {
 	l := fallback.New(primary, nil)
 	limit := ratelimit.Limit{Rate: 1.0 / 3600, Burst: 10}
 	bg := context.Background()
-	shed := ratelimit.WithPriority(bg, ratelimit.Sheddable)
-	normal := ratelimit.WithPriority(bg, ratelimit.Normal)
+	shed := priority.With(bg, priority.Sheddable)
+	normal := priority.With(bg, priority.Normal)
 
 	res, err := l.AllowN(bg, "k", limit, 5)
 	require.NoError(t, err)

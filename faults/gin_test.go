@@ -10,7 +10,6 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/ginmw"
 	"github.com/sluice-go/ratelimit/internal/redistest"
@@ -49,7 +48,7 @@ func ginOutage(t *testing.T, degrade bool, workers int, opts *redis.Options, res
 	s := newStack(t, rc, degrade, fallback.WithInstances(2))
 
 	r := gin.New()
-	r.Use(ginmw.New(s.timed, ginmw.WithLimit(outageLimit), ginmw.WithErrorPolicy(ratelimit.FailOpen)))
+	r.Use(ginmw.New(s.timed, ginmw.WithLimit(outageLimit)))
 	r.GET("/", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)

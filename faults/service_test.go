@@ -81,8 +81,7 @@ func newService(t *testing.T, s *stack) *service {
 	r := gin.New()
 	r.Use(ginmw.New(s.timed,
 		ginmw.WithKeyFunc(func(c *gin.Context) (string, error) { return keyOf(c.Param("name")), nil }),
-		ginmw.WithLimitFunc(func(c *gin.Context) ratelimit.Limit { return limitOf(c.Param("name")) }),
-		ginmw.WithErrorPolicy(ratelimit.FailOpen)))
+		ginmw.WithLimitFunc(func(c *gin.Context) ratelimit.Limit { return limitOf(c.Param("name")) })))
 	r.GET("/k/:name", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)

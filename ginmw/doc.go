@@ -27,6 +27,6 @@
 // (https://github.com/sluice-go/ratelimit/blob/main/docs/client-ip.md). A request whose key
 // cannot be found is limited under UnkeyedKey, not let through; an error handler may refuse it
 // instead, with a 401 for instance. Under fail open, an attacker who can make the limiter fail
-// escapes the limit: choose ratelimit.FailClosed for limits that must hold, such as on a login
+// escapes the limit: choose WithFailClosed for limits that must hold, such as on a login
 // route.
 package ginmw

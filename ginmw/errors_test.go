@@ -13,6 +13,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/ginmw"
+	"github.com/sluice-go/ratelimit/internal/args"
 	"github.com/sluice-go/ratelimit/keyfuncs"
 	"github.com/sluice-go/ratelimit/local"
 	"github.com/sluice-go/ratelimit/ratelimittest"
@@ -64,20 +65,20 @@ func TestErrorHandlerCanAnswer(t *testing.T) {
 // The limiter fails for a real reason: it is closed, and answers ErrClosed.
 func TestErrorPolicy(t *testing.T) {
 	tests := []struct {
-		policy   ratelimit.ErrorPolicy
+		closed   bool
 		wantCode int
 		wantBody string
 	}{
-		{ratelimit.FailOpen, http.StatusOK, "ok"},
-		{ratelimit.FailClosed, http.StatusServiceUnavailable, `{"error":"rate limiter unavailable"}`},
+		{false, http.StatusOK, "ok"},
+		{true, http.StatusServiceUnavailable, `{"error":"rate limiter unavailable"}`},
 	}
 	for _, tt := range tests {
-		t.Run(policyNames[tt.policy], func(t *testing.T) {
+		t.Run(policyNames[tt.closed], func(t *testing.T) {
 			l, _ := newLimiter(t)
 			require.NoError(t, l.Close())
 			var reported []error
-			r := newRouter(ginmw.New(l, ginmw.WithLimit(ratelimit.PerMinute(1)), ginmw.WithErrorPolicy(tt.policy),
-				ginmw.WithErrorHandler(func(_ *gin.Context, err error) { reported = append(reported, err) })))
+			r := newRouter(ginmw.New(l, withPolicy(tt.closed, ginmw.WithLimit(ratelimit.PerMinute(1)),
+				ginmw.WithErrorHandler(func(_ *gin.Context, err error) { reported = append(reported, err) }))...))
 			for range 3 {
 				w := perform(r, http.MethodGet, "/v1/items/1", client)
 				assert.Equal(t, tt.wantCode, w.Code)
@@ -140,9 +141,9 @@ func TestNewPanics(t *testing.T) {
 func TestNewAsksTheBackend(t *testing.T) {
 	log := local.New(local.WithClock(ratelimittest.NewClock().Now), local.WithAlgorithm(ratelimit.SlidingWindowLog))
 	t.Cleanup(func() { _ = log.Close() })
-	tooLong := ratelimit.Limit{Rate: 1, Burst: ratelimit.MaxLogBurst + 1}
-	assert.PanicsWithValue(t, fmt.Sprintf("ginmw: New: WithLimit(%v): ratelimit: invalid limit: burst %d is above the sliding window log's maximum of %d (ratelimit.MaxLogBurst)",
-		tooLong, tooLong.Burst, ratelimit.MaxLogBurst),
+	tooLong := ratelimit.Limit{Rate: 1, Burst: args.MaxLogBurst + 1}
+	assert.PanicsWithValue(t, fmt.Sprintf("ginmw: New: WithLimit(%v): ratelimit: invalid limit: burst %d is above the sliding window log's maximum of %d",
+		tooLong, tooLong.Burst, args.MaxLogBurst),
 		func() { ginmw.New(log, ginmw.WithLimit(tooLong)) })
 	assert.PanicsWithValue(t, "ginmw: New: WithRouteLimits: /login: 2000000/s burst 1: ratelimit: invalid limit: rate 2e+06 is above the Redis backend's maximum of 1e+06 per second",
 		func() {
@@ -156,5 +157,14 @@ func TestNewAsksTheBackend(t *testing.T) {
 	assert.NotPanics(t, func() { ginmw.New(log, ginmw.WithLimit(ratelimit.PerMinute(5)), nil) })
 }
 
-// policyNames names the error policies in subtests.
-var policyNames = map[ratelimit.ErrorPolicy]string{ratelimit.FailOpen: "FailOpen", ratelimit.FailClosed: "FailClosed"}
+// policyNames names the answers to a failing limiter in subtests, by whether the middleware
+// fails closed.
+var policyNames = map[bool]string{false: "FailOpen", true: "FailClosed"}
+
+// withPolicy returns opts, with WithFailClosed when closed.
+func withPolicy(closed bool, opts ...ginmw.Option) []ginmw.Option {
+	if closed {
+		return append(opts, ginmw.WithFailClosed())
+	}
+	return opts
+}

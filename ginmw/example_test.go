@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/keyfuncs"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // A strict limit on one route and a generous one on a group, keyed by the client address
@@ -57,14 +58,14 @@ func ExampleWithPriorityFunc() {
 	limiter := local.New(local.WithClock(func() time.Time { return now }))
 	defer limiter.Close()
 
-	byRoute := ginmw.WithPriorityFunc(func(c *gin.Context) ratelimit.Priority {
+	byRoute := ginmw.WithPriorityFunc(func(c *gin.Context) priority.Level {
 		switch c.FullPath() {
 		case "/login", "/pay":
-			return ratelimit.Critical
+			return priority.Critical
 		case "/stats":
-			return ratelimit.Sheddable
+			return priority.Sheddable
 		}
-		return ratelimit.Normal
+		return priority.Normal
 	})
 	r := gin.New()
 	r.Use(ginmw.New(limiter, ginmw.WithLimit(ratelimit.PerMinute(4)), byRoute))

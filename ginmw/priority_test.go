@@ -23,6 +23,7 @@ import (
 	"github.com/sluice-go/ratelimit/ginmw"
 	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/internal/redistest"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // TestPriorityLoad: a Gin server on loopback, limited on Redis to 100 requests an hour for
@@ -45,13 +46,13 @@ func TestPriorityLoad(t *testing.T) {
 
 	r := gin.New()
 	const key = "user:42" // every request is the same client's
-	r.Use(ginmw.New(limiter, ginmw.WithLimit(limit), ginmw.WithErrorPolicy(ratelimit.FailClosed),
+	r.Use(ginmw.New(limiter, ginmw.WithLimit(limit), ginmw.WithFailClosed(),
 		ginmw.WithKeyFunc(func(*gin.Context) (string, error) { return key, nil }),
-		ginmw.WithPriorityFunc(func(c *gin.Context) ratelimit.Priority {
+		ginmw.WithPriorityFunc(func(c *gin.Context) priority.Level {
 			if c.FullPath() == "/stats" {
-				return ratelimit.Sheddable
+				return priority.Sheddable
 			}
-			return ratelimit.Critical
+			return priority.Critical
 		})))
 	r.GET("/stats", func(c *gin.Context) { c.String(http.StatusOK, "stats") })
 	r.POST("/login", func(c *gin.Context) { c.String(http.StatusOK, "welcome") })
@@ -146,7 +147,7 @@ func TestPriorityLoad(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, peeked.Allowed)
 	require.Equal(t, int(left-1), peeked.Remaining, "flood %d, logins %d", shed, logins)
-	peeked, err = limiter.Peek(ratelimit.WithPriority(context.Background(), ratelimit.Sheddable), bucket, limit, 1)
+	peeked, err = limiter.Peek(priority.With(context.Background(), priority.Sheddable), bucket, limit, 1)
 	require.NoError(t, err)
 	require.False(t, peeked.Allowed)
 

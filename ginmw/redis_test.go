@@ -60,20 +60,19 @@ func TestRedisPerMinuteTwo(t *testing.T) {
 // Redis unreachable: the limiter fails (within its own short timeout) and the policy decides.
 func TestRedisDeadAddress(t *testing.T) {
 	tests := []struct {
-		policy   ratelimit.ErrorPolicy
+		closed   bool
 		wantCode int
 		wantBody string
 	}{
-		{ratelimit.FailOpen, http.StatusOK, "ok"},
-		{ratelimit.FailClosed, http.StatusServiceUnavailable, `{"error":"rate limiter unavailable"}`},
+		{false, http.StatusOK, "ok"},
+		{true, http.StatusServiceUnavailable, `{"error":"rate limiter unavailable"}`},
 	}
 	addr := deadAddr(t)
 	for _, tt := range tests {
-		t.Run(policyNames[tt.policy], func(t *testing.T) {
+		t.Run(policyNames[tt.closed], func(t *testing.T) {
 			var reported []error
-			r := newRouter(ginmw.New(newRedisLimiter(t, addr), ginmw.WithLimit(ratelimit.PerMinute(1)),
-				ginmw.WithErrorPolicy(tt.policy),
-				ginmw.WithErrorHandler(func(_ *gin.Context, err error) { reported = append(reported, err) })))
+			r := newRouter(ginmw.New(newRedisLimiter(t, addr), withPolicy(tt.closed, ginmw.WithLimit(ratelimit.PerMinute(1)),
+				ginmw.WithErrorHandler(func(_ *gin.Context, err error) { reported = append(reported, err) }))...))
 			for range 3 {
 				w := perform(r, http.MethodGet, "/v1/items/1", client)
 				assert.Equal(t, tt.wantCode, w.Code)

@@ -18,6 +18,7 @@ import (
 	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/local"
 	"github.com/sluice-go/ratelimit/observe"
+	"github.com/sluice-go/ratelimit/priority"
 	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
@@ -63,15 +64,15 @@ func TestClientWaitPastDeadline(t *testing.T) {
 }
 
 // A limiter that cannot wait (the Redis backend answers ErrNotSupported) is a mistake in the
-// program, not a failure: the call is refused whatever the error policy.
+// program, not a failure: the call is refused, failing open or closed.
 func TestClientWaitNotSupported(t *testing.T) {
-	for _, policy := range []ratelimit.ErrorPolicy{ratelimit.FailOpen, ratelimit.FailClosed} {
-		t.Run(policyNames[policy], func(t *testing.T) {
+	for _, closed := range []bool{false, true} {
+		t.Run(policyNames[closed], func(t *testing.T) {
 			var rec recorder
 			l := &ratelimittest.Stub{Err: ratelimit.ErrNotSupported}
 			e := newEnv(t, server{}, grpc.WithUnaryInterceptor(grpcmw.UnaryClientInterceptor(l,
-				grpcmw.WithLimit(ratelimit.PerMinute(1)), grpcmw.WithWait(), grpcmw.WithErrorPolicy(policy),
-				grpcmw.WithErrorHandler(rec.handle))))
+				withPolicy(closed, grpcmw.WithLimit(ratelimit.PerMinute(1)), grpcmw.WithWait(),
+					grpcmw.WithErrorHandler(rec.handle))...)))
 			_, err := e.unaryCall(ctx(t), "A")
 			assert.Equal(t, codes.Internal, status.Code(err))
 			require.Len(t, rec.all(), 1)
@@ -103,11 +104,11 @@ func TestClientDenialTrailer(t *testing.T) {
 // caller's context carries, whether it waits (WithWait) or not.
 func TestClientPriority(t *testing.T) {
 	allowed := ratelimit.Result{Allowed: true, Remaining: 1}
-	byMethod := grpcmw.WithPriorityFunc(func(_ context.Context, fullMethod string) ratelimit.Priority {
+	byMethod := grpcmw.WithPriorityFunc(func(_ context.Context, fullMethod string) priority.Level {
 		if fullMethod == "/"+service+"/A" {
-			return ratelimit.Sheddable
+			return priority.Sheddable
 		}
-		return ratelimit.Critical
+		return priority.Critical
 	})
 	for _, wait := range []bool{false, true} {
 		l := &ratelimittest.Stub{Result: allowed}
@@ -118,12 +119,12 @@ func TestClientPriority(t *testing.T) {
 		plain := newEnv(t, server{}, grpc.WithUnaryInterceptor(grpcmw.UnaryClientInterceptor(l, opts...)))
 		_, err := plain.unaryCall(ctx(t), "A")
 		require.NoError(t, err)
-		_, err = plain.unaryCall(ratelimit.WithPriority(ctx(t), ratelimit.Normal), "A")
+		_, err = plain.unaryCall(priority.With(ctx(t), priority.Normal), "A")
 		require.NoError(t, err)
 		classified := newEnv(t, server{}, grpc.WithUnaryInterceptor(grpcmw.UnaryClientInterceptor(l, append(opts, byMethod)...)))
 		_, err = classified.unaryCall(ctx(t), "A")
 		require.NoError(t, err)
-		assert.Equal(t, []ratelimit.Priority{ratelimit.Critical, ratelimit.Normal, ratelimit.Sheddable}, l.Priorities(),
+		assert.Equal(t, []priority.Level{priority.Critical, priority.Normal, priority.Sheddable}, l.Priorities(),
 			"wait %t", wait)
 	}
 }

@@ -37,6 +37,6 @@
 // key by client where that matters. grpckeys.PeerIP reads the connection's peer, never
 // metadata such as x-forwarded-for, which clients can forge; a peer without an IP address
 // makes it fail, and the call is limited under UnkeyedKey, not let through. Under fail open,
-// an attacker who can make the limiter fail escapes the limit: choose ratelimit.FailClosed
-// for limits that must hold.
+// an attacker who can make the limiter fail escapes the limit: choose WithFailClosed for
+// limits that must hold.
 package grpcmw

@@ -69,14 +69,14 @@ func TestErrorPolicy(t *testing.T) {
 	wantErr := map[string]string{"redis down": "grpcmw: distributed: ", "closed": "grpcmw: ratelimit: limiter closed"}
 	for name, newL := range limiters {
 		for _, k := range kinds {
-			for _, policy := range []ratelimit.ErrorPolicy{ratelimit.FailOpen, ratelimit.FailClosed} {
-				t.Run(name+"/"+k.name+"/"+policyNames[policy], func(t *testing.T) {
+			for _, closed := range []bool{false, true} {
+				t.Run(name+"/"+k.name+"/"+policyNames[closed], func(t *testing.T) {
 					var rec recorder
-					e := k.env(t, newL(t), grpcmw.WithLimit(ratelimit.PerMinute(1)),
-						grpcmw.WithErrorPolicy(policy), grpcmw.WithErrorHandler(rec.handle))
+					e := k.env(t, newL(t), withPolicy(closed, grpcmw.WithLimit(ratelimit.PerMinute(1)),
+						grpcmw.WithErrorHandler(rec.handle))...)
 					for range 3 {
 						md, err := k.call(ctx(t), e, "A")
-						if policy == ratelimit.FailOpen {
+						if !closed {
 							assert.NoError(t, err)
 						} else {
 							assert.Equal(t, codes.Unavailable, status.Code(err))
@@ -85,7 +85,7 @@ func TestErrorPolicy(t *testing.T) {
 						assert.Empty(t, md.Get(grpcmw.PushbackKey))
 					}
 					wantHandled := int64(3)
-					if policy == ratelimit.FailClosed {
+					if closed {
 						wantHandled = 0
 					}
 					assert.Equal(t, wantHandled, e.handled.Load())
@@ -150,5 +150,14 @@ func TestDefaultErrorHandler(t *testing.T) {
 	assert.Equal(t, 1, runs)
 }
 
-// policyNames names the error policies in subtests.
-var policyNames = map[ratelimit.ErrorPolicy]string{ratelimit.FailOpen: "FailOpen", ratelimit.FailClosed: "FailClosed"}
+// policyNames names the answers to a failing limiter in subtests, by whether the middleware
+// fails closed.
+var policyNames = map[bool]string{false: "FailOpen", true: "FailClosed"}
+
+// withPolicy returns opts, with WithFailClosed when closed.
+func withPolicy(closed bool, opts ...grpcmw.Option) []grpcmw.Option {
+	if closed {
+		return append(opts, grpcmw.WithFailClosed())
+	}
+	return opts
+}

@@ -19,7 +19,7 @@ import (
 )
 
 // UnkeyedKey is the key under which calls are limited when the key function fails or
-// returns a key the limiter cannot take (empty, or longer than ratelimit.MaxKeyLen): all
+// returns a key the limiter cannot take (empty, or longer than 512 bytes): all
 // such calls share one bucket. No key function of this module returns it.
 const UnkeyedKey = pipeline.UnkeyedKey
 

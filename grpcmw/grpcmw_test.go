@@ -117,7 +117,7 @@ func TestCost(t *testing.T) {
 			var reported []error
 			run(t, k, l, []step{{"A", allowed}, {"A", a}, {"B", b}, {"B", b}},
 				grpcmw.WithLimit(ratelimit.PerMinute(3)),
-				grpcmw.WithErrorPolicy(ratelimit.FailOpen), // and still denied
+				// failing open, the default, and still denied
 				grpcmw.WithErrorHandler(func(_ context.Context, _ string, err error) error {
 					reported = append(reported, err)
 					return nil

@@ -11,16 +11,17 @@ import (
 	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/keyfuncs/grpckeys"
 	"github.com/sluice-go/ratelimit/observe"
+	"github.com/sluice-go/ratelimit/priority"
 	"github.com/sluice-go/ratelimit/rules"
 )
 
 // WithKeyFunc sets how a call's key is found, from its context and full method name
 // ("/package.Service/Method"); on the client side the context is the outgoing one. Default:
 // [grpckeys.FullMethod](), one bucket per method shared by all its callers. A call whose
-// key cannot be found, or is one the limiter cannot take (empty, or longer than
-// [ratelimit.MaxKeyLen] with its policy's name), is limited under [UnkeyedKey] (see
-// "Security" in the package documentation). The constructors panic when [WithLimits] is
-// given too: its limits carry their keys.
+// key cannot be found, or is one the limiter cannot take (empty, or longer than 512 bytes
+// with its policy's name), is limited under [UnkeyedKey] (see "Security" in the package
+// documentation). The constructors panic when [WithLimits] is given too: its limits carry
+// their keys.
 func WithKeyFunc(f func(ctx context.Context, fullMethod string) (string, error)) Option {
 	var g func(call) (string, error)
 	if f != nil {
@@ -84,7 +85,7 @@ func WithLimits(f func(ctx context.Context, fullMethod string) []ratelimit.Reque
 // implement [ratelimit.MultiLimiter]; a policy's priority wins over [WithPriorityFunc],
 // which gives the priority of the policies that name none; [WithShadow] makes every policy
 // shadow (and holds no permit); [WithSkipFunc], [WithRefundIf], [WithObserver],
-// [WithErrorPolicy] and [WithHeaderStyle] work as with limits given in Go, and the requests
+// [WithFailClosed] and [WithHeaderStyle] work as with limits given in Go, and the requests
 // of a shadow policy get no rate-limit metadata unless WithHeaderStyle asks. See
 // https://github.com/sluice-go/ratelimit/blob/main/docs/rules.md.
 func WithRules(rs *rules.Rules) Option {
@@ -165,20 +166,19 @@ func WithSkipFunc(f func(ctx context.Context, fullMethod string) bool) Option {
 	return func(o *options) { o.Skip = g }
 }
 
-// WithPriorityFunc sets a function that gives each call its priority
-// ([ratelimit.Priority]): a call of a lower priority is admitted only while its bucket
-// keeps a reserve for the higher ones (the limiter's reserves: local.WithReserves,
-// distributed.WithReserves), so that a flood of sheddable calls (a method that fetches
-// statistics) cannot take the tokens of critical ones (a login, a payment). The priority
-// goes in the context the limiter is asked with ([ratelimit.WithPriority]) and to the
-// observer ([WithObserver]). Default: the priority the call's context carries,
-// [ratelimit.Critical] unless code before the interceptors set one (on a client, the
-// caller's). A nil f means the default. See
+// WithPriorityFunc sets a function that gives each call its priority ([priority.Level]): a
+// call of a lower priority is admitted only while its bucket keeps a reserve for the higher
+// ones (the limiter's reserves: local.WithReserves, distributed.WithReserves), so that a
+// flood of sheddable calls (a method that fetches statistics) cannot take the tokens of
+// critical ones (a login, a payment). The priority goes in the context the limiter is asked
+// with ([priority.With]) and to the observer ([WithObserver]). Default: the priority the
+// call's context carries, [priority.Critical] unless code before the interceptors set one
+// (on a client, the caller's). A nil f means the default. See
 // https://github.com/sluice-go/ratelimit/blob/main/docs/algorithms.md#priority-reserves.
-func WithPriorityFunc(f func(ctx context.Context, fullMethod string) ratelimit.Priority) Option {
-	var g func(call) ratelimit.Priority
+func WithPriorityFunc(f func(ctx context.Context, fullMethod string) priority.Level) Option {
+	var g func(call) priority.Level
 	if f != nil {
-		g = func(c call) ratelimit.Priority { return f(c.ctx, c.method) }
+		g = func(c call) priority.Level { return f(c.ctx, c.method) }
 	}
 	return func(o *options) { o.Priority = g }
 }
@@ -192,12 +192,12 @@ func WithPriorityFunc(f func(ctx context.Context, fullMethod string) ratelimit.P
 // invites, would add to the load), and keeps the tokens the rate limit took. The key is the
 // one [WithKeyFunc] finds, under the call's policy; a call denied by the rate limit takes
 // no permit. Under [WithRules], l gives the permits of the policies' concurrency, and max
-// is that of the policies that name none. The error policy ([WithErrorPolicy]) covers l's
-// failures as the rate limiter's: under FailOpen a call proceeds without a permit
-// (concurrency/distributed does not fail by default: it degrades to this instance's share
-// of max). Without a rate limit option only concurrency is limited, and the rate limiter
-// given may be nil. The constructors panic when l is nil, when max is below 1, and beside
-// [WithLimits] or [WithShadow]. Default: no concurrency limit. See
+// is that of the policies that name none. [WithFailClosed] covers l's failures as the rate
+// limiter's: failing open, a call proceeds without a permit (concurrency/distributed does
+// not fail by default: it degrades to this instance's share of max). Without a rate limit
+// option only concurrency is limited, and the rate limiter given may be nil. The
+// constructors panic when l is nil, when max is below 1, and beside [WithLimits] or
+// [WithShadow]. Default: no concurrency limit. See
 // https://github.com/sluice-go/ratelimit/blob/main/docs/concurrency.md.
 func WithConcurrency(l concurrency.Limiter, max int) Option {
 	return func(o *options) { o.SetConcurrency(l, max, nil) }
@@ -217,14 +217,15 @@ func WithConcurrencyFunc(l concurrency.Limiter, f func(ctx context.Context, full
 	}
 }
 
-// WithErrorPolicy sets what happens to a call when the limiter fails (Redis unreachable,
-// limiter closed). Default: [ratelimit.FailOpen], the call proceeds; [ratelimit.FailClosed]
-// ends it with codes.Unavailable. Whatever the policy, a call the limiter cannot decide
-// because of its arguments (a cost below 1, a limit the backend rejects) is refused, and
-// one whose own context has ended is ended: see
+// WithFailClosed makes the interceptors refuse a call when the limiter fails (Redis
+// unreachable, limiter closed): it ends it with codes.Unavailable. Choose it for limits
+// that must hold, such as on a login: whoever can make the limiter fail otherwise escapes
+// the limit. Default: fail open, the call proceeds and the observer is told. Either way, a
+// call the limiter cannot decide because of its arguments (a cost below 1, a limit the
+// backend rejects) is refused, and one whose own context has ended is ended: see
 // https://github.com/sluice-go/ratelimit/blob/main/docs/middleware.md#answers.
-func WithErrorPolicy(p ratelimit.ErrorPolicy) Option {
-	return func(o *options) { o.Policy = p }
+func WithFailClosed() Option {
+	return func(o *options) { o.FailClosed = true }
 }
 
 // WithHeaderStyle sets which rate-limit metadata calls carry, mirroring the HTTP headers of

@@ -18,8 +18,7 @@ import (
 // the full method name by default) and the cost (WithCostFunc), and calls l.AllowN. A
 // denied call ends with codes.ResourceExhausted, RetryInfo and QuotaFailure details and the
 // grpc-retry-pushback-ms trailer; the handler does not run. When l fails, the error handler
-// is told and the error policy decides (WithErrorPolicy: proceed by default, or
-// codes.Unavailable).
+// is told and the call proceeds (or ends with codes.Unavailable: WithFailClosed).
 //
 // It panics if l is nil, if no limit was configured, if two options conflict (each option
 // says with which), or if a fixed limit is invalid or not accepted by l, the zero Limit

@@ -91,7 +91,8 @@ func Set(h http.Header, style Style, policy string, res ratelimit.Result) {
 // SetMulti writes the fields of a decision over several limits into h: the fields of Set
 // for the binding limit's Result (mr.Results[mr.Binding], named by its Request's Name, or
 // DefaultPolicyName), except that RateLimit-Policy lists every limit of reqs that is not the
-// zero Limit, by name, as the IETF draft allows. On a denial, Retry-After is mr.RetryAfter.
+// zero Limit, by name, as the IETF draft allows. On a denial, Retry-After is the binding
+// entry's.
 func SetMulti(h http.Header, style Style, reqs []ratelimit.Request, mr ratelimit.MultiResult) {
 	b := mr.Binding
 	if b < 0 || b >= len(reqs) || b >= len(mr.Results) {
@@ -99,9 +100,6 @@ func SetMulti(h http.Header, style Style, reqs []ratelimit.Request, mr ratelimit
 	}
 	res := mr.Results[b]
 	res.Allowed = mr.Allowed
-	if !mr.Allowed {
-		res.RetryAfter = mr.RetryAfter
-	}
 	write(h, build(make([]byte, 0, 128), style, nameOf(reqs[b]), res, reqs, mr.Results))
 }
 

@@ -217,8 +217,7 @@ func TestSetMulti(t *testing.T) {
 			{Allowed: true},
 			{Allowed: true, Limit: ratelimit.PerMinute(5), Remaining: 2, ResetAfter: 36 * time.Second},
 		},
-		Binding:    0,
-		RetryAfter: 500 * time.Millisecond,
+		Binding: 0,
 	}
 	h := http.Header{}
 	headers.SetMulti(h, headers.StyleBoth, reqs, mr)

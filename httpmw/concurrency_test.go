@@ -121,7 +121,7 @@ func TestConcurrencyErrorPolicy(t *testing.T) {
 	open := httptest.NewServer(httpmw.New(nil, httpmw.WithConcurrency(down, 1), onError, httpmw.WithObserver(&openObs))(ok))
 	t.Cleanup(open.Close)
 	closed := httptest.NewServer(httpmw.New(nil, httpmw.WithConcurrency(down, 1), onError,
-		httpmw.WithErrorPolicy(ratelimit.FailClosed), httpmw.WithObserver(&closedObs))(ok))
+		httpmw.WithFailClosed(), httpmw.WithObserver(&closedObs))(ok))
 	t.Cleanup(closed.Close)
 	assert.Equal(t, 200, send(t, http.MethodGet, open.URL, ""))
 	assert.Equal(t, 503, send(t, http.MethodGet, closed.URL, ""))
@@ -169,7 +169,7 @@ func TestConcurrencyDegradesByDefault(t *testing.T) {
 		_, _ = io.WriteString(w, "ok")
 	})
 	srv := httptest.NewServer(httpmw.New(nil, httpmw.WithConcurrency(down, 4),
-		httpmw.WithErrorPolicy(ratelimit.FailClosed))(slow))
+		httpmw.WithFailClosed())(slow))
 	t.Cleanup(srv.Close)
 	first := make(chan int, 2)
 	for range 2 {

@@ -26,12 +26,12 @@
 // not run. Other answers:
 //
 //   - The limiter fails (Redis down, limiter closed): the error handler is told
-//     (WithErrorHandler) and the error policy applies: the request proceeds without
-//     rate-limit headers (ratelimit.FailOpen, the default), or gets a 503 with
-//     {"error":"rate limiter unavailable"} (ratelimit.FailClosed).
-//   - A cost above the limit's Burst can never be allowed: 429 whatever the policy.
+//     (WithErrorHandler) and the request proceeds without rate-limit headers (fail
+//     open, the default), or gets a 503 with {"error":"rate limiter unavailable"}
+//     (WithFailClosed).
+//   - A cost above the limit's Burst can never be allowed: 429, failing open or closed.
 //   - A cost below 1 or a limit the backend rejects is a mistake in the program: 500 with
-//     {"error":"rate limit misconfigured"} whatever the policy, since failing open would let
+//     {"error":"rate limit misconfigured"} failing open or closed, since failing open would let
 //     such requests bypass the limit. (Exempt requests with WithSkipFunc or the zero Limit
 //     instead.) New panics at once on a fixed limit the backend rejects.
 //   - A request whose own context ends first (the client left, a server timeout) is ended
@@ -47,6 +47,6 @@
 // limited under UnkeyedKey, one bucket shared by every such request.
 //
 // Under fail open, an attacker who can make the limiter fail escapes the limit; choose
-// ratelimit.FailClosed where the limit protects something that must not be overrun, such as
+// WithFailClosed where the limit protects something that must not be overrun, such as
 // a login endpoint.
 package httpmw

@@ -13,7 +13,7 @@ import (
 )
 
 // UnkeyedKey is the key under which requests are limited when the key function fails or
-// returns a key the limiter cannot take (empty, or longer than ratelimit.MaxKeyLen): all
+// returns a key the limiter cannot take (empty, or longer than 512 bytes): all
 // such requests share one bucket. No key function of this module returns it.
 const UnkeyedKey = pipeline.UnkeyedKey
 

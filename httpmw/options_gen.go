@@ -11,15 +11,16 @@ import (
 	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/keyfuncs/httpkeys"
 	"github.com/sluice-go/ratelimit/observe"
+	"github.com/sluice-go/ratelimit/priority"
 	"github.com/sluice-go/ratelimit/rules"
 )
 
 // WithKeyFunc sets how a request's key is found. Default: [httpkeys.ClientIP](), the socket
 // peer's address; behind a proxy, pass httpkeys.ClientIP(httpkeys.WithTrustedProxies(...)).
 // A request whose key cannot be found, or is one the limiter cannot take (empty, or longer
-// than [ratelimit.MaxKeyLen] with its policy's name), is limited under [UnkeyedKey] (see
-// "Security" in the package documentation). New panics when [WithLimits] is given too: its
-// limits carry their keys.
+// than 512 bytes with its policy's name), is limited under [UnkeyedKey] (see "Security" in
+// the package documentation). New panics when [WithLimits] is given too: its limits carry
+// their keys.
 func WithKeyFunc(f func(r *http.Request) (string, error)) Option {
 	var g func(exchange) (string, error)
 	if f != nil {
@@ -88,7 +89,7 @@ func WithLimits(f func(r *http.Request) []ratelimit.Request) Option {
 // [WithKeyFunc] or [WithCostFunc] is given too, or when the limiter does not implement
 // [ratelimit.MultiLimiter]; a policy's priority wins over [WithPriorityFunc], which gives
 // the priority of the policies that name none; [WithShadow] makes every policy shadow (and
-// holds no permit); [WithSkipFunc], [WithRefundIf], [WithObserver], [WithErrorPolicy] and
+// holds no permit); [WithSkipFunc], [WithRefundIf], [WithObserver], [WithFailClosed] and
 // [WithHeaderStyle] work as with limits given in Go, and the requests of a shadow policy
 // get no rate-limit headers unless WithHeaderStyle asks. See
 // https://github.com/sluice-go/ratelimit/blob/main/docs/rules.md.
@@ -170,20 +171,19 @@ func WithSkipFunc(f func(r *http.Request) bool) Option {
 	return func(o *options) { o.Skip = g }
 }
 
-// WithPriorityFunc sets a function that gives each request its priority
-// ([ratelimit.Priority]): a request of a lower priority is admitted only while its bucket
-// keeps a reserve for the higher ones (the limiter's reserves: local.WithReserves,
-// distributed.WithReserves), so that a flood of sheddable requests (r.URL.Path == "/stats")
-// cannot take the tokens of critical ones ("/login", "/pay"). The priority goes in the
-// context the limiter is asked with ([ratelimit.WithPriority]) and to the observer
-// ([WithObserver]). Default: the priority the request's context carries,
-// [ratelimit.Critical] unless code before the middleware set one. A nil f means the
-// default. See
+// WithPriorityFunc sets a function that gives each request its priority ([priority.Level]):
+// a request of a lower priority is admitted only while its bucket keeps a reserve for the
+// higher ones (the limiter's reserves: local.WithReserves, distributed.WithReserves), so
+// that a flood of sheddable requests (r.URL.Path == "/stats") cannot take the tokens of
+// critical ones ("/login", "/pay"). The priority goes in the context the limiter is asked
+// with ([priority.With]) and to the observer ([WithObserver]). Default: the priority the
+// request's context carries, [priority.Critical] unless code before the middleware set one.
+// A nil f means the default. See
 // https://github.com/sluice-go/ratelimit/blob/main/docs/algorithms.md#priority-reserves.
-func WithPriorityFunc(f func(r *http.Request) ratelimit.Priority) Option {
-	var g func(exchange) ratelimit.Priority
+func WithPriorityFunc(f func(r *http.Request) priority.Level) Option {
+	var g func(exchange) priority.Level
 	if f != nil {
-		g = func(x exchange) ratelimit.Priority { return f(x.r) }
+		g = func(x exchange) priority.Level { return f(x.r) }
 	}
 	return func(o *options) { o.Priority = g }
 }
@@ -196,12 +196,12 @@ func WithPriorityFunc(f func(r *http.Request) ratelimit.Priority) Option {
 // tokens the rate limit took. The key is the one [WithKeyFunc] finds, under the request's
 // policy; a request denied by the rate limit takes no permit. Under [WithRules], l gives
 // the permits of the policies' concurrency, and max is that of the policies that name none.
-// The error policy ([WithErrorPolicy]) covers l's failures as the rate limiter's: under
-// FailOpen a request proceeds without a permit (concurrency/distributed does not fail by
-// default: it degrades to this instance's share of max). Without a rate limit option only
-// concurrency is limited, and the rate limiter given may be nil. New panics when l is nil,
-// when max is below 1, and beside [WithLimits] or [WithShadow]. Default: no concurrency
-// limit. See https://github.com/sluice-go/ratelimit/blob/main/docs/concurrency.md.
+// [WithFailClosed] covers l's failures as the rate limiter's: failing open, a request
+// proceeds without a permit (concurrency/distributed does not fail by default: it degrades
+// to this instance's share of max). Without a rate limit option only concurrency is
+// limited, and the rate limiter given may be nil. New panics when l is nil, when max is
+// below 1, and beside [WithLimits] or [WithShadow]. Default: no concurrency limit. See
+// https://github.com/sluice-go/ratelimit/blob/main/docs/concurrency.md.
 func WithConcurrency(l concurrency.Limiter, max int) Option {
 	return func(o *options) { o.SetConcurrency(l, max, nil) }
 }
@@ -220,14 +220,15 @@ func WithConcurrencyFunc(l concurrency.Limiter, f func(r *http.Request) int) Opt
 	}
 }
 
-// WithErrorPolicy sets what happens to a request when the limiter fails (Redis unreachable,
-// limiter closed). Default: [ratelimit.FailOpen], the request proceeds;
-// [ratelimit.FailClosed] answers 503. Whatever the policy, a request the limiter cannot
-// decide because of its arguments (a cost below 1, a limit the backend rejects) is refused,
-// and one whose own context has ended is ended: see
+// WithFailClosed makes the middleware refuse a request when the limiter fails (Redis
+// unreachable, limiter closed): it answers 503. Choose it for limits that must hold, such
+// as on a login: whoever can make the limiter fail otherwise escapes the limit. Default:
+// fail open, the request proceeds and the observer is told. Either way, a request the
+// limiter cannot decide because of its arguments (a cost below 1, a limit the backend
+// rejects) is refused, and one whose own context has ended is ended: see
 // https://github.com/sluice-go/ratelimit/blob/main/docs/middleware.md#answers.
-func WithErrorPolicy(p ratelimit.ErrorPolicy) Option {
-	return func(o *options) { o.Policy = p }
+func WithFailClosed() Option {
+	return func(o *options) { o.FailClosed = true }
 }
 
 // WithHeaderStyle sets which rate-limit headers responses carry (see package [headers]);

@@ -9,7 +9,7 @@
 //
 // Every key is labelled with what it holds ("ip:192.0.2.7", "user:42", "route:/v1/x",
 // "x-api-key:abc"), and Compose joins keys with "|": "user:42|route:/v1/x". Keys are
-// escaped, digested when long and bounded by ratelimit.MaxKeyLen as package httpkeys
+// escaped, digested when long and bounded to 512 bytes as package httpkeys
 // describes, so that different labels and values never give the same key. A bucket is
 // named by the key and the limit together, so two routes with different limits never share
 // a bucket even under the same key; two routes with the same limit do, unless the key

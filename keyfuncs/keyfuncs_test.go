@@ -146,7 +146,7 @@ func TestClientIPNilOption(t *testing.T) {
 	assert.Equal(t, "ip:192.0.2.77", key(t, r, http.MethodGet, "/v1/items/1", "192.0.2.77:1"))
 }
 
-// No key is longer than ratelimit.MaxKeyLen, however long the values the client sends.
+// No key is longer than args.MaxKeyLen, however long the values the client sends.
 func TestKeysAreBounded(t *testing.T) {
 	f := keyfuncs.Compose(keyfuncs.Header("X-A"), keyfuncs.Header("X-B"), keyfuncs.Header("X-C"), keyfuncs.Route())
 	long := strings.Repeat("|", keypart.MaxValueLen) // kept, as "%7C" × 128

@@ -12,6 +12,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/observe"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // errGone is what a decision meets on an entry that a sweep or Close has given back: it
@@ -349,7 +350,7 @@ func (l *Limiter) observe(ctx context.Context, req distributed.LeaseRequest, lim
 		return
 	}
 	dec := observe.Decision{Policy: l.policy, Backend: "lease", Lease: true, Cost: req.Want, Limit: limit,
-		Priority: ratelimit.Critical, Remaining: g.Tokens, Duration: d}
+		Priority: priority.Critical, Remaining: g.Tokens, Duration: d}
 	switch {
 	case err != nil:
 		dec.Outcome, dec.ErrorKind, dec.Err, dec.Remaining = observe.OutcomeError, observe.Classify(ctx, err), err, 0

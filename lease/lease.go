@@ -93,7 +93,7 @@ func (l *Limiter) Allow(ctx context.Context, key string, limit ratelimit.Limit) 
 // cannot cover n, AllowN returns the backend's error, so that a fallback.Limiter around
 // the Limiter applies its rules.
 //
-// Priorities (ratelimit.Reserves) are not applied to leased keys: a chunk is spent by
+// Priorities (priority.Reserves) are not applied to leased keys: a chunk is spent by
 // every priority alike.
 func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
 	if l.closed.Load() {

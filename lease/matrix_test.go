@@ -17,6 +17,7 @@ import (
 	"github.com/sluice-go/ratelimit/lease"
 	"github.com/sluice-go/ratelimit/local"
 	"github.com/sluice-go/ratelimit/observe"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // The features leases meet: fallback around them when Redis fails, refunds (not claimed),
@@ -153,7 +154,7 @@ func TestObservers(t *testing.T) {
 		}
 		// One refused chunk, cached: one grant for three decisions.
 		assert.Equal(w.t, []observe.Decision{{Policy: "hot", Backend: "lease", Lease: true, Outcome: observe.OutcomeDenied,
-			Cost: 1, Limit: matrixLimit, Priority: ratelimit.Critical}}, grants.ds)
+			Cost: 1, Limit: matrixLimit, Priority: priority.Critical}}, grants.ds)
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 )
 
 // A limit's algorithm is part of its bucket's identity, and the default is the limiter's:
@@ -75,7 +76,7 @@ func TestValidateLimitAlgorithm(t *testing.T) {
 	odd := New(WithAlgorithm(ratelimit.CalendarQuota), WithCleanupInterval(-1))
 	t.Cleanup(func() { _ = odd.Close() })
 
-	bigLog := ratelimit.Limit{Rate: 1, Burst: ratelimit.MaxLogBurst + 1, Algorithm: ratelimit.SlidingWindowLog}
+	bigLog := ratelimit.Limit{Rate: 1, Burst: args.MaxLogBurst + 1, Algorithm: ratelimit.SlidingWindowLog}
 	warmTB := ratelimit.Limit{Rate: 1, Burst: 1, Warmup: time.Second, Algorithm: ratelimit.TokenBucket}
 	warmFW := ratelimit.Limit{Rate: 1, Burst: 1, Warmup: time.Second, Algorithm: ratelimit.FixedWindow}
 	warm := ratelimit.Limit{Rate: 1, Burst: 1, Warmup: time.Second}
@@ -86,7 +87,7 @@ func TestValidateLimitAlgorithm(t *testing.T) {
 		want  error
 	}{
 		{"LogBurstOnTokenBucket", tb, bigLog, ratelimit.ErrInvalidArgument},
-		{"LogBurstAsTokenBucket", tb, ratelimit.Limit{Rate: 1, Burst: ratelimit.MaxLogBurst + 1}, nil},
+		{"LogBurstAsTokenBucket", tb, ratelimit.Limit{Rate: 1, Burst: args.MaxLogBurst + 1}, nil},
 		{"WarmTokenBucketOnFixedWindow", fw, warmTB, nil},
 		{"WarmDefaultOnFixedWindow", fw, warm, ratelimit.ErrNotSupported},
 		{"WarmFixedWindowOnTokenBucket", tb, warmFW, ratelimit.ErrNotSupported},

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 )
 
 // benchTraffic is one kind of load: every timed call allowed, or every timed call denied.
@@ -18,7 +19,7 @@ type benchTraffic struct {
 
 // benchTraffics returns the loads for an algorithm. allow: a limit no run exhausts, 10⁹ per
 // second (W = 1 s for the window algorithms) — except for the sliding log, whose Burst is
-// capped (ratelimit.MaxLogBurst): 10⁴ per µs, a window of 1 µs that no goroutine can fill
+// capped (args.MaxLogBurst): 10⁴ per µs, a window of 1 µs that no goroutine can fill
 // with 10⁴ requests — and for the leaky bucket, whose Rate is capped at 10⁶ per second: a
 // queue of 10⁹ places drained at that rate. deny: a burst of 1,
 // taken before the timer, that comes back only after 10⁶ s (11.6 days; the window
@@ -28,7 +29,7 @@ func benchTraffics(a ratelimit.Algorithm) []benchTraffic {
 	open := ratelimit.Limit{Rate: 1e9, Burst: 1e9}
 	switch a {
 	case ratelimit.SlidingWindowLog:
-		open = ratelimit.Limit{Rate: 1e10, Burst: ratelimit.MaxLogBurst}
+		open = ratelimit.Limit{Rate: 1e10, Burst: args.MaxLogBurst}
 	case ratelimit.LeakyBucket:
 		open = ratelimit.Limit{Rate: 1e6, Burst: 1e9}
 	}

@@ -9,7 +9,7 @@
 // alike, to within a microsecond's rounding at exact boundaries; this package's tests hold the
 // two side by side. The fixed and sliding window counters keep one or two counts per bucket,
 // on windows aligned to the Unix epoch; ratelimit.SlidingWindowLog keeps a ring of microsecond
-// times per bucket (8 bytes per token of the window, up to ratelimit.MaxLogBurst), and
+// times per bucket (8 bytes per token of the window, up to 10,000), and
 // ratelimit.LeakyBucket a GCRA schedule that also gives each request its Delay, for which Wait
 // joins the queue, and ratelimit.CalendarQuota a count and its period, computed in the
 // period's zone once per period (see
@@ -36,7 +36,7 @@
 // limits all or nothing, holding their buckets in a fixed order while it decides (no global
 // lock), and Peek, Refund and Reset read and adjust one bucket, with the Redis backend's
 // answers (see https://github.com/sluice-go/ratelimit/blob/main/docs/limits.md). A request
-// whose context carries a ratelimit.Priority below Critical leaves a reserve of its bucket to
+// whose context carries a priority.Level below Critical leaves a reserve of its bucket to
 // the higher ones (WithReserves; see
 // https://github.com/sluice-go/ratelimit/blob/main/docs/algorithms.md#priority-reserves).
 //

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/args"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 var _ ratelimit.Limiter = (*Limiter)(nil)
@@ -25,7 +26,7 @@ type Limiter struct {
 	epoch     time.Time        // when New ran, with its monotonic reading
 	epochNS   int64            // epoch in Unix nanoseconds
 	idle      int64            // WithIdleTimeout, µs
-	reserves  ratelimit.Reserves
+	reserves  priority.Reserves
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -78,7 +79,7 @@ func (l *Limiter) Allow(ctx context.Context, key string, limit ratelimit.Limit) 
 
 // AllowN takes n tokens from the bucket of (key, limit) if it holds at least n, and denies
 // the request otherwise; see ratelimit.Limiter. A request whose ctx carries a priority below
-// ratelimit.Critical must leave its reserve in the bucket (WithReserves). It reads nothing
+// priority.Critical must leave its reserve in the bucket (WithReserves). It reads nothing
 // else from ctx, and it blocks on a lock only to create a bucket, or for the algorithms that
 // keep more than 64 bits of state.
 func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
@@ -102,7 +103,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit,
 		named.Algorithm = ratelimit.TokenBucket
 	}
 	var reserve int
-	if p := ratelimit.PriorityFrom(ctx); p != ratelimit.Critical { // l.reserve, inlined
+	if p := priority.From(ctx); p != priority.Critical { // l.reserve, inlined
 		var err error
 		if reserve, err = args.Reserve(l.reserves, p, limit, n); err != nil {
 			return ratelimit.Result{Limit: limit}, err
@@ -230,7 +231,7 @@ func (l *Limiter) validate(key string, limit ratelimit.Limit, n int) (ratelimit.
 // reserve returns the tokens a request for n under limit must leave in its bucket at the
 // priority ctx carries (see args.Reserve).
 func (l *Limiter) reserve(ctx context.Context, limit ratelimit.Limit, n int) (int, error) {
-	if p := ratelimit.PriorityFrom(ctx); p != ratelimit.Critical {
+	if p := priority.From(ctx); p != priority.Critical {
 		return args.Reserve(l.reserves, p, limit, n)
 	}
 	return 0, nil

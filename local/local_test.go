@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/priority"
 	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
@@ -391,6 +392,6 @@ func TestAllowAllocatesNothing(t *testing.T) {
 // TestInvalidReserves: New refuses reserves that cannot be enforced, saying which.
 func TestInvalidReserves(t *testing.T) {
 	require.PanicsWithValue(t,
-		"local: New: WithReserves: ratelimit: invalid limit: reserve Sheddable = 0.05 is less than reserve Normal = 0.1: a lower priority must keep back at least as much",
-		func() { New(WithReserves(ratelimit.Reserves{Sheddable: 0.05})) })
+		"local: New: WithReserves: ratelimit: invalid reserves: reserve Sheddable = 0.05 is less than reserve Normal = 0.1: a lower priority must keep back at least as much",
+		func() { New(WithReserves(priority.Reserves{Sheddable: 0.05})) })
 }

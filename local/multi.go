@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/args"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 var _ ratelimit.MultiLimiter = (*Limiter)(nil)
@@ -55,7 +56,7 @@ func (l *Limiter) AllowAllInto(ctx context.Context, reqs []ratelimit.Request, re
 	} else {
 		window, alg, at, hs, order = make([]int64, n), make([]ratelimit.Algorithm, n), make([]int, n), make([]held, n), make([]int, n)
 	}
-	p := ratelimit.PriorityFrom(ctx)
+	p := priority.From(ctx)
 	i, err := args.CheckAll("local: AllowAll", reqs, l.algorithm, func(i int) error {
 		r := &reqs[i]
 		n := max(r.N, 1)
@@ -71,7 +72,7 @@ func (l *Limiter) AllowAllInto(ctx context.Context, reqs []ratelimit.Request, re
 				return err
 			}
 		}
-		if p == ratelimit.Critical {
+		if p == priority.Critical {
 			return nil
 		}
 		_, err := args.Reserve(l.reserves, p, r.Limit, n)
@@ -140,7 +141,7 @@ type held struct {
 // (see decideAt), and order with their indexes in the order they are to be held; sets each
 // entry's index in hs in at (or skipped, or refused); and returns how many buckets there
 // are.
-func (s *store) findAll(reqs []ratelimit.Request, window []int64, alg []ratelimit.Algorithm, at []int, hs []held, order []int, u int64, rs ratelimit.Reserves, p ratelimit.Priority) int {
+func (s *store) findAll(reqs []ratelimit.Request, window []int64, alg []ratelimit.Algorithm, at []int, hs []held, order []int, u int64, rs priority.Reserves, p priority.Level) int {
 	nh := 0
 	for i := range reqs {
 		r := &reqs[i]
@@ -162,7 +163,7 @@ func (s *store) findAll(reqs []ratelimit.Request, window []int64, alg []ratelimi
 		if j == nh { // field by field: a held built whole is copied once more
 			hj := &hs[j]
 			hj.b, hj.hash, hj.limit, hj.w, hj.n = b, h, limit, window[i], 0
-			if p != ratelimit.Critical {
+			if p != priority.Critical {
 				reserve, _ := args.Reserve(rs, p, r.Limit, max(r.N, 1)) // checked by CheckAll
 				hj.limit.Burst -= reserve
 			}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // Defaults of the options.
@@ -28,7 +29,7 @@ type options struct {
 	maxBuckets      int
 	clock           func() time.Time
 	algorithm       ratelimit.Algorithm
-	reserves        ratelimit.Reserves
+	reserves        priority.Reserves
 }
 
 func defaultOptions() options {
@@ -97,7 +98,7 @@ func WithMaxBuckets(n int) Option {
 // backend implements all five: TokenBucket, GCRA, deciding as golang.org/x/time/rate does;
 // FixedWindow and SlidingWindowCounter, which count per window of W = Burst/Rate aligned to
 // the Unix epoch; SlidingWindowLog, the exact log of admissions (Burst at most
-// ratelimit.MaxLogBurst); and LeakyBucket, a shaper (Result.Delay, and Wait holds a place in
+// 10,000); and LeakyBucket, a shaper (Result.Delay, and Wait holds a place in
 // its queue), at most 10⁶ requests a second. Only the token bucket takes a limit with a
 // warm-up (ratelimit.Limit.Warmup, at most 10⁶ a second); the others refuse it with
 // ratelimit.ErrNotSupported. Every algorithm decides as the Redis backend does, to the
@@ -124,13 +125,13 @@ func WithClock(now func() time.Time) Option {
 }
 
 // WithReserves sets how much of each bucket requests of a lower priority leave for the
-// higher ones (ratelimit.Priority, read from each call's context), as
+// higher ones (priority.Level, read from each call's context), as
 // distributed.WithReserves does, with the same answers. Default: the zero
-// ratelimit.Reserves, which are the defaults: a tenth of the burst kept back from
-// ratelimit.Normal requests, half from ratelimit.Sheddable ones; a negative fraction turns a
-// reserve off. Requests whose context carries no priority are ratelimit.Critical and keep
-// nothing back. New panics on reserves that ratelimit.Reserves.Validate refuses. See
+// priority.Reserves, which are the defaults: a tenth of the burst kept back from
+// priority.Normal requests, half from priority.Sheddable ones; a negative fraction turns a
+// reserve off. Requests whose context carries no priority are priority.Critical and keep
+// nothing back. New panics on reserves that priority.Reserves.Validate refuses. See
 // https://github.com/sluice-go/ratelimit/blob/main/docs/algorithms.md#priority-reserves.
-func WithReserves(r ratelimit.Reserves) Option {
+func WithReserves(r priority.Reserves) Option {
 	return func(o *options) { o.reserves = r }
 }

@@ -13,7 +13,7 @@ var _ ratelimit.LimitValidator = (*Limiter)(nil)
 // limiter's default) accepts it, or an error wrapping
 // ratelimit.ErrInvalidArgument that says why not: limit.Validate's reasons, a token bucket that
 // refills in less than 1 µs (see checkResolution), and the algorithm's own bounds (a sliding
-// log's ratelimit.MaxLogBurst, a window between 1 µs and 2⁵³ µs, a shaper's rate of at most
+// log's Burst of 10,000, a window between 1 µs and 2⁵³ µs, a shaper's rate of at most
 // 10⁶ a second, as a warm-up's); or one wrapping ratelimit.ErrNotSupported for a warm-up on
 // any algorithm but the token bucket, or for a limit that names no algorithm on a limiter
 // whose default this backend lacks. A quota's time zone must be in the time zone database.

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 	"github.com/sluice-go/ratelimit/local"
 )
 
@@ -26,7 +27,7 @@ func TestRateBelowResolution(t *testing.T) {
 	for _, limit := range []ratelimit.Limit{
 		{Rate: math.MaxFloat64, Burst: 1},
 		{Rate: 1e7, Burst: 9}, // 10 tokens a microsecond
-		{Rate: 1e300, Burst: ratelimit.MaxBurst},
+		{Rate: 1e300, Burst: args.MaxBurst},
 	} {
 		t.Run(limit.String(), func(t *testing.T) {
 			require.ErrorIs(t, l.ValidateLimit(limit), ratelimit.ErrInvalidArgument)

@@ -1,13 +1,13 @@
 package observe
 
-import "github.com/sluice-go/ratelimit"
+import "github.com/sluice-go/ratelimit/priority"
 
 // A Cell is one count of a metric observer's table of rate-limit decisions: the decisions
 // of one priority, one outcome, shadow or not, and for an error its kind. otelmetrics and
 // prommetrics keep a table of NumCells counts per (policy, backend) series, indexed by
 // CellOf, and export each cell with the attributes of CellAt.
 type Cell struct {
-	Priority ratelimit.Priority
+	Priority priority.Level
 	Outcome  Outcome
 	Shadow   bool
 	// Kind is the error's kind when Outcome is OutcomeError (KindNone for an error of no
@@ -18,8 +18,8 @@ type Cell struct {
 // NumErrorKinds is the number of ErrorKind values, KindNone to KindClosed.
 const NumErrorKinds = int(KindClosed) + 1
 
-// numPriorities is the number of ratelimit.Priority values, Critical to Sheddable.
-const numPriorities = int(ratelimit.Sheddable) + 1
+// numPriorities is the number of priority.Level values, Critical to Sheddable.
+const numPriorities = int(priority.Sheddable) + 1
 
 // cellsPerRow is the number of cells of one priority and shadow flag: allowed, denied, and
 // an error of each kind.
@@ -29,7 +29,7 @@ const cellsPerRow = 2 + NumErrorKinds
 const NumCells = numPriorities * 2 * cellsPerRow
 
 // CellOf returns the index of d's cell, and d's outcome as counted: a priority out of range
-// counts as the nearest one (as ratelimit.WithPriority takes it), an outcome that is
+// counts as the nearest one (as priority.With takes it), an outcome that is
 // neither allowed nor denied as an error, and an error kind out of range as KindNone.
 func CellOf(d Decision) (index int, out Outcome) {
 	row := min(max(int(d.Priority), 0), numPriorities-1) * 2
@@ -58,7 +58,7 @@ func PermitCellOf(d Decision) int {
 // CellAt returns the cell of index i, in [0, NumCells).
 func CellAt(i int) Cell {
 	row, slot := i/cellsPerRow, i%cellsPerRow
-	c := Cell{Priority: ratelimit.Priority(row / 2), Shadow: row%2 == 1}
+	c := Cell{Priority: priority.Level(row / 2), Shadow: row%2 == 1}
 	if slot < 2 {
 		c.Outcome = Outcome(slot)
 	} else {

@@ -3,8 +3,8 @@ package observe_test
 import (
 	"testing"
 
-	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/observe"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // TestCells: every decision has one cell, CellAt gives back what was counted (a priority
@@ -13,7 +13,7 @@ import (
 // fill the NumCells cells exactly once each.
 func TestCells(t *testing.T) {
 	seen := make(map[int]observe.Cell)
-	for p := ratelimit.Priority(-1); p <= ratelimit.Sheddable+1; p++ {
+	for p := priority.Level(-1); p <= priority.Sheddable+1; p++ {
 		for _, out := range []observe.Outcome{observe.OutcomeAllowed, observe.OutcomeDenied, observe.OutcomeError, 7} {
 			for _, shadow := range []bool{false, true} {
 				for kind := observe.ErrorKind(0); kind <= observe.KindClosed+2; kind++ {
@@ -22,7 +22,7 @@ func TestCells(t *testing.T) {
 					if i < 0 || i >= observe.NumCells {
 						t.Fatalf("CellOf(%+v) = %d, out of [0, %d)", d, i, observe.NumCells)
 					}
-					want := observe.Cell{Priority: min(max(p, ratelimit.Critical), ratelimit.Sheddable), Outcome: out, Shadow: shadow}
+					want := observe.Cell{Priority: min(max(p, priority.Critical), priority.Sheddable), Outcome: out, Shadow: shadow}
 					if out != observe.OutcomeAllowed && out != observe.OutcomeDenied {
 						want.Outcome = observe.OutcomeError
 						if kind <= observe.KindClosed {
@@ -63,10 +63,10 @@ func TestPermitCellOf(t *testing.T) {
 		d    observe.Decision
 		want observe.Cell
 	}{
-		{observe.Decision{Priority: ratelimit.Sheddable, Shadow: true, Outcome: observe.OutcomeDenied},
-			observe.Cell{Priority: ratelimit.Critical, Outcome: observe.OutcomeDenied}},
-		{observe.Decision{Priority: ratelimit.Normal, Outcome: observe.OutcomeError, ErrorKind: observe.KindTimeout},
-			observe.Cell{Priority: ratelimit.Critical, Outcome: observe.OutcomeError, Kind: observe.KindTimeout}},
+		{observe.Decision{Priority: priority.Sheddable, Shadow: true, Outcome: observe.OutcomeDenied},
+			observe.Cell{Priority: priority.Critical, Outcome: observe.OutcomeDenied}},
+		{observe.Decision{Priority: priority.Normal, Outcome: observe.OutcomeError, ErrorKind: observe.KindTimeout},
+			observe.Cell{Priority: priority.Critical, Outcome: observe.OutcomeError, Kind: observe.KindTimeout}},
 	} {
 		if got := observe.CellAt(observe.PermitCellOf(tc.d)); got != tc.want {
 			t.Errorf("PermitCellOf(%+v) is the cell %+v, want %+v", tc.d, got, tc.want)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/nilarg"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // Observer is told of every decision a limiter makes: by the middlewares given one with
@@ -58,8 +59,8 @@ type Decision struct {
 	// Cost is the number of tokens asked for.
 	Cost int
 	// Priority is the priority the request was decided at: the one its context carried
-	// (ratelimit.PriorityFrom), Critical when it carried none.
-	Priority ratelimit.Priority
+	// (priority.From), Critical when it carried none.
+	Priority priority.Level
 	// Remaining is the number of whole tokens left after the decision (Result.Remaining);
 	// 0 on errors.
 	Remaining int

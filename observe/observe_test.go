@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/local"
 	"github.com/sluice-go/ratelimit/observe"
+	"github.com/sluice-go/ratelimit/priority"
 	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
@@ -171,12 +172,12 @@ func TestWrap(t *testing.T) {
 
 	// The priority is the one the context carries. (Burst 2 keeps nothing back from Normal
 	// requests: ⌊0.1 × 2⌋ = 0.)
-	_, err := o.Allow(ratelimit.WithPriority(ctx, ratelimit.Normal), "other", limit)
+	_, err := o.Allow(priority.With(ctx, priority.Normal), "other", limit)
 	require.NoError(t, err)
 	d := rec.decisions[len(rec.decisions)-1]
 	d.Duration = 0
 	assert.Equal(t, observe.Decision{
-		Policy: "api", Backend: "local", Outcome: observe.OutcomeAllowed, Cost: 1, Priority: ratelimit.Normal,
+		Policy: "api", Backend: "local", Outcome: observe.OutcomeAllowed, Cost: 1, Priority: priority.Normal,
 		Remaining: 1, Limit: limit,
 	}, d)
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // Call is what a reporter knows of one call to a limiter besides the limiter's answer: the
@@ -68,7 +69,7 @@ func ReportAll(ctx context.Context, o Observer, c Call, reqs []ratelimit.Request
 // parts are a few hundred bytes, which copies would move several times.
 func decide(ctx context.Context, d *Decision, c *Call, limit *ratelimit.Limit, n int, res *ratelimit.Result, err error) {
 	d.Policy, d.Backend, d.Shadow, d.Cached = c.Policy, c.Backend, c.Shadow, c.Origin.Cached
-	d.Cost, d.Priority, d.Duration = n, ratelimit.PriorityFrom(ctx), c.Duration
+	d.Cost, d.Priority, d.Duration = n, priority.From(ctx), c.Duration
 	if c.Origin.Backend != "" {
 		d.Backend = c.Origin.Backend
 	}

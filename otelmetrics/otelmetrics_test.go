@@ -20,6 +20,7 @@ import (
 	"github.com/sluice-go/ratelimit/observe"
 	"github.com/sluice-go/ratelimit/otelmetrics"
 	"github.com/sluice-go/ratelimit/otelmetrics/otelmetricstest"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 var (
@@ -319,11 +320,11 @@ func TestPriority(t *testing.T) {
 	obs, reader := newObserver(t)
 	ctx := context.Background()
 	for _, d := range []observe.Decision{
-		{Policy: "api", Priority: ratelimit.Critical, Outcome: observe.OutcomeAllowed},
-		{Policy: "api", Priority: ratelimit.Normal, Outcome: observe.OutcomeAllowed},
-		{Policy: "api", Priority: ratelimit.Sheddable, Outcome: observe.OutcomeDenied},
-		{Policy: "api", Priority: ratelimit.Sheddable, Outcome: observe.OutcomeDenied, Shadow: true},
-		{Policy: "api", Priority: ratelimit.Normal, Outcome: observe.OutcomeError, ErrorKind: observe.KindTimeout},
+		{Policy: "api", Priority: priority.Critical, Outcome: observe.OutcomeAllowed},
+		{Policy: "api", Priority: priority.Normal, Outcome: observe.OutcomeAllowed},
+		{Policy: "api", Priority: priority.Sheddable, Outcome: observe.OutcomeDenied},
+		{Policy: "api", Priority: priority.Sheddable, Outcome: observe.OutcomeDenied, Shadow: true},
+		{Policy: "api", Priority: priority.Normal, Outcome: observe.OutcomeError, ErrorKind: observe.KindTimeout},
 		{Policy: "api", Priority: 7, Outcome: observe.OutcomeDenied},
 		{Policy: "api", Priority: -1, Outcome: observe.OutcomeAllowed},
 	} {
@@ -340,7 +341,7 @@ func TestPriority(t *testing.T) {
 	// The duration is not by priority: one series per result.
 	assert.Len(t, c.Histogram(t), 3)
 	assert.Zero(t, testing.AllocsPerRun(100, func() {
-		obs.ObserveDecision(ctx, observe.Decision{Policy: "api", Priority: ratelimit.Sheddable})
+		obs.ObserveDecision(ctx, observe.Decision{Policy: "api", Priority: priority.Sheddable})
 	}))
 }
 
@@ -369,8 +370,8 @@ func TestDurationSample(t *testing.T) {
 			l := local.New(local.WithCleanupInterval(0))
 			defer l.Close()
 			limiter := observe.Wrap(l, obs, "api")
-			decide := func(n int, key string, limit ratelimit.Limit, p ratelimit.Priority, allowed bool) {
-				ctx := ratelimit.WithPriority(context.Background(), p)
+			decide := func(n int, key string, limit ratelimit.Limit, p priority.Level, allowed bool) {
+				ctx := priority.With(context.Background(), p)
 				for range n {
 					res, err := limiter.Allow(ctx, key, limit)
 					require.NoError(t, err)
@@ -378,9 +379,9 @@ func TestDurationSample(t *testing.T) {
 				}
 			}
 			a, b := ratelimit.Limit{Rate: 1e-3, Burst: 40}, ratelimit.Limit{Rate: 1e-3, Burst: 100}
-			decide(40, "a", a, ratelimit.Critical, true)
-			decide(3, "b", b, ratelimit.Sheddable, true)
-			decide(3, "a", a, ratelimit.Critical, false)
+			decide(40, "a", a, priority.Critical, true)
+			decide(3, "b", b, priority.Sheddable, true)
+			decide(3, "a", a, priority.Critical, false)
 
 			c := collect(t, reader)
 			assert.Equal(t, map[string]int64{

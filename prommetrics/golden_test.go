@@ -18,11 +18,11 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
-	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/observe"
 	"github.com/sluice-go/ratelimit/otelmetrics"
+	"github.com/sluice-go/ratelimit/priority"
 	"github.com/sluice-go/ratelimit/prommetrics"
 )
 
@@ -48,9 +48,9 @@ func traffic(o observe.Observer, hooks ...func(fallback.StateChange)) {
 		{Policy: "login", Backend: "local", Outcome: observe.OutcomeError, ErrorKind: observe.KindClosed, Duration: time.Second},
 		{Policy: "new", Backend: "local", Outcome: observe.OutcomeDenied, Shadow: true, Duration: 2 * us},
 		{Policy: "new", Backend: "local", Outcome: observe.OutcomeAllowed, Shadow: true, Duration: 2 * us},
-		{Policy: "api", Backend: "distributed", Priority: ratelimit.Sheddable, Outcome: observe.OutcomeDenied, Duration: 150 * us},
-		{Policy: "api", Backend: "distributed", Priority: ratelimit.Normal, Outcome: observe.OutcomeAllowed, Duration: 170 * us},
-		{Policy: "api", Backend: "distributed", Priority: ratelimit.Normal, Outcome: observe.OutcomeError, ErrorKind: observe.KindTimeout, Duration: 50 * time.Millisecond},
+		{Policy: "api", Backend: "distributed", Priority: priority.Sheddable, Outcome: observe.OutcomeDenied, Duration: 150 * us},
+		{Policy: "api", Backend: "distributed", Priority: priority.Normal, Outcome: observe.OutcomeAllowed, Duration: 170 * us},
+		{Policy: "api", Backend: "distributed", Priority: priority.Normal, Outcome: observe.OutcomeError, ErrorKind: observe.KindTimeout, Duration: 50 * time.Millisecond},
 		// A concurrency limit's decisions: their own counter, not ratelimit_requests_total.
 		{Policy: "exports", Backend: "local", Concurrency: true, Outcome: observe.OutcomeAllowed, Cost: 1},
 		{Policy: "exports", Backend: "distributed", Concurrency: true, Outcome: observe.OutcomeAllowed, Cost: 1, Duration: 300 * us},

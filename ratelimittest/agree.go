@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/args"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // maxRate is the highest rate Agree asks for: a token a microsecond, the resolution of the
@@ -83,7 +84,7 @@ func Agree(t *testing.T, a, b Harness, more ...Harness) {
 
 // gapFunc draws the clock's move before a request of limit, in µs, and the request's cost
 // and priority.
-type gapFunc func(rng *rand.Rand, limit ratelimit.Limit) (gap float64, n int, p ratelimit.Priority, prioritized bool)
+type gapFunc func(rng *rand.Rand, limit ratelimit.Limit) (gap float64, n int, p priority.Level, prioritized bool)
 
 // agreeTimelines plays 400 requests on one bucket per limit, the i-th limit's drawn from
 // the seed (i, stream).
@@ -106,7 +107,7 @@ func agreeTimelines(t *testing.T, all []Harness, alg ratelimit.Algorithm, limits
 				clock.Advance(time.Duration(step) * time.Microsecond)
 				pctx := ctx
 				if prioritized {
-					pctx = ratelimit.WithPriority(ctx, p)
+					pctx = priority.With(ctx, p)
 				}
 				want, werr := ls[0].AllowN(pctx, "k", limit, n)
 				for k, l := range ls[1:] {
@@ -157,7 +158,7 @@ func bucketLimits() []ratelimit.Limit {
 
 // bucketGap: nothing, a fraction of the interval, up to three, up to a whole refill, or a
 // microsecond or two; costs mostly small, sometimes up to the burst.
-func bucketGap(rng *rand.Rand, limit ratelimit.Limit) (float64, int, ratelimit.Priority, bool) {
+func bucketGap(rng *rand.Rand, limit ratelimit.Limit) (float64, int, priority.Level, bool) {
 	interval := 1e6 / limit.Rate
 	var gap float64
 	switch rng.IntN(5) {
@@ -193,8 +194,8 @@ func warmLimits() []ratelimit.Limit {
 		{Rate: 123_456.789, Burst: 1000, Warmup: 3 * time.Microsecond},
 		{Rate: maxRate, Burst: 1e9, Warmup: time.Second},
 		{Rate: 10, Burst: 1, Warmup: time.Microsecond},
-		{Rate: maxRate, Burst: ratelimit.MaxBurst, Warmup: ratelimit.MaxWarmup},
-		{Rate: 5e5, Burst: ratelimit.MaxBurst, Warmup: time.Hour},
+		{Rate: maxRate, Burst: args.MaxBurst, Warmup: args.MaxWarmup},
+		{Rate: 5e5, Burst: args.MaxBurst, Warmup: time.Hour},
 	}
 	for range 8 {
 		limits = append(limits, ratelimit.Limit{
@@ -208,7 +209,7 @@ func warmLimits() []ratelimit.Limit {
 
 // warmGap: as bucketGap, and parts of the warm-up, and rests long enough to go cold; a
 // random priority one request in two.
-func warmGap(rng *rand.Rand, limit ratelimit.Limit) (float64, int, ratelimit.Priority, bool) {
+func warmGap(rng *rand.Rand, limit ratelimit.Limit) (float64, int, priority.Level, bool) {
 	interval := 1e6 / limit.Rate
 	period := float64(limit.Warmup.Microseconds())
 	var gap float64
@@ -228,9 +229,9 @@ func warmGap(rng *rand.Rand, limit ratelimit.Limit) (float64, int, ratelimit.Pri
 	}
 	n := cost(rng, limit)
 	prioritized := rng.IntN(2) == 0
-	var p ratelimit.Priority
+	var p priority.Level
 	if prioritized {
-		p = ratelimit.Priority(rng.IntN(3))
+		p = priority.Level(rng.IntN(3))
 	}
 	return min(gap, 1e13), n, p, prioritized
 }
@@ -248,7 +249,7 @@ var windowLimits = []ratelimit.Limit{
 
 // windowGap: nothing, up to an eighth of a window, a window, or two; costs up to the burst
 // one request in two.
-func windowGap(rng *rand.Rand, limit ratelimit.Limit) (float64, int, ratelimit.Priority, bool) {
+func windowGap(rng *rand.Rand, limit ratelimit.Limit) (float64, int, priority.Level, bool) {
 	w, err := args.Window(limit)
 	if err != nil {
 		panic(err) // one of windowLimits

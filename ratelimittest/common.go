@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 )
 
 // rule is one named check, run on a fresh harness. A rule makes no subtests of its own, so
@@ -128,7 +129,7 @@ func invalidInput(t testing.TB, h harness) {
 		want  error
 	}{
 		{"EmptyKey", "", ok, 1, ratelimit.ErrInvalidArgument},
-		{"KeyTooLong", strings.Repeat("k", ratelimit.MaxKeyLen+1), ok, 1, ratelimit.ErrInvalidArgument},
+		{"KeyTooLong", strings.Repeat("k", args.MaxKeyLen+1), ok, 1, ratelimit.ErrInvalidArgument},
 		{"NaNRate", "bad", ratelimit.Limit{Rate: math.NaN(), Burst: 3}, 1, ratelimit.ErrInvalidArgument},
 		{"PlusInfRate", "bad", ratelimit.Limit{Rate: math.Inf(1), Burst: 3}, 1, ratelimit.ErrInvalidArgument},
 		{"MinusInfRate", "bad", ratelimit.Limit{Rate: math.Inf(-1), Burst: 3}, 1, ratelimit.ErrInvalidArgument},
@@ -191,11 +192,11 @@ func concurrency(t testing.TB, h harness) {
 	require.Equal(t, int64(limit.Burst), admitted.Load())
 }
 
-// anyKey: any non-empty string of at most ratelimit.MaxKeyLen bytes is a key of its own,
+// anyKey: any non-empty string of at most args.MaxKeyLen bytes is a key of its own,
 // including ones that mean something to Redis (braces, colons), unicode, and the longest
 // ones; a longer key is refused with ErrKeyTooLong.
 func anyKey(t testing.TB, h harness) {
-	long := strings.Repeat("k", ratelimit.MaxKeyLen)
+	long := strings.Repeat("k", args.MaxKeyLen)
 	keys := []string{
 		"a", "{a}", "{", "}", "a:b:c", "ratelimit:a", "über-ключ-鍵", " ", "\x00",
 		long, long[1:] + "x",

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
@@ -76,7 +77,7 @@ func check(key string, limit ratelimit.Limit, n int) error {
 	switch {
 	case key == "":
 		return ratelimit.ErrInvalidArgument
-	case len(key) > ratelimit.MaxKeyLen:
+	case len(key) > args.MaxKeyLen:
 		return ratelimit.ErrInvalidArgument
 	}
 	if err := limit.Validate(); err != nil {

@@ -8,9 +8,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 )
 
-// hugeBurst: the largest Burst, ratelimit.MaxBurst = 2^52, decides exactly on every
+// hugeBurst: the largest Burst, args.MaxBurst = 2^52, decides exactly on every
 // algorithm and every backend: a drained bucket denies, and a token comes back exactly when
 // it should. At that Burst every count and every clock reading in tokens is an integer near
 // 2^52, where a float64 (a Redis script's only number) still holds each one exactly, and
@@ -19,9 +20,9 @@ import (
 // W = Burst/Rate must fit in 2^53 µs, so Rate is at least 2^52·10⁶/2^53 = 500,000/s: at
 // 10⁶/s (T = 1 µs) W is 2^52 µs, about 143 years; at 500,000/s (T = 2 µs) it is 2^53 µs.
 // Just below that rate the limit is refused, by every algorithm, and the sliding log
-// refuses any Burst above ratelimit.MaxLogBurst.
+// refuses any Burst above args.MaxLogBurst.
 func hugeBurst(t testing.TB, h harness) {
-	const huge = ratelimit.MaxBurst
+	const huge = args.MaxBurst
 	fast := ratelimit.Limit{Rate: 1e6, Burst: huge} // T = 1 µs, W = 2^52 µs
 	slow := ratelimit.Limit{Rate: 5e5, Burst: huge} // T = 2 µs, W = 2^53 µs
 	tooSlow := ratelimit.Limit{Rate: 499_999, Burst: huge}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // keepFamilies are the limits agreeKeep moves one key between, per algorithm, all with
@@ -71,7 +72,7 @@ func agreeKeep(t *testing.T, all []Harness, alg ratelimit.Algorithm) {
 					op = 0
 				}
 				// A priority below Critical leaves its reserve (the limiters' default ones).
-				pctx := ratelimit.WithPriority(ctx, []ratelimit.Priority{ratelimit.Critical, ratelimit.Normal, ratelimit.Sheddable}[rng.IntN(3)])
+				pctx := priority.With(ctx, []priority.Level{priority.Critical, priority.Normal, priority.Sheddable}[rng.IntN(3)])
 				var want ratelimit.Result
 				var wantErr error
 				for k, l := range ls {

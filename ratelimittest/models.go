@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/args"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // tick is one request of a timeline: move the clock forward by Advance, then ask for N tokens
@@ -18,7 +19,7 @@ import (
 type tick struct {
 	Advance  time.Duration
 	N        int
-	Priority ratelimit.Priority
+	Priority priority.Level
 }
 
 // randomOps returns count Ops drawn from seed: advances of 0 to maxAdvance in whole
@@ -46,11 +47,11 @@ type timeline struct {
 
 // ask moves the clock by d, asks for n tokens at p and returns the Result, with its Limit
 // checked.
-func (tl *timeline) ask(d time.Duration, n int, p ratelimit.Priority) ratelimit.Result {
+func (tl *timeline) ask(d time.Duration, n int, p priority.Level) ratelimit.Result {
 	tl.t.Helper()
 	tl.h.Advance(d)
 	tl.u += d.Microseconds()
-	res, err := tl.h.Limiter.AllowN(ratelimit.WithPriority(context.Background(), p), "model", tl.limit, n)
+	res, err := tl.h.Limiter.AllowN(priority.With(context.Background(), p), "model", tl.limit, n)
 	require.NoError(tl.t, err)
 	require.Equal(tl.t, tl.limit, res.Limit)
 	return res
@@ -58,8 +59,8 @@ func (tl *timeline) ask(d time.Duration, n int, p ratelimit.Priority) ratelimit.
 
 // usable is the part of limit's Burst a request of priority p may take, with the default
 // reserves.
-func usable(limit ratelimit.Limit, p ratelimit.Priority) int {
-	return limit.Burst - ratelimit.Reserves{}.Tokens(p, limit.Burst)
+func usable(limit ratelimit.Limit, p priority.Level) int {
+	return limit.Burst - priority.Reserves{}.Tokens(p, limit.Burst)
 }
 
 // checkSlidingLog plays ops (whole microseconds, 1 ≤ N ≤ Burst) on a SlidingWindowLog
@@ -75,7 +76,7 @@ func checkSlidingLog(t testing.TB, h harness, limit ratelimit.Limit, ops []tick)
 	tl := &timeline{t: t, h: h, limit: limit}
 	var admitted []int64 // one entry per admitted token, in order
 	first := 0           // admitted[first:] are later than u − W: the window
-	step := func(d time.Duration, n int, p ratelimit.Priority) ratelimit.Result {
+	step := func(d time.Duration, n int, p priority.Level) ratelimit.Result {
 		res := tl.ask(d, n, p)
 		for first < len(admitted) && admitted[first] <= tl.u-w {
 			first++
@@ -147,7 +148,7 @@ func checkLeakyBucket(t testing.TB, h harness, limit ratelimit.Limit, ops []tick
 		t.Helper()
 		require.InDelta(t, want, us(got), 0.5+noise, "%s at %d µs", what, tl.u)
 	}
-	step := func(d time.Duration, n int, p ratelimit.Priority) ratelimit.Result {
+	step := func(d time.Duration, n int, p priority.Level) ratelimit.Result {
 		t.Helper()
 		res := tl.ask(d, n, p)
 		u := float64(tl.u)

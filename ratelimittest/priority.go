@@ -9,9 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
-// The rules of priority reserves (ratelimit.Priority, ratelimit.Reserves), for every
+// The rules of priority reserves (priority.Level, priority.Reserves), for every
 // algorithm: a request of priority p for n tokens is decided as AllowN would decide it on the
 // same bucket with Burst replaced by Burst − R, R = Reserves.Tokens(p, Burst), for the
 // admission, RetryAfter and Remaining; the bucket itself (refill, windows, expiry, identity)
@@ -46,7 +47,7 @@ var ten = ratelimit.Limit{Rate: 1, Burst: 10}
 // 0) at priority p, and expect a result (its Limit field is filled in by playPriority).
 type pstep struct {
 	advance time.Duration
-	p       ratelimit.Priority
+	p       priority.Level
 	n       int
 	want    ratelimit.Result
 }
@@ -58,7 +59,7 @@ func playPriority(t testing.TB, h harness, l ratelimit.Limiter, key string, limi
 	for i, s := range steps {
 		h.Advance(s.advance)
 		n := max(s.n, 1)
-		got, err := l.AllowN(ratelimit.WithPriority(context.Background(), s.p), key, limit, n)
+		got, err := l.AllowN(priority.With(context.Background(), s.p), key, limit, n)
 		require.NoError(t, err, "step %d", i)
 		want := s.want
 		want.Limit = limit
@@ -69,7 +70,7 @@ func playPriority(t testing.TB, h harness, l ratelimit.Limiter, key string, limi
 // outcome is what a step of an algorithm-free timeline checks: whether the request passed,
 // and what remains to its priority.
 type outcome struct {
-	p         ratelimit.Priority
+	p         priority.Level
 	n         int
 	allowed   bool
 	remaining int
@@ -82,7 +83,7 @@ func playOutcomes(t testing.TB, l ratelimit.Limiter, key string, limit ratelimit
 	t.Helper()
 	for i, s := range steps {
 		n := max(s.n, 1)
-		got, err := l.AllowN(ratelimit.WithPriority(context.Background(), s.p), key, limit, n)
+		got, err := l.AllowN(priority.With(context.Background(), s.p), key, limit, n)
 		require.NoError(t, err, "step %d", i)
 		assert.Equal(t, s.allowed, got.Allowed, "step %d (%v, n=%d)", i, s.p, n)
 		assert.Equal(t, s.remaining, got.Remaining, "step %d (%v, n=%d)", i, s.p, n)
@@ -92,7 +93,7 @@ func playOutcomes(t testing.TB, l ratelimit.Limiter, key string, limit ratelimit
 
 // repeat returns count steps asking for one token at p, allowed or not, the first leaving
 // remaining and each one after it one less (never below 0) when allowed.
-func repeat(p ratelimit.Priority, count int, allowed bool, remaining int) []outcome {
+func repeat(p priority.Level, count int, allowed bool, remaining int) []outcome {
 	steps := make([]outcome, count)
 	for i := range steps {
 		steps[i] = outcome{p: p, allowed: allowed, remaining: remaining}
@@ -104,16 +105,16 @@ func repeat(p ratelimit.Priority, count int, allowed bool, remaining int) []outc
 }
 
 const (
-	critical  = ratelimit.Critical
-	normal    = ratelimit.Normal
-	sheddable = ratelimit.Sheddable
+	critical  = priority.Critical
+	normal    = priority.Normal
+	sheddable = priority.Sheddable
 	sec       = time.Second
 )
 
 // ladderRequests are the priorities of the ladder, in order, all at the same instant: six
 // Sheddable (five pass), five Normal (four pass), two Critical (one passes), then one
 // Sheddable and one Normal more, denied, to compare their RetryAfter with the Critical one's.
-var ladderRequests = []ratelimit.Priority{
+var ladderRequests = []priority.Level{
 	sheddable, sheddable, sheddable, sheddable, sheddable, sheddable,
 	normal, normal, normal, normal, normal,
 	critical, critical,

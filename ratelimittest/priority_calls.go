@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // The rules of priorities beside the other calls: concurrency, Peek and Refund, AllowAll,
@@ -25,16 +26,16 @@ import (
 // may take, leave the bucket at their reserve or below, so that between 4 and 20 tokens are
 // left, exactly as many as Critical requests can then take.
 func priorityConcurrency(t testing.TB, h harness) {
-	l := h.Reserves(ratelimit.Reserves{Normal: 0.2})
+	l := h.Reserves(priority.Reserves{Normal: 0.2})
 	limit := ratelimit.Limit{Rate: 1, Burst: 100}
 	const goroutines, criticals, attempts = 64, 16, 8
 	var admitted [3]atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, goroutines)
 	start := make(chan struct{})
-	run := func(p ratelimit.Priority, count int) {
+	run := func(p priority.Level, count int) {
 		<-start
-		ctx := ratelimit.WithPriority(context.Background(), p)
+		ctx := priority.With(context.Background(), p)
 		for range count {
 			res, err := l.Allow(ctx, "hot", limit)
 			if err != nil {
@@ -89,8 +90,8 @@ func priorityInspector(t testing.TB, h harness) {
 	}
 	bg := context.Background()
 	playOutcomes(t, h.Limiter, "peek", ten, []outcome{{p: critical, n: 5, allowed: true, remaining: 5}})
-	for _, p := range []ratelimit.Priority{sheddable, normal, critical} {
-		ctx := ratelimit.WithPriority(bg, p)
+	for _, p := range []priority.Level{sheddable, normal, critical} {
+		ctx := priority.With(bg, p)
 		for _, n := range []int{1, 2} {
 			peeked, err := ins.Peek(ctx, "peek", ten, n)
 			require.NoError(t, err)
@@ -107,7 +108,7 @@ func priorityInspector(t testing.TB, h harness) {
 		}
 	}
 	// The Sheddable AllowN is the Sheddable Peek.
-	shed := ratelimit.WithPriority(bg, sheddable)
+	shed := priority.With(bg, sheddable)
 	peeked, err := ins.Peek(shed, "peek", ten, 1)
 	require.NoError(t, err)
 	got, err := h.Limiter.Allow(shed, "peek", ten)
@@ -124,7 +125,7 @@ func priorityInspector(t testing.TB, h harness) {
 	require.False(t, refunded.Allowed)
 	require.Zero(t, refunded.Remaining)
 	// A Normal Peek sees 4 of the 5 tokens: 3 left to it after one.
-	peeked, err = ins.Peek(ratelimit.WithPriority(bg, normal), "peek", ten, 1)
+	peeked, err = ins.Peek(priority.With(bg, normal), "peek", ten, 1)
 	require.NoError(t, err)
 	require.True(t, peeked.Allowed)
 	require.Equal(t, 3, peeked.Remaining)
@@ -138,7 +139,7 @@ func priorityAllowAll(t testing.TB, h harness) {
 		return // a backend without MultiLimiter: nothing to check
 	}
 	four := ratelimit.Limit{Rate: 1, Burst: 4} // Sheddable keeps ⌊2⌋ back
-	shed := ratelimit.WithPriority(context.Background(), sheddable)
+	shed := priority.With(context.Background(), sheddable)
 	all := func(ctx context.Context, na, nb int) ratelimit.MultiResult {
 		t.Helper()
 		mr, err := ml.AllowAll(ctx, []ratelimit.Request{
@@ -162,7 +163,7 @@ func priorityAllowAll(t testing.TB, h harness) {
 	}
 	// Normal passes on the first (5 left, 1 kept back), not on the second (2 left, ⌊0.4⌋ = 0
 	// kept back, 3 asked): neither is charged.
-	mr = all(ratelimit.WithPriority(context.Background(), normal), 1, 3)
+	mr = all(priority.With(context.Background(), normal), 1, 3)
 	require.False(t, mr.Allowed)
 	require.True(t, mr.Results[0].Allowed)
 	require.False(t, mr.Results[1].Allowed)
@@ -179,8 +180,8 @@ func priorityAllowAll(t testing.TB, h harness) {
 // Burst less its reserve: the "Burst − R" rule, checked on thousands of states.
 func priorityAgainstModel(t testing.TB, h harness) {
 	rng := rand.New(rand.NewPCG(18, 18))
-	prioritized := func(limit ratelimit.Limit, n int) (ratelimit.Priority, int) {
-		p := ratelimit.Priority(rng.IntN(3))
+	prioritized := func(limit ratelimit.Limit, n int) (priority.Level, int) {
+		p := priority.Level(rng.IntN(3))
 		return p, min(n, usable(limit, p))
 	}
 	switch h.Algorithm {

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // The rules of the reserves' arithmetic: what each priority may take of a bucket.
@@ -17,11 +19,11 @@ import (
 func priorityExceedsBurst(t testing.TB, h harness) {
 	const key = "user:secret-42"
 	cases := []struct {
-		p ratelimit.Priority
+		p priority.Level
 		n int
 	}{{sheddable, 6}, {sheddable, 10}, {normal, 10}}
 	for _, c := range cases {
-		ctx := ratelimit.WithPriority(context.Background(), c.p)
+		ctx := priority.With(context.Background(), c.p)
 		res, err := h.Limiter.AllowN(ctx, key, ten, c.n)
 		require.ErrorIs(t, err, ratelimit.ErrExceedsBurst, "%v n=%d", c.p, c.n)
 		assert.NotContains(t, err.Error(), "secret", "the error names the key")
@@ -69,7 +71,7 @@ func priorityCriticalIsDefault(t testing.TB, h harness) {
 	for i := range 10 {
 		c := ctx
 		if i%2 == 1 {
-			c = ratelimit.WithPriority(ctx, ratelimit.Critical)
+			c = priority.With(ctx, priority.Critical)
 		}
 		res, err := h.Limiter.Allow(c, "default", ten)
 		require.NoError(t, err)
@@ -84,7 +86,7 @@ func priorityCriticalIsDefault(t testing.TB, h harness) {
 // priorityCustomReserves: Normal 0.2 and Sheddable 0.7 keep ⌊2⌋ and ⌊7⌋ tokens of 10
 // back: three Sheddable pass, then five Normal, then two Critical.
 func priorityCustomReserves(t testing.TB, h harness) {
-	l := h.Reserves(ratelimit.Reserves{Normal: 0.2, Sheddable: 0.7})
+	l := h.Reserves(priority.Reserves{Normal: 0.2, Sheddable: 0.7})
 	steps := repeat(sheddable, 3, true, 2)
 	steps = append(steps, outcome{p: sheddable})
 	steps = append(steps, repeat(normal, 5, true, 4)...)
@@ -94,18 +96,18 @@ func priorityCustomReserves(t testing.TB, h harness) {
 	playOutcomes(t, l, "custom", ten, steps)
 
 	// Sheddable 7 keeps 7 back: its largest request is 3 tokens.
-	_, err := l.AllowN(ratelimit.WithPriority(context.Background(), sheddable), "custom-n", ten, 4)
+	_, err := l.AllowN(priority.With(context.Background(), sheddable), "custom-n", ten, 4)
 	require.ErrorIs(t, err, ratelimit.ErrExceedsBurst)
 	playOutcomes(t, l, "custom-n", ten, []outcome{{p: sheddable, n: 3, allowed: true}})
 }
 
 // priorityReservesOff: a negative reserve keeps nothing back; the other keeps its default.
 func priorityReservesOff(t testing.TB, h harness) {
-	off := h.Reserves(ratelimit.Reserves{Normal: -1, Sheddable: -1})
+	off := h.Reserves(priority.Reserves{Normal: -1, Sheddable: -1})
 	playOutcomes(t, off, "off", ten, append(repeat(sheddable, 10, true, 9), outcome{p: sheddable}))
 	playOutcomes(t, off, "off-n", ten, []outcome{{p: sheddable, n: 10, allowed: true}})
 
-	normalOff := h.Reserves(ratelimit.Reserves{Normal: -1})
+	normalOff := h.Reserves(priority.Reserves{Normal: -1})
 	steps := repeat(sheddable, 5, true, 4)
 	steps = append(steps, outcome{p: sheddable})
 	steps = append(steps, repeat(normal, 5, true, 4)...)
@@ -133,20 +135,20 @@ func prioritySmallBursts(t testing.TB, h harness) {
 	})
 }
 
-// priorityHugeBurst: at Burst = ratelimit.MaxBurst (2^52) the reserves are exact too: the
+// priorityHugeBurst: at Burst = args.MaxBurst (2^52) the reserves are exact too: the
 // default ones are ⌊0.1 × 2^52⌋ = 450,359,962,737,049 and 2^51 tokens, and the three
 // priorities take, in turn, exactly the 2^52 tokens of the bucket, each down to its reserve.
-// The sliding log refuses such a Burst (ratelimit.MaxLogBurst): its part is the rest of the
+// The sliding log refuses such a Burst (args.MaxLogBurst): its part is the rest of the
 // suite's.
 func priorityHugeBurst(t testing.TB, h harness) {
 	if h.Algorithm == ratelimit.SlidingWindowLog {
 		return
 	}
-	const huge = ratelimit.MaxBurst
+	const huge = args.MaxBurst
 	limit := ratelimit.Limit{Rate: 1e6, Burst: huge} // T = 1 µs, W = 2^52 µs
-	rn := ratelimit.Reserves{}.Tokens(normal, huge)
+	rn := priority.Reserves{}.Tokens(normal, huge)
 	require.Equal(t, 450_359_962_737_049, rn)
-	require.Equal(t, huge/2, ratelimit.Reserves{}.Tokens(sheddable, huge))
+	require.Equal(t, huge/2, priority.Reserves{}.Tokens(sheddable, huge))
 	playOutcomes(t, h.Limiter, "huge", limit, []outcome{
 		{p: sheddable, n: huge / 2, allowed: true},
 		{p: sheddable},
@@ -157,6 +159,6 @@ func priorityHugeBurst(t testing.TB, h harness) {
 		{p: critical, n: rn, allowed: true},
 		{p: critical},
 	})
-	_, err := h.Limiter.AllowN(ratelimit.WithPriority(context.Background(), sheddable), "huge", limit, huge/2+1)
+	_, err := h.Limiter.AllowN(priority.With(context.Background(), sheddable), "huge", limit, huge/2+1)
 	require.ErrorIs(t, err, ratelimit.ErrExceedsBurst)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // The rules of calendar quotas beside the other calls and features: identity, AllowAll,
@@ -108,16 +109,16 @@ func quotaPriority(t testing.TB, h harness) {
 	if h.Reserves == nil {
 		t.Skip("the harness declares no reserves")
 	}
-	l := h.Reserves(ratelimit.Reserves{})
+	l := h.Reserves(priority.Reserves{})
 	limit := quota(t, "10/day@Asia/Kolkata")
 	left := 18*hour + 30*time.Minute
 	playPriority(t, h, l, "p", limit, []pstep{
-		{p: ratelimit.Sheddable, n: 5, want: allowed(0, left)},
-		{p: ratelimit.Sheddable, want: denied(0, left, left)},
-		{p: ratelimit.Normal, n: 4, want: allowed(0, left)},
-		{p: ratelimit.Normal, want: denied(0, left, left)},
-		{p: ratelimit.Critical, want: allowed(0, left)},
-		{p: ratelimit.Critical, want: denied(0, left, left)},
+		{p: priority.Sheddable, n: 5, want: allowed(0, left)},
+		{p: priority.Sheddable, want: denied(0, left, left)},
+		{p: priority.Normal, n: 4, want: allowed(0, left)},
+		{p: priority.Normal, want: denied(0, left, left)},
+		{p: priority.Critical, want: allowed(0, left)},
+		{p: priority.Critical, want: denied(0, left, left)},
 	})
 }
 
@@ -147,7 +148,7 @@ func quotaLimits(t testing.TB) []ratelimit.Limit {
 
 // quotaGap: nothing, a few µs, up to an hour, up to a day, up to forty days; a random
 // priority one request in two.
-func quotaGap(rng *rand.Rand, limit ratelimit.Limit) (float64, int, ratelimit.Priority, bool) {
+func quotaGap(rng *rand.Rand, limit ratelimit.Limit) (float64, int, priority.Level, bool) {
 	var gap float64
 	switch rng.IntN(5) {
 	case 1:
@@ -159,5 +160,5 @@ func quotaGap(rng *rand.Rand, limit ratelimit.Limit) (float64, int, ratelimit.Pr
 	case 4:
 		gap = rng.Float64() * 40 * 8.64e10
 	}
-	return gap, cost(rng, limit), ratelimit.Priority(rng.IntN(3)), rng.IntN(2) == 0
+	return gap, cost(rng, limit), priority.Level(rng.IntN(3)), rng.IntN(2) == 0
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // Harness tells Run, Check and Agree how to build the limiter under test and what it can do
@@ -44,7 +45,7 @@ type Config struct {
 	// Harness.Algorithms by that one, whatever its default (ratelimit.Limit.Algorithm).
 	Algorithm ratelimit.Algorithm
 	// Reserves are the limiter's priority reserves; the zero value is the default.
-	Reserves ratelimit.Reserves
+	Reserves priority.Reserves
 	// Clock is the clock the limiter must read its time from, with ClockInjected. Inside a
 	// testing/synctest bubble it reads the bubble's clock.
 	Clock *Clock

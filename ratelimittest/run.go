@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // harness is one fresh limiter under test, as a rule sees it.
@@ -29,7 +30,7 @@ type harness struct {
 	Algorithms []ratelimit.Algorithm
 	// Reserves returns a limiter built like Limiter (same backend, algorithm and clock, no
 	// buckets yet) but with the given priority reserves; nil unless Harness.Reserves.
-	Reserves func(r ratelimit.Reserves) ratelimit.Limiter
+	Reserves func(r priority.Reserves) ratelimit.Limiter
 	// fresh returns another harness like this one, on a clock of its own.
 	fresh func() harness
 }
@@ -152,7 +153,7 @@ func build(t testing.TB, h Harness, alg ratelimit.Algorithm, c capabilities, inB
 		hh.Advance = func(time.Duration) { require.FailNow(t, "a rule moved a clock the harness cannot move") }
 	}
 	if h.Reserves {
-		hh.Reserves = func(r ratelimit.Reserves) ratelimit.Limiter {
+		hh.Reserves = func(r priority.Reserves) ratelimit.Limiter {
 			cfg := cfg
 			cfg.Reserves = r
 			return h.New(t, cfg)

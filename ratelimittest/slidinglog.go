@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 )
 
 // slidingLogRules are the rules of ratelimit.SlidingWindowLog. The window at time u holds
@@ -134,22 +135,22 @@ func logBucketIdentity(t testing.TB, h harness) {
 	play(t, h, "id", one, []step{{want: denied(0, time.Second, time.Second)}})
 }
 
-// logMaxBurst: the log holds up to ratelimit.MaxLogBurst entries; a larger Burst is an
+// logMaxBurst: the log holds up to args.MaxLogBurst entries; a larger Burst is an
 // invalid limit, with the same message on every backend, and so is a window that does not
 // fit in 2^53 µs.
 func logMaxBurst(t testing.TB, h harness) {
 	ctx := context.Background()
-	largest := ratelimit.Limit{Rate: ratelimit.MaxLogBurst, Burst: ratelimit.MaxLogBurst} // W = 1 s
+	largest := ratelimit.Limit{Rate: args.MaxLogBurst, Burst: args.MaxLogBurst} // W = 1 s
 	play(t, h, "max", largest, []step{
-		{n: ratelimit.MaxLogBurst, want: allowed(0, time.Second)},
+		{n: args.MaxLogBurst, want: allowed(0, time.Second)},
 		{want: denied(0, time.Second, time.Second)},
-		{advance: time.Second, want: allowed(ratelimit.MaxLogBurst-1, time.Second)},
+		{advance: time.Second, want: allowed(args.MaxLogBurst-1, time.Second)},
 	})
 
-	tooLarge := ratelimit.Limit{Rate: 1, Burst: ratelimit.MaxLogBurst + 1}
+	tooLarge := ratelimit.Limit{Rate: 1, Burst: args.MaxLogBurst + 1}
 	res, err := h.Limiter.Allow(ctx, "max", tooLarge)
 	require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
-	require.EqualError(t, err, "ratelimit: invalid limit: burst 10001 is above the sliding window log's maximum of 10000 (ratelimit.MaxLogBurst)")
+	require.EqualError(t, err, "ratelimit: invalid limit: burst 10001 is above the sliding window log's maximum of 10000")
 	require.Equal(t, ratelimit.Result{Limit: tooLarge}, res)
 
 	tooLong := ratelimit.Limit{Rate: 1e-6, Burst: 9008} // W = 9008·10¹² µs > 2^53

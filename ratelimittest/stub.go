@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // Stub is a ratelimit.Limiter that answers every call with Result (its Limit set to the
@@ -26,7 +27,7 @@ type Stub struct {
 	mu         sync.Mutex
 	keys       []string
 	costs      []int
-	priorities []ratelimit.Priority
+	priorities []priority.Level
 }
 
 var _ ratelimit.Limiter = (*Stub)(nil)
@@ -61,7 +62,7 @@ func (s *Stub) record(ctx context.Context, key string, n int) {
 	defer s.mu.Unlock()
 	s.keys = append(s.keys, key)
 	s.costs = append(s.costs, n)
-	s.priorities = append(s.priorities, ratelimit.PriorityFrom(ctx))
+	s.priorities = append(s.priorities, priority.From(ctx))
 }
 
 func (s *Stub) block(ctx context.Context) error {
@@ -86,10 +87,10 @@ func (s *Stub) Keys() []string {
 }
 
 // Priorities returns the priorities asked at so far, one per key.
-func (s *Stub) Priorities() []ratelimit.Priority {
+func (s *Stub) Priorities() []priority.Level {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]ratelimit.Priority(nil), s.priorities...)
+	return append([]priority.Level(nil), s.priorities...)
 }
 
 // Costs returns the costs asked so far.

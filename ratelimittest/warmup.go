@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 )
 
 // The rules of a token bucket with a warm-up (ratelimit.Limit.Warmup). With rate r, burst b, a
@@ -179,7 +180,7 @@ func warmInvalid(t testing.TB, h harness) {
 	for _, limit := range []ratelimit.Limit{
 		{Rate: 1, Burst: 1, Warmup: -time.Second},
 		{Rate: 1, Burst: 1, Warmup: 1500 * time.Nanosecond},
-		{Rate: 1, Burst: 1, Warmup: ratelimit.MaxWarmup + time.Microsecond},
+		{Rate: 1, Burst: 1, Warmup: args.MaxWarmup + time.Microsecond},
 		{Rate: 2e6, Burst: 1, Warmup: time.Second},
 	} {
 		res, err := h.Limiter.Allow(context.Background(), "bad", limit)

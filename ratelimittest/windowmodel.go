@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/args"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // windowArrival is one request of a timeline: the clock moves by Advance, then the request
@@ -18,7 +19,7 @@ import (
 type windowArrival struct {
 	Advance  time.Duration
 	N        int
-	Priority ratelimit.Priority
+	Priority priority.Level
 }
 
 // randomWindowArrivals returns count arrivals for limit, the same for the same seed: bursts
@@ -93,7 +94,7 @@ func checkModelRule(t testing.TB, h harness) {
 // (both), less than 2·Burst in any interval of length W (counter). After every third
 // denial it comes back 1 µs before RetryAfter (still denied), then at RetryAfter (allowed).
 // An arrival of a priority below Critical is decided by the model as under a Burst less its
-// reserve (the default ratelimit.Reserves); the bounds above are checked on the real Burst.
+// reserve (the default priority.Reserves); the bounds above are checked on the real Burst.
 //
 // now is the harness clock's reading, which must not move but by h.Advance; no other request
 // may use the bucket meanwhile. It returns how many arrivals were admitted and denied at
@@ -111,9 +112,9 @@ func checkWindowModel(t testing.TB, h harness, now time.Time, key string, limit 
 	ask := func(i int, a windowArrival) ratelimit.Result {
 		t.Helper()
 		n := a.N
-		got, err := h.Limiter.AllowN(ratelimit.WithPriority(ctx, a.Priority), key, limit, n)
+		got, err := h.Limiter.AllowN(priority.With(ctx, a.Priority), key, limit, n)
 		require.NoError(t, err, "arrival %d", i)
-		want := m.decide(u, int64(n), int64(limit.Burst-ratelimit.Reserves{}.Tokens(a.Priority, limit.Burst)))
+		want := m.decide(u, int64(n), int64(limit.Burst-priority.Reserves{}.Tokens(a.Priority, limit.Burst)))
 		want.Limit = limit
 		require.Equal(t, want, uncharged(t, got), "arrival %d: n=%d at %d µs, %v", i, n, u, a.Priority)
 		require.Equal(t, got.Allowed, got.RetryAfter == 0, "arrival %d", i)

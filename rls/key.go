@@ -5,7 +5,7 @@ import (
 
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 
-	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 	"github.com/sluice-go/ratelimit/internal/keypart"
 )
 
@@ -22,7 +22,7 @@ const maxTagLen = 64
 // parts escape what would separate them, and long ones are digests). With tag, the key
 // starts with a Redis Cluster hash tag of the domain, "{domain}", which holds no brace: the
 // first braces of the key are the tag's, and what follows is the joined key, so the tag
-// changes nothing of its injectivity. Keys are at most ratelimit.MaxKeyLen bytes.
+// changes nothing of its injectivity. Keys are at most 512 bytes.
 func bucketKey(domain string, entries []*rlv3.RateLimitDescriptor_Entry, shared []string, tag bool) string {
 	parts := make([]string, 0, len(entries)+1)
 	parts = append(parts, keypart.Label("d", domain))
@@ -38,7 +38,7 @@ func bucketKey(domain string, entries []*rlv3.RateLimitDescriptor_Entry, shared 
 		return key
 	}
 	t := hashTag(domain)
-	if len(t)+len(key) > ratelimit.MaxKeyLen {
+	if len(t)+len(key) > args.MaxKeyLen {
 		key = keypart.Hash(nil, key)
 	}
 	return t + key

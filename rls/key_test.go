@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 )
 
 // TestBucketKeyInjective builds the keys of adversarial descriptors, whose keys and values
@@ -42,7 +42,7 @@ func TestBucketKeyInjective(t *testing.T) {
 				t.Fatalf("%s and %s share the key %q", other, name, key)
 			}
 			seen[key] = name
-			assert.LessOrEqual(t, len(key), ratelimit.MaxKeyLen, name)
+			assert.LessOrEqual(t, len(key), args.MaxKeyLen, name)
 			if tag {
 				assert.True(t, strings.HasPrefix(key, hashTag(in.domain)), name)
 				assert.NotContains(t, hashTag(in.domain)[1:len(hashTag(in.domain))-1], "{")

@@ -31,7 +31,7 @@ var _ pb.RateLimitServiceServer = (*Service)(nil)
 
 // New returns a Service that decides with limiter under config (nil: no domain). It returns
 // an error, wrapping ErrConfig, when the limiter refuses one of config's limits (its
-// ratelimit.LimitValidator: a sliding log above ratelimit.MaxLogBurst, say). It panics on a
+// ratelimit.LimitValidator: a sliding log with a Burst above 10,000, say). It panics on a
 // nil limiter, on one that decides no several limits at once (ratelimit.MultiLimiter,
 // found with ratelimit.As) and on conflicting options. Refunds (is_negative_hits) and
 // descriptors of hits_addend 0 need a limiter that is a ratelimit.Inspector, as every

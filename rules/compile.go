@@ -27,7 +27,7 @@ type PolicyDoc struct {
 	Limits []string
 	Key    string
 	Cost   int
-	// Priority is "critical", "normal", "sheddable" (ratelimit.Priority's names), or ""
+	// Priority is "critical", "normal", "sheddable" (priority.Level's names), or ""
 	// for none.
 	Priority    string
 	Shadow      bool
@@ -45,7 +45,7 @@ type RuleDoc struct {
 // (WithValidator; the others are ignored). Every error wraps ErrInvalid
 // and names the file, the line and the policy or rule: a limit ParseLimit cannot read, or
 // that the validator refuses; a key function the registry lacks; a priority that is not
-// one of ratelimit.Priority's names; a concurrency below 0, or above 0 in a shadow policy;
+// one of priority.Level's names; a concurrency below 0, or above 0 in a shadow policy;
 // a policy with neither limits nor concurrency;
 // a rule without a match or naming no known policy; the same policy twice. Compile checks
 // everything before returning, and returns every error it found, joined. An option given a

@@ -48,7 +48,7 @@ func TestReloadRace(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, policy(0, limits[0]), 0o600))
 	require.NoError(t, live.LoadFile(path))
 	// Failing closed, so that an error is an answer of its own (503), not an admission.
-	srv := httptest.NewServer(httpmw.New(limiter, httpmw.WithRules(live), httpmw.WithErrorPolicy(ratelimit.FailClosed))(
+	srv := httptest.NewServer(httpmw.New(limiter, httpmw.WithRules(live), httpmw.WithFailClosed())(
 		http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
 	t.Cleanup(srv.Close)
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/args"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // Request is what rules read of a request, whatever its framework: FromHTTP and FromGRPC
@@ -94,8 +95,8 @@ type Policy struct {
 	// Cost is the tokens a request takes of each limit; 0 means 1.
 	Cost int
 	// Priority is the priority of the policy's requests when HasPriority is set; otherwise
-	// they keep the one the middleware gives them (ratelimit.WithPriority).
-	Priority ratelimit.Priority
+	// they keep the one the middleware gives them (priority.With).
+	Priority priority.Level
 	// HasPriority reports that the file names the policy's priority.
 	HasPriority bool
 	// Shadow decides and reports the policy's requests, in buckets of their own, and lets
@@ -157,9 +158,9 @@ type namedKey struct {
 	value string
 }
 
-// parsePriority returns the priority of ratelimit.Priority's name name.
-func parsePriority(name string) (ratelimit.Priority, bool) {
-	for _, p := range [...]ratelimit.Priority{ratelimit.Critical, ratelimit.Normal, ratelimit.Sheddable} {
+// parsePriority returns the priority of priority.Level's name name.
+func parsePriority(name string) (priority.Level, bool) {
+	for _, p := range [...]priority.Level{priority.Critical, priority.Normal, priority.Sheddable} {
 		if p.String() == name {
 			return p, true
 		}

@@ -179,7 +179,7 @@ rules: invalid rules: rules.json:5: rule 4: route "/pkg.S/M" and full method "/p
 		"a fraction of a cost": `rules: invalid rules: rules.json:1: policy "a": json: cannot unmarshal number 1.9 into Go value of type int`,
 		"everything else": `rules: invalid rules: rules.json:3: policy "a": ratelimit: invalid limit: "10/week": "week" is a calendar period: a quota names its time zone, as in 10/week@UTC
 rules: invalid rules: rules.json:3: policy "a": key function "nobody" is not registered
-rules: invalid rules: rules.json:4: policy "b": ratelimit: invalid limit: burst 20000 is above the sliding window log's maximum of 10000 (ratelimit.MaxLogBurst)
+rules: invalid rules: rules.json:4: policy "b": ratelimit: invalid limit: burst 20000 is above the sliding window log's maximum of 10000
 rules: invalid rules: rules.json:7: rule 1: policy "c" is not defined
 rules: invalid rules: rules.json:8: rule 2: matches every request: give the default policy ("default") instead
 rules: invalid rules: rules.json:9: rule 3: key function "tier" is not registered`,

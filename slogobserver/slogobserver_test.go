@@ -16,6 +16,7 @@ import (
 	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/local"
 	"github.com/sluice-go/ratelimit/observe"
+	"github.com/sluice-go/ratelimit/priority"
 	"github.com/sluice-go/ratelimit/slogobserver"
 )
 
@@ -108,7 +109,7 @@ func TestPriority(t *testing.T) {
 	var out logs
 	o := slogobserver.New(out.logger())
 	d := denied
-	d.Priority = ratelimit.Sheddable
+	d.Priority = priority.Sheddable
 	o.ObserveDecision(context.Background(), d)
 	assert.Equal(t, []string{
 		`{"level":"INFO","msg":"rate limit: request denied","policy":"api","backend":"local","shadow":false,"cost":1,"priority":"sheddable","limit":"2/s","duration":150,"remaining":0}`,

@@ -186,7 +186,7 @@ func (l *Limiter) check(ctx context.Context, key string, max int) error {
 		return fmt.Errorf("fallback: %w", ratelimit.ErrClosed)
 	case key == "":
 		return fmt.Errorf("fallback: %w", args.ErrKeyEmpty)
-	case len(key) > ratelimit.MaxKeyLen:
+	case len(key) > args.MaxKeyLen:
 		return fmt.Errorf("fallback: %w", args.ErrKeyTooLong)
 	case max < 1:
 		return fmt.Errorf("fallback: max %d: %w", max, args.ErrInvalidLimit)

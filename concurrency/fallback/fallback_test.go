@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/concurrency/fallback"
 	"github.com/sluice-go/ratelimit/concurrency/local"
+	"github.com/sluice-go/ratelimit/internal/args"
 )
 
 const (
@@ -226,7 +227,7 @@ func TestArguments(t *testing.T) {
 		want error
 	}{
 		{"", 1, ratelimit.ErrInvalidArgument},
-		{string(make([]byte, ratelimit.MaxKeyLen+1)), 1, ratelimit.ErrInvalidArgument},
+		{string(make([]byte, args.MaxKeyLen+1)), 1, ratelimit.ErrInvalidArgument},
 		{"k", 0, ratelimit.ErrInvalidArgument},
 	} {
 		_, err := r.l.Acquire(t.Context(), tc.key, tc.max)

@@ -204,7 +204,7 @@ func (l *Limiter) check(ctx context.Context, key string, max int) error {
 		return errClosed
 	case key == "":
 		return fmt.Errorf("local: %w", args.ErrKeyEmpty)
-	case len(key) > ratelimit.MaxKeyLen:
+	case len(key) > args.MaxKeyLen:
 		return fmt.Errorf("local: %w", args.ErrKeyTooLong)
 	case max < 1:
 		return fmt.Errorf("local: max %d: %w", max, args.ErrInvalidLimit)

@@ -18,6 +18,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/concurrency/local"
+	"github.com/sluice-go/ratelimit/internal/args"
 )
 
 // peak runs callers goroutines that each acquire a permit of key under max from l, hold it
@@ -291,7 +292,7 @@ func TestInvalidArguments(t *testing.T) {
 		want error
 	}{
 		{"empty key", t.Context(), "", 1, ratelimit.ErrInvalidArgument},
-		{"key too long", t.Context(), strings.Repeat("k", ratelimit.MaxKeyLen+1), 1, ratelimit.ErrInvalidArgument},
+		{"key too long", t.Context(), strings.Repeat("k", args.MaxKeyLen+1), 1, ratelimit.ErrInvalidArgument},
 		{"zero max", t.Context(), "k", 0, ratelimit.ErrInvalidArgument},
 		{"negative max", t.Context(), "k", -1, ratelimit.ErrInvalidArgument},
 		{"ended context", done, "k", 1, context.Canceled},

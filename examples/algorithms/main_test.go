@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // The token bucket's answers to the trace, derived by hand. PerSecond(10): the bucket holds up
@@ -207,8 +208,8 @@ func has(img image.Image, c color.RGBA) bool {
 func TestOverload(t *testing.T) {
 	o, err := playOverload()
 	require.NoError(t, err)
-	assert.Equal(t, []int{60, 75, 189}, []int{len(o.admitted[ratelimit.Critical]), len(o.admitted[ratelimit.Normal]),
-		len(o.admitted[ratelimit.Sheddable])})
+	assert.Equal(t, []int{60, 75, 189}, []int{len(o.admitted[priority.Critical]), len(o.admitted[priority.Normal]),
+		len(o.admitted[priority.Sheddable])})
 	assert.Equal(t, [3]int{0, 0, 3000 - 189}, o.denied)
 	last := o.level[len(o.level)-1]
 	assert.Equal(t, 25.0, last.Y, "whole tokens held at the end")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // The mixed-priority overload: one token bucket, the default reserves, and three clients at
@@ -25,12 +26,12 @@ var (
 	// overloadSpan is how long the clients ask; each client's period between requests.
 	overloadSpan = 3 * time.Second
 	overloadBy   = []struct {
-		p      ratelimit.Priority
+		p      priority.Level
 		period time.Duration
 	}{
-		{ratelimit.Sheddable, time.Millisecond},
-		{ratelimit.Normal, 40 * time.Millisecond},
-		{ratelimit.Critical, 50 * time.Millisecond},
+		{priority.Sheddable, time.Millisecond},
+		{priority.Normal, 40 * time.Millisecond},
+		{priority.Critical, 50 * time.Millisecond},
 	}
 )
 
@@ -56,7 +57,7 @@ func playOverload() (overload, error) {
 			if at%c.period != 0 {
 				continue
 			}
-			res, err := limiter.Allow(ratelimit.WithPriority(context.Background(), c.p), "api", overloadLimit)
+			res, err := limiter.Allow(priority.With(context.Background(), c.p), "api", overloadLimit)
 			if err != nil {
 				return overload{}, fmt.Errorf("%v at %v: %w", c.p, at, err)
 			}
@@ -86,8 +87,8 @@ const overloadBin = 100 * time.Millisecond
 func printOverload(w io.Writer, o overload) {
 	fmt.Fprintf(w, "overload for %s under %v, default reserves (normal %d, sheddable %d tokens):\n",
 		seconds(overloadSpan), overloadLimit,
-		ratelimit.Reserves{}.Tokens(ratelimit.Normal, overloadLimit.Burst),
-		ratelimit.Reserves{}.Tokens(ratelimit.Sheddable, overloadLimit.Burst))
+		priority.Reserves{}.Tokens(priority.Normal, overloadLimit.Burst),
+		priority.Reserves{}.Tokens(priority.Sheddable, overloadLimit.Burst))
 	for _, c := range overloadBy {
 		fmt.Fprintf(w, "  %-9v every %-5v admitted %4d, denied %4d\n", c.p, c.period, len(o.admitted[c.p]), o.denied[c.p])
 	}
@@ -101,9 +102,9 @@ func writeOverload(w io.Writer, o overload) error {
 	per.Y.Label.Text = fmt.Sprintf("admitted per %v", overloadBin)
 	per.Y.Tick.Marker = plot.ConstantTicks(ticks(0, 30, 5, "%g"))
 	lines := []*plotter.Line{
-		stepLine(overloadSteps(o.admitted[ratelimit.Sheddable]), red, 1.5),
-		stepLine(overloadSteps(o.admitted[ratelimit.Normal]), blue, 2),
-		stepLine(overloadSteps(o.admitted[ratelimit.Critical]), green, 2),
+		stepLine(overloadSteps(o.admitted[priority.Sheddable]), red, 1.5),
+		stepLine(overloadSteps(o.admitted[priority.Normal]), blue, 2),
+		stepLine(overloadSteps(o.admitted[priority.Critical]), green, 2),
 	}
 	for _, l := range lines {
 		per.Add(l)
@@ -115,8 +116,8 @@ func writeOverload(w io.Writer, o overload) error {
 	lvl.Y.Tick.Marker = plot.ConstantTicks(ticks(0, 50, 5, "%g"))
 	level := line(o.level, grey, 1)
 	lvl.Add(level)
-	for _, p := range []ratelimit.Priority{ratelimit.Sheddable, ratelimit.Normal} {
-		r := flat(float64(ratelimit.Reserves{}.Tokens(p, overloadLimit.Burst)), black)
+	for _, p := range []priority.Level{priority.Sheddable, priority.Normal} {
+		r := flat(float64(priority.Reserves{}.Tokens(p, overloadLimit.Burst)), black)
 		r.Dashes = dashes
 		lvl.Add(r)
 	}

@@ -98,7 +98,7 @@ func newRouter(limiter ratelimit.Limiter, trusted []netip.Prefix, obs observe.Ob
 	// Guessing passwords should stay slow even when the limiter is down: fail closed.
 	r.POST("/login",
 		ginmw.New(limiter, byClient, observed, ginmw.WithLimit(ratelimit.PerMinute(5)),
-			ginmw.WithErrorPolicy(ratelimit.FailClosed),
+			ginmw.WithFailClosed(),
 			ginmw.WithHeaderStyle(headers.StyleBoth), ginmw.WithPolicyName("login")),
 		func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"token": "demo"}) })
 

@@ -99,7 +99,7 @@ func newServer(limiter ratelimit.Limiter) *grpc.Server {
 	srv := grpc.NewServer(
 		// Check is cheap to answer but the example treats it like a login: fail closed.
 		grpc.ChainUnaryInterceptor(grpcmw.UnaryServerInterceptor(limiter,
-			append(opts, grpcmw.WithErrorPolicy(ratelimit.FailClosed))...)),
+			append(opts, grpcmw.WithFailClosed())...)),
 		// Streams are checked once, when they open.
 		grpc.ChainStreamInterceptor(grpcmw.StreamServerInterceptor(limiter, opts...)))
 	healthpb.RegisterHealthServer(srv, health.NewServer())

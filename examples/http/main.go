@@ -74,7 +74,7 @@ func newMux(limiter ratelimit.Limiter) *http.ServeMux {
 	} // other routes (GET /healthz) get the default, the zero Limit: not limited
 	style := httpmw.WithHeaderStyle(headers.StyleBoth)
 	strict := httpmw.New(limiter, httpmw.WithRouteLimits(limits, ratelimit.Limit{}), style,
-		httpmw.WithErrorPolicy(ratelimit.FailClosed))
+		httpmw.WithFailClosed())
 	open := httpmw.New(limiter, httpmw.WithRouteLimits(limits, ratelimit.Limit{}), style)
 
 	mux := http.NewServeMux()

@@ -62,6 +62,7 @@ import (
 	"github.com/sluice-go/ratelimit/keyfuncs/httpkeys"
 	"github.com/sluice-go/ratelimit/local"
 	"github.com/sluice-go/ratelimit/otelmetrics"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // config is what the flags set.
@@ -184,7 +185,7 @@ func routes(limiter *fallback.Limiter, obs *otelmetrics.Observer, registry *prom
 			}
 		}),
 		httpmw.WithRefundIf(func(_ *http.Request, status int) bool { return status < 400 }),
-		httpmw.WithErrorPolicy(ratelimit.FailClosed),
+		httpmw.WithFailClosed(),
 		httpmw.WithObserver(obs))
 
 	mux := http.NewServeMux()
@@ -213,11 +214,11 @@ func api(limiter *fallback.Limiter, obs *otelmetrics.Observer) http.Handler {
 			}
 			return clientIP(c)
 		}),
-		ginmw.WithPriorityFunc(func(c *gin.Context) ratelimit.Priority {
+		ginmw.WithPriorityFunc(func(c *gin.Context) priority.Level {
 			if c.FullPath() == "/api/stats" {
-				return ratelimit.Sheddable
+				return priority.Sheddable
 			}
-			return ratelimit.Normal
+			return priority.Normal
 		}),
 		ginmw.WithObserver(obs)))
 	g.GET("/items/:id", func(c *gin.Context) {

@@ -83,11 +83,11 @@ func checkRefill(limit ratelimit.Limit) error {
 }
 
 // LogWindow returns the window of a valid ratelimit.SlidingWindowLog limit, as Window does,
-// after checking that its Burst is at most ratelimit.MaxLogBurst.
+// after checking that its Burst is at most MaxLogBurst.
 func LogWindow(limit ratelimit.Limit) (int64, error) {
-	if limit.Burst > ratelimit.MaxLogBurst {
-		return 0, fmt.Errorf("%w: burst %d is above the sliding window log's maximum of %d (ratelimit.MaxLogBurst)",
-			ErrInvalidLimit, limit.Burst, ratelimit.MaxLogBurst)
+	if limit.Burst > MaxLogBurst {
+		return 0, fmt.Errorf("%w: burst %d is above the sliding window log's maximum of %d",
+			ErrInvalidLimit, limit.Burst, MaxLogBurst)
 	}
 	return Window(limit)
 }

@@ -16,9 +16,9 @@ func TestCheckAlgorithm(t *testing.T) {
 		limit ratelimit.Limit
 		text  string // "" when valid
 	}{
-		{ratelimit.SlidingWindowLog, ratelimit.Limit{Rate: 1, Burst: ratelimit.MaxLogBurst}, ""},
-		{ratelimit.SlidingWindowLog, ratelimit.Limit{Rate: 1, Burst: ratelimit.MaxLogBurst + 1},
-			"ratelimit: invalid limit: burst 10001 is above the sliding window log's maximum of 10000 (ratelimit.MaxLogBurst)"},
+		{ratelimit.SlidingWindowLog, ratelimit.Limit{Rate: 1, Burst: MaxLogBurst}, ""},
+		{ratelimit.SlidingWindowLog, ratelimit.Limit{Rate: 1, Burst: MaxLogBurst + 1},
+			"ratelimit: invalid limit: burst 10001 is above the sliding window log's maximum of 10000"},
 		// The window must fit in [1 µs, 2^53 µs], as for every window algorithm.
 		{ratelimit.SlidingWindowLog, ratelimit.Limit{Rate: 3e6, Burst: 1},
 			"ratelimit: invalid limit: the window burst/rate = 3.3333333333333335e-07 s is not between 1 µs and 2^53 µs (285 years)"},
@@ -29,10 +29,10 @@ func TestCheckAlgorithm(t *testing.T) {
 		// at a billion a second, or MaxBurst refilled in 2^53 µs exactly.
 		{ratelimit.TokenBucket, ratelimit.Limit{Rate: 1e9, Burst: 1e9}, ""},
 		{ratelimit.TokenBucket, ratelimit.Limit{Rate: 1e9, Burst: 1}, ""},
-		{ratelimit.TokenBucket, ratelimit.Limit{Rate: 5e5, Burst: ratelimit.MaxBurst}, ""},
+		{ratelimit.TokenBucket, ratelimit.Limit{Rate: 5e5, Burst: MaxBurst}, ""},
 		{ratelimit.TokenBucket, ratelimit.Limit{Rate: 1e-10, Burst: 1},
 			"ratelimit: invalid limit: burst/rate = 1e+10 s, the time a drained bucket takes to refill, is longer than 2^53 µs (285 years)"},
-		{ratelimit.LeakyBucket, ratelimit.Limit{Rate: 499_999, Burst: ratelimit.MaxBurst},
+		{ratelimit.LeakyBucket, ratelimit.Limit{Rate: 499_999, Burst: MaxBurst},
 			"ratelimit: invalid limit: burst/rate = 9.00721726917553e+09 s, the time a drained bucket takes to refill, is longer than 2^53 µs (285 years)"},
 	}
 	for _, c := range cases {

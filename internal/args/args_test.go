@@ -2,12 +2,15 @@ package args
 
 import (
 	"math"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 func TestCheck(t *testing.T) {
@@ -41,20 +44,20 @@ func TestCheck(t *testing.T) {
 
 func TestReserve(t *testing.T) {
 	ten := ratelimit.Limit{Rate: 1, Burst: 10}
-	var defaults ratelimit.Reserves // 1 token kept from Normal, 5 from Sheddable
+	var defaults priority.Reserves // 1 token kept from Normal, 5 from Sheddable
 	cases := []struct {
-		r    ratelimit.Reserves
-		p    ratelimit.Priority
+		r    priority.Reserves
+		p    priority.Level
 		n    int
 		want int
 		text string
 	}{
-		{defaults, ratelimit.Critical, 10, 0, ""},
-		{defaults, ratelimit.Normal, 9, 1, ""},
-		{defaults, ratelimit.Normal, 10, 1, "ratelimit: cost exceeds burst: n = 10, burst 10 less the 1 tokens kept back from normal requests"},
-		{defaults, ratelimit.Sheddable, 5, 5, ""},
-		{defaults, ratelimit.Sheddable, 6, 5, "ratelimit: cost exceeds burst: n = 6, burst 10 less the 5 tokens kept back from sheddable requests"},
-		{ratelimit.Reserves{Normal: -1, Sheddable: -1}, ratelimit.Sheddable, 10, 0, ""},
+		{defaults, priority.Critical, 10, 0, ""},
+		{defaults, priority.Normal, 9, 1, ""},
+		{defaults, priority.Normal, 10, 1, "ratelimit: cost exceeds burst: n = 10, burst 10 less the 1 tokens kept back from normal requests"},
+		{defaults, priority.Sheddable, 5, 5, ""},
+		{defaults, priority.Sheddable, 6, 5, "ratelimit: cost exceeds burst: n = 6, burst 10 less the 5 tokens kept back from sheddable requests"},
+		{priority.Reserves{Normal: -1, Sheddable: -1}, priority.Sheddable, 10, 0, ""},
 	}
 	for _, c := range cases {
 		got, err := Reserve(c.r, c.p, ten, c.n)
@@ -93,4 +96,24 @@ func TestWindow(t *testing.T) {
 		_, err := Window(bad)
 		require.ErrorIs(t, err, ratelimit.ErrInvalidArgument, "%v", bad)
 	}
+}
+
+// TestBounds pins the bounds to the root package's own, which it states in words and checks
+// in Limit.Validate: a Burst of MaxBurst and a Warmup of MaxWarmup are valid, one more is not.
+func TestBounds(t *testing.T) {
+	at := ratelimit.Limit{Rate: 1, Burst: MaxBurst, Warmup: MaxWarmup}
+	require.NoError(t, at.Validate())
+	over := at
+	over.Burst++
+	require.ErrorIs(t, over.Validate(), ratelimit.ErrInvalidArgument)
+	over = at
+	over.Warmup += time.Microsecond
+	require.ErrorIs(t, over.Validate(), ratelimit.ErrInvalidArgument)
+	quota := ratelimit.Quota(MaxBurst, ratelimit.Period{Unit: ratelimit.Day, Zone: "UTC"})
+	require.NoError(t, quota.Validate())
+	quota.Burst++
+	require.ErrorIs(t, quota.Validate(), ratelimit.ErrInvalidArgument)
+	ok := ratelimit.PerSecond(1)
+	require.ErrorIs(t, Check(strings.Repeat("k", MaxKeyLen+1), ok, 1), ErrKeyTooLong)
+	require.NoError(t, Check(strings.Repeat("k", MaxKeyLen), ok, 1))
 }

@@ -2,6 +2,7 @@ package args
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/sluice-go/ratelimit"
 )
@@ -55,11 +56,12 @@ func repeats(reqs []ratelimit.Request, r *ratelimit.Request, def ratelimit.Algor
 	return false
 }
 
-// Bind sets mr's Binding and RetryAfter from its Results, as ratelimit.MultiResult says:
+// Bind sets mr's Binding from its Results, as ratelimit.MultiResult says:
 // denied, the entry with the longest RetryAfter; allowed, the one with the fewest Remaining;
 // ties, the first; an entry with the zero Limit never, unless every entry has it.
 func Bind(mr *ratelimit.MultiResult, reqs []ratelimit.Request) {
-	mr.Binding, mr.RetryAfter = -1, 0
+	mr.Binding = -1
+	var retry time.Duration
 	for i := range mr.Results {
 		res := &mr.Results[i]
 		if reqs[i].Limit == (ratelimit.Limit{}) {
@@ -67,11 +69,11 @@ func Bind(mr *ratelimit.MultiResult, reqs []ratelimit.Request) {
 		}
 		switch {
 		case mr.Binding < 0,
-			!mr.Allowed && res.RetryAfter > mr.RetryAfter,
+			!mr.Allowed && res.RetryAfter > retry,
 			mr.Allowed && res.Remaining < mr.Results[mr.Binding].Remaining:
 			mr.Binding = i
 			if !mr.Allowed {
-				mr.RetryAfter = res.RetryAfter
+				retry = res.RetryAfter
 			}
 		}
 	}

@@ -13,9 +13,9 @@ import (
 func Valid(key string, limit ratelimit.Limit, n int) bool {
 	// Rate ≤ MaxFloat64 rules out +Inf; the comparisons are false for NaN. Burst ≥ 1 follows
 	// from 1 ≤ n ≤ Burst.
-	return key != "" && len(key) <= ratelimit.MaxKeyLen &&
+	return key != "" && len(key) <= MaxKeyLen &&
 		limit.Rate > 0 && limit.Rate <= math.MaxFloat64 &&
-		n >= 1 && n <= limit.Burst && limit.Burst <= ratelimit.MaxBurst &&
+		n >= 1 && n <= limit.Burst && limit.Burst <= MaxBurst &&
 		uint(limit.Algorithm) <= uint(ratelimit.LeakyBucket) && noPeriod(&limit.Period) &&
 		(limit.Warmup == 0 || validWarmup(limit.Warmup))
 }
@@ -23,7 +23,7 @@ func Valid(key string, limit ratelimit.Limit, n int) bool {
 // validWarmup reports whether a warm-up is one Limit.Validate accepts; apart from Valid, so
 // that the usual limit, without one, pays a single comparison.
 func validWarmup(d time.Duration) bool {
-	return d > 0 && d <= ratelimit.MaxWarmup && d%time.Microsecond == 0
+	return d > 0 && d <= MaxWarmup && d%time.Microsecond == 0
 }
 
 // noPeriod reports whether p is the zero Period, field by field: the generated equality of

@@ -14,13 +14,13 @@ import (
 // TestValidIsCheck: Valid says yes exactly when Check returns nil, over every combination of
 // keys, rates, bursts and costs at and around each bound.
 func TestValidIsCheck(t *testing.T) {
-	keys := []string{"", "k", strings.Repeat("k", ratelimit.MaxKeyLen), strings.Repeat("k", ratelimit.MaxKeyLen+1)}
+	keys := []string{"", "k", strings.Repeat("k", MaxKeyLen), strings.Repeat("k", MaxKeyLen+1)}
 	rates := []float64{math.NaN(), math.Inf(-1), -1, 0, math.SmallestNonzeroFloat64, 1, math.MaxFloat64, math.Inf(1)}
-	bursts := []int{math.MinInt, -1, 0, 1, 2, ratelimit.MaxBurst, ratelimit.MaxBurst + 1, math.MaxInt}
-	costs := []int{math.MinInt, -1, 0, 1, 2, ratelimit.MaxBurst, ratelimit.MaxBurst + 1, math.MaxInt}
+	bursts := []int{math.MinInt, -1, 0, 1, 2, MaxBurst, MaxBurst + 1, math.MaxInt}
+	costs := []int{math.MinInt, -1, 0, 1, 2, MaxBurst, MaxBurst + 1, math.MaxInt}
 	warmups := []time.Duration{math.MinInt64, -time.Microsecond, -1, 0, 1, 999, time.Microsecond,
-		time.Hour + 1, time.Hour, ratelimit.MaxWarmup, ratelimit.MaxWarmup + 1,
-		ratelimit.MaxWarmup + time.Microsecond, math.MaxInt64}
+		time.Hour + 1, time.Hour, MaxWarmup, MaxWarmup + 1,
+		MaxWarmup + time.Microsecond, math.MaxInt64}
 	for _, key := range keys {
 		for _, rate := range rates {
 			for _, burst := range bursts {

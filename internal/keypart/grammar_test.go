@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 )
 
 // The proof that keys are injective. read parses a key back, following the grammar of the
@@ -121,7 +121,7 @@ func label(l, v string) built {
 		sum := sha256.Sum256([]byte(v))
 		desc = "D(" + strconv.Quote(l) + "," + hex.EncodeToString(sum[:16]) + ")"
 	}
-	if s := labelled(l, v); len(s) > ratelimit.MaxKeyLen {
+	if s := labelled(l, v); len(s) > args.MaxKeyLen {
 		desc = "H(" + digest(nil, s) + ")"
 	}
 	return built{Label(l, v), desc}
@@ -136,7 +136,7 @@ func join(parts []built) built {
 		keys[i], descs[i] = p.key, p.desc
 	}
 	desc := "J(" + strings.Join(descs, ",") + ")"
-	if s := joined(keys); len(s) > ratelimit.MaxKeyLen {
+	if s := joined(keys); len(s) > args.MaxKeyLen {
 		desc = "H(" + digest(nil, s) + ")"
 	}
 	return built{Join(keys), desc}
@@ -229,7 +229,7 @@ func FuzzKeys(f *testing.F) {
 			return
 		}
 		for _, b := range []built{b1, b2} {
-			require.LessOrEqual(t, len(b.key), ratelimit.MaxKeyLen, b.key)
+			require.LessOrEqual(t, len(b.key), args.MaxKeyLen, b.key)
 			desc, ok := read(b.key)
 			require.True(t, ok, "%q does not read back", b.key)
 			require.Equal(t, b.desc, desc, "key %q", b.key)

@@ -21,7 +21,7 @@
 // part once more, so that a Join of Joins reads back as the tree it is. A Join of a single
 // part is the part, since it names the same thing.
 //
-// Every key is at most ratelimit.MaxKeyLen bytes: Label and Join replace a longer result by
+// Every key is at most args.MaxKeyLen bytes: Label and Join replace a longer result by
 // Hash(nil, result), which is short and, being a digest of all of it, still tells keys apart.
 package keypart
 
@@ -34,7 +34,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 )
 
 // MaxValueLen is the longest value Label keeps as it is. A longer one, which a client can
@@ -54,17 +54,17 @@ const (
 
 // Label returns label + ":" + value with both escaped (see the package documentation), or,
 // for a value longer than MaxValueLen, label + ":#sha256:" and the hex of the first 16 bytes
-// of the value's SHA-256. A result longer than ratelimit.MaxKeyLen (a label hundreds of bytes
+// of the value's SHA-256. A result longer than args.MaxKeyLen (a label hundreds of bytes
 // long) is replaced by Hash(nil, result).
 func Label(label, value string) string {
 	return bound(labelled(label, value))
 }
 
 // Plain reports whether Label(label, value) is label + ":" + value: nothing to escape in
-// either, value no longer than MaxValueLen, the key within ratelimit.MaxKeyLen. A caller
+// either, value no longer than MaxValueLen, the key within args.MaxKeyLen. A caller
 // that knows label + ":" need not build the key to know its parts.
 func Plain(label, value string) bool {
-	return len(value) <= MaxValueLen && len(label)+1+len(value) <= ratelimit.MaxKeyLen &&
+	return len(value) <= MaxValueLen && len(label)+1+len(value) <= args.MaxKeyLen &&
 		!strings.ContainsAny(label, labelSpecial) && !strings.ContainsAny(value, valueSpecial)
 }
 
@@ -80,7 +80,7 @@ func labelled(label, value string) string {
 // Join joins parts with "|", escaping "%" as "%25" and "|" as "%7C" inside each part, so
 // that no two different lists of parts join to the same key. A single part is returned as it
 // is (bounded, like every key), so Join([]string{k}) names what k names. A result longer
-// than ratelimit.MaxKeyLen is replaced by Hash(nil, result).
+// than args.MaxKeyLen is replaced by Hash(nil, result).
 func Join(parts []string) string {
 	if len(parts) == 1 {
 		return bound(parts[0])
@@ -115,9 +115,9 @@ func Hash(secret []byte, key string) string {
 	return "h:#" + base64.RawURLEncoding.EncodeToString(sum[:16])
 }
 
-// bound returns key, or Hash(nil, key) when key is longer than ratelimit.MaxKeyLen.
+// bound returns key, or Hash(nil, key) when key is longer than args.MaxKeyLen.
 func bound(key string) string {
-	if len(key) > ratelimit.MaxKeyLen {
+	if len(key) > args.MaxKeyLen {
 		return Hash(nil, key)
 	}
 	return key

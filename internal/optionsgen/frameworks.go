@@ -54,7 +54,7 @@ type framework struct {
 	Sheddable      string // an example of sheddable requests
 	Critical       string // examples of critical ones
 	PriorityMore   string // after "unless code before the middleware set one"
-	FailClosed     string // what ratelimit.FailClosed does to a request
+	FailClosed     string // what WithFailClosed does to a request
 	Busy           string // what WithConcurrency answers a request that finds no permit
 	StyleWhat      string // after "WithHeaderStyle sets which rate-limit"
 	StyleMore      string // sentences after the default

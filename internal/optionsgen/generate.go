@@ -196,6 +196,7 @@ func imports(fw *framework) []string {
 		"github.com/sluice-go/ratelimit",
 		"github.com/sluice-go/ratelimit/concurrency",
 		"github.com/sluice-go/ratelimit/headers",
+		"github.com/sluice-go/ratelimit/priority",
 	}, fw.Imports...)
 	slices.Sort(all)
 	all = slices.Compact(all)

@@ -36,7 +36,7 @@ var options = []option{
 		name: "WithKeyFunc",
 		doc: `WithKeyFunc sets how a {{.Req}}'s key is found{{.KeyFrom}}. Default: {{.KeyDefault}}.
 A {{.Req}} whose key cannot be found, or is one the limiter cannot take (empty, or longer
-than [ratelimit.MaxKeyLen] with its policy's name), is limited under [UnkeyedKey] (see
+than 512 bytes with its policy's name), is limited under [UnkeyedKey] (see
 "Security" in the package documentation). {{cap .Panics}} when [WithLimits] is given too:
 its limits carry their keys.`,
 		fn:  "(string, error)",
@@ -98,7 +98,7 @@ Beside it: {{cap .Panics}} when [WithLimit], [{{.Table}}], [WithLimitFunc], [Wit
 not implement [ratelimit.MultiLimiter]; a policy's priority wins over [WithPriorityFunc],
 which gives the priority of the policies that name none; [WithShadow] makes every policy
 shadow (and holds no permit); [WithSkipFunc], [WithRefundIf], [WithObserver],
-[WithErrorPolicy] and [WithHeaderStyle] work as with limits given in Go, and the requests
+[WithFailClosed] and [WithHeaderStyle] work as with limits given in Go, and the requests
 of a shadow policy get no rate-limit {{.Headers}} unless WithHeaderStyle asks. See
 {{doc "rules.md"}}.`,
 		params: "rs *rules.Rules",
@@ -163,15 +163,15 @@ skipped. {{.SkipMore}}`,
 	{
 		name: "WithPriorityFunc",
 		doc: `WithPriorityFunc sets a function that gives each {{.Req}} its priority
-([ratelimit.Priority]): a {{.Req}} of a lower priority is admitted only while its bucket
+([priority.Level]): a {{.Req}} of a lower priority is admitted only while its bucket
 keeps a reserve for the higher ones (the limiter's reserves: local.WithReserves,
 distributed.WithReserves), so that a flood of sheddable {{.Reqs}} ({{.Sheddable}}) cannot
 take the tokens of critical ones ({{.Critical}}). The priority goes in the context the
-limiter is asked with ([ratelimit.WithPriority]) and to the observer ([WithObserver]).
-Default: the priority the {{.Req}}'s context carries, [ratelimit.Critical] unless code
+limiter is asked with ([priority.With]) and to the observer ([WithObserver]).
+Default: the priority the {{.Req}}'s context carries, [priority.Critical] unless code
 before {{.Mw}} set one{{.PriorityMore}}. A nil f means the default. See
 {{doc "algorithms.md#priority-reserves"}}.`,
-		fn:  "ratelimit.Priority",
+		fn:  "priority.Level",
 		set: "o.Priority = {{.G}}",
 	},
 	{
@@ -183,8 +183,8 @@ allows, within its context, and releases it when the handler returns. A {{.Req}}
 finds no permit and no room to wait {{.Busy}}, and keeps the tokens the rate limit took.
 The key is the one [WithKeyFunc] finds, under the {{.Req}}'s policy; a {{.Req}} denied by
 the rate limit takes no permit. Under [WithRules], l gives the permits of the policies'
-concurrency, and max is that of the policies that name none. The error policy ([WithErrorPolicy]) covers l's failures as the rate limiter's: under
-FailOpen a {{.Req}} proceeds without a permit (concurrency/distributed does not fail by
+concurrency, and max is that of the policies that name none. [WithFailClosed] covers l's failures as the rate limiter's: failing
+open, a {{.Req}} proceeds without a permit (concurrency/distributed does not fail by
 default: it degrades to this instance's share of max). Without a rate limit option only
 concurrency is limited, and the rate limiter given may be nil. {{cap .Panics}} when l is
 nil, when max is below 1, and beside [WithLimits] or [WithShadow]. Default: no concurrency limit. See
@@ -203,14 +203,14 @@ o.SetConcurrency(l, 0, {{.G}})
 }`,
 	},
 	{
-		name: "WithErrorPolicy",
-		doc: `WithErrorPolicy sets what happens to a {{.Req}} when the limiter fails (Redis
-unreachable, limiter closed). Default: [ratelimit.FailOpen], the {{.Req}} proceeds;
-[ratelimit.FailClosed] {{.FailClosed}}. Whatever the policy, a {{.Req}} the limiter
+		name: "WithFailClosed",
+		doc: `WithFailClosed makes {{.Mw}} refuse a {{.Req}} when the limiter fails (Redis
+unreachable, limiter closed): it {{.FailClosed}}. Choose it for limits that must hold, such
+as on a login: whoever can make the limiter fail otherwise escapes the limit. Default: fail
+open, the {{.Req}} proceeds and the observer is told. Either way, a {{.Req}} the limiter
 cannot decide because of its arguments (a cost below 1, a limit the backend rejects) is
 refused, and one whose own context has ended is ended: see {{doc "middleware.md#answers"}}.`,
-		params: "p ratelimit.ErrorPolicy",
-		set:    "o.Policy = p",
+		set: "o.FailClosed = true",
 	},
 	{
 		name: "WithHeaderStyle",

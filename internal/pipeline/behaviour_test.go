@@ -78,7 +78,7 @@ func TestBehaviour(t *testing.T) {
 	}, {
 		name: "limiter error, fail closed",
 		setup: func(t *testing.T) setup {
-			return setup{limiter: &ratelimittest.Stub{Err: errDown}, limit: ratelimit.PerMinute(1), policy: ratelimit.FailClosed}
+			return setup{limiter: &ratelimittest.Stub{Err: errDown}, limit: ratelimit.PerMinute(1), closed: true}
 		},
 		requests: 1,
 		want:     answer{kind: "unavailable", fields: none},

@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/httpmw"
+	"github.com/sluice-go/ratelimit/internal/args"
 	"github.com/sluice-go/ratelimit/observe"
 	"github.com/sluice-go/ratelimit/rules"
 )
@@ -59,8 +60,8 @@ func refuses(l ratelimit.Limiter, opts ...httpmw.Option) (refused bool) {
 }
 
 // tooLong is a limit every backend of the kit refuses, and Limit.Validate does not: a
-// sliding log longer than ratelimit.MaxLogBurst.
-var tooLong = ratelimit.Limit{Rate: 1, Burst: ratelimit.MaxLogBurst + 1, Algorithm: ratelimit.SlidingWindowLog}
+// sliding log longer than args.MaxLogBurst.
+var tooLong = ratelimit.Limit{Rate: 1, Burst: args.MaxLogBurst + 1, Algorithm: ratelimit.SlidingWindowLog}
 
 var capabilityChecks = []capabilityCheck{
 	{"MultiLimiter", has[ratelimit.MultiLimiter], func(l ratelimit.Limiter) bool {

@@ -30,6 +30,7 @@ import (
 	"github.com/sluice-go/ratelimit/local"
 	"github.com/sluice-go/ratelimit/otelmetrics"
 	"github.com/sluice-go/ratelimit/otelmetrics/otelmetricstest"
+	"github.com/sluice-go/ratelimit/priority"
 	"github.com/sluice-go/ratelimit/rules"
 )
 
@@ -186,7 +187,7 @@ type crossEnv struct {
 func (e *crossEnv) limiter(t *testing.T) (ratelimit.Limiter, *fakeClock) {
 	clock := &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	newLocal := func() *local.Limiter {
-		l := local.New(local.WithAlgorithm(defaultAlgorithm(e.alg)), local.WithClock(clock.Now), local.WithReserves(ratelimit.Reserves{}))
+		l := local.New(local.WithAlgorithm(defaultAlgorithm(e.alg)), local.WithClock(clock.Now), local.WithReserves(priority.Reserves{}))
 		t.Cleanup(func() { _ = l.Close() })
 		return l
 	}
@@ -197,10 +198,10 @@ func (e *crossEnv) limiter(t *testing.T) (ratelimit.Limiter, *fakeClock) {
 		return e.redis, nil
 	case onFallback:
 		return fallback.New(e.redis, newLocal(), fallback.WithInstances(instances), fallback.WithClock(clock.Now),
-			fallback.WithReserves(ratelimit.Reserves{})), nil
+			fallback.WithReserves(priority.Reserves{})), nil
 	default:
 		return fallback.New(e.redis, newLocal(), fallback.WithInstances(instances), fallback.WithClock(clock.Now),
-			fallback.WithReserves(ratelimit.Reserves{}), fallback.WithErrorHandler(func(context.Context, string, error) {})), clock
+			fallback.WithReserves(priority.Reserves{}), fallback.WithErrorHandler(func(context.Context, string, error) {})), clock
 	}
 }
 
@@ -224,7 +225,7 @@ func TestCrossFeatures(t *testing.T) {
 	// The key of every case is new, as is every bucket of it: the Redis limiters are shared.
 	redisFor := func(client *redis.Client, alg ratelimit.Algorithm, opts ...distributed.Option) ratelimit.Limiter {
 		l, err := distributed.New(client, append([]distributed.Option{distributed.WithAlgorithm(defaultAlgorithm(alg)),
-			distributed.WithReserves(ratelimit.Reserves{}), distributed.WithPrefix(fmt.Sprintf("cross:%d:", time.Now().UnixNano())),
+			distributed.WithReserves(priority.Reserves{}), distributed.WithPrefix(fmt.Sprintf("cross:%d:", time.Now().UnixNano())),
 			distributed.WithTimeout(time.Minute)}, opts...)...)
 		require.NoError(t, err)
 		return l
@@ -268,22 +269,22 @@ type crossModel struct {
 	applied  []ratelimit.Limit // the limits enforced: the share of each while degraded
 	charged  []int             // tokens taken from each bucket
 	windowed bool
-	reserves ratelimit.Reserves
+	reserves priority.Reserves
 }
 
-func (m *crossModel) usable(i int, p ratelimit.Priority) int {
+func (m *crossModel) usable(i int, p priority.Level) int {
 	b := m.applied[i].Burst
 	return b - m.reserves.Tokens(p, b)
 }
 
 // cost is what a request asking for c at p takes from bucket i: all of c, or, while
 // degraded, at most what the share leaves p (fallback's clamp).
-func (m *crossModel) cost(i, c int, p ratelimit.Priority) int {
+func (m *crossModel) cost(i, c int, p priority.Level) int {
 	return min(c, m.usable(i, p))
 }
 
 // decide admits or denies a request and charges it when admitted.
-func (m *crossModel) decide(c int, p ratelimit.Priority) bool {
+func (m *crossModel) decide(c int, p priority.Level) bool {
 	for i := range m.charged {
 		if m.charged[i]+m.cost(i, c, p) > m.usable(i, p) {
 			return false
@@ -297,7 +298,7 @@ func (m *crossModel) decide(c int, p ratelimit.Priority) bool {
 
 // binding returns the index of the limit headers report for an admitted request at p, when
 // the buckets hold charged: the fewest remaining, the first of equals; and its remaining.
-func (m *crossModel) binding(p ratelimit.Priority, charged []int) (int, int) {
+func (m *crossModel) binding(p priority.Level, charged []int) (int, int) {
 	b, left := 0, m.usable(0, p)-charged[0]
 	for i := 1; i < len(charged); i++ {
 		if r := m.usable(i, p) - charged[i]; r < left {
@@ -333,8 +334,8 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 	// The request being sent: its index, priority and cost, read by the option functions.
 	var (
 		j    int
-		prio = func() ratelimit.Priority {
-			return []ratelimit.Priority{ratelimit.Critical, ratelimit.Normal, ratelimit.Sheddable}[j%3]
+		prio = func() priority.Level {
+			return []priority.Level{priority.Critical, priority.Normal, priority.Sheddable}[j%3]
 		}
 		cost     = func() int { return []int{1, 2, 1, -1}[j%4] }
 		charges  int  // charged requests so far, in the model
@@ -343,7 +344,7 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 		asked    bool // the middleware asked whether to refund the request being sent
 	)
 	if fs&withPriority == 0 {
-		prio = func() ratelimit.Priority { return ratelimit.Critical }
+		prio = func() priority.Level { return priority.Critical }
 	}
 	if fs&withCost == 0 {
 		cost = func() int { return 1 }
@@ -426,7 +427,7 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 			key = tg.defaultKey
 		}
 		if fs&withPriority != 0 {
-			prio = func() ratelimit.Priority { return ratelimit.Sheddable } // the policy's wins
+			prio = func() priority.Level { return priority.Sheddable } // the policy's wins
 		}
 		if fs&withLimits != 0 {
 			names = []string{"pair", "pair"}
@@ -676,8 +677,8 @@ func (e *crossEnv) checkAdmin(t *testing.T, l ratelimit.Limiter, s setup, policy
 	// What a request of cost 1 would leave now: the burst less what was charged, less 1.
 	var want, full []int
 	for i := range m.charged {
-		want = append(want, max(m.usable(i, ratelimit.Critical)-m.charged[i]-1, 0))
-		full = append(full, m.usable(i, ratelimit.Critical)-1)
+		want = append(want, max(m.usable(i, priority.Critical)-m.charged[i]-1, 0))
+		full = append(full, m.usable(i, priority.Critical)-1)
 	}
 	assert.Equal(t, want, states(http.MethodGet, ""), "admin: the buckets the middleware decided with")
 	assert.Equal(t, full, states(http.MethodPost, "/reset"), "admin: reset")

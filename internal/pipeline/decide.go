@@ -101,9 +101,6 @@ func (d *Decision) bind() {
 		d.Result = d.Multi.Results[b]
 	}
 	d.Result.Allowed = d.Multi.Allowed
-	if !d.Multi.Allowed {
-		d.Result.RetryAfter = d.Multi.RetryAfter
-	}
 }
 
 // report tells the observer of d, decided in took (negative when not timed: see
@@ -148,7 +145,7 @@ func (p *Pipeline[R]) fail(ctx context.Context, r R, d *Decision, err error) {
 		d.Verdict = TooCostly
 	case IsArgumentError(err):
 		d.Verdict = Invalid
-	case p.opts.Policy == ratelimit.FailClosed:
+	case p.opts.FailClosed:
 		d.Verdict = Unavailable
 	default:
 		d.Verdict = Proceed

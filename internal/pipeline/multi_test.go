@@ -36,7 +36,6 @@ func TestLimits(t *testing.T) {
 			{Limit: ratelimit.PerSecond(2), RetryAfter: 500 * time.Millisecond, ResetAfter: time.Second},
 			{Allowed: true, Limit: ratelimit.PerMinute(5), Remaining: 2, ResetAfter: 36 * time.Second},
 		},
-		RetryAfter: 500 * time.Millisecond,
 	}
 	allowed := ratelimit.MultiResult{
 		Allowed: true,

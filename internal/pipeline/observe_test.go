@@ -89,10 +89,10 @@ func TestObservedErrors(t *testing.T) {
 			obs, reader := otelmetricstest.NewObserver(t, otelmetrics.WithDurationSample(1))
 			stub := &ratelimittest.Stub{Err: errDown}
 			closed := tg.serve(t, setup{limiter: stub, limit: ratelimit.PerSecond(1), observer: obs, name: "login",
-				policy: ratelimit.FailClosed})
+				closed: true})
 			assert.Equal(t, "unavailable", closed(context.Background()).kind)
 			shadow := tg.serve(t, setup{limiter: stub, limit: ratelimit.PerSecond(1), observer: obs, name: "login",
-				policy: ratelimit.FailClosed, shadow: true})
+				closed: true, shadow: true})
 			assert.Equal(t, "ok", shadow(context.Background()).kind)
 			assert.Equal(t, map[string]int64{
 				"error.type=unavailable,ratelimit.policy=login,ratelimit.priority=critical,ratelimit.result=error,ratelimit.shadow=false": 1,

@@ -11,6 +11,7 @@ import (
 	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/internal/nilarg"
 	"github.com/sluice-go/ratelimit/observe"
+	"github.com/sluice-go/ratelimit/priority"
 	"github.com/sluice-go/ratelimit/rules"
 )
 
@@ -39,9 +40,10 @@ type Options[R any] struct {
 	Cost   func(R) int  // nil: every request costs 1
 	Skip   func(R) bool // nil: nothing is skipped
 	// Priority gives each request its priority, put in the context the limiter is asked
-	// with (ratelimit.WithPriority); nil: the priority the request's context carries.
-	Priority   func(R) ratelimit.Priority
-	Policy     ratelimit.ErrorPolicy
+	// with (priority.With); nil: the priority the request's context carries.
+	Priority func(R) priority.Level
+	// FailClosed refuses a request the limiter failed to decide; false lets it proceed.
+	FailClosed bool
 	Style      headers.Style
 	PolicyName string
 	// Observer is told of every decision the limiter makes; nil: none.
@@ -92,7 +94,6 @@ type fixedLimit struct {
 func Defaults[R any](key func(R) (string, error)) Options[R] {
 	return Options[R]{
 		Key:        key,
-		Policy:     ratelimit.FailOpen,
 		Style:      headers.StyleXRateLimit,
 		PolicyName: headers.DefaultPolicyName,
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 	"github.com/sluice-go/ratelimit/internal/bucket"
 	"github.com/sluice-go/ratelimit/local"
 )
@@ -24,7 +25,7 @@ func TestKeyParts(t *testing.T) {
 	// A request is the text of its client's address; "noparts" has no parts.
 	key := func(r string) (string, error) { return "ip:" + r, nil }
 	parts := func(r string) (string, string, bool) { return "ip:", r, r != "noparts" }
-	long := strings.Repeat("1", ratelimit.MaxKeyLen)
+	long := strings.Repeat("1", args.MaxKeyLen)
 	tests := []struct {
 		name       string
 		r          string

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"time"
 
-	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/internal/bucket"
 	"github.com/sluice-go/ratelimit/observe"
+	"github.com/sluice-go/ratelimit/priority"
 	"github.com/sluice-go/ratelimit/rules"
 )
 
@@ -38,7 +38,7 @@ func (p *Pipeline[R]) permit(ctx context.Context, r R, d *Decision, pol *rules.P
 // within r's context: the permit is in
 // d.Permit, for the middleware to release when the handler returns. A request that finds
 // no room is Busy; a failure of the limiter goes to the error policy as a rate limiter's
-// does, and a request that proceeds under FailOpen holds no permit.
+// does, and a request that proceeds failing open holds no permit.
 func (p *Pipeline[R]) acquire(ctx context.Context, r R, d *Decision, l concurrency.Limiter, max int) {
 	if max == 0 {
 		return // not limited
@@ -82,7 +82,7 @@ func (p *Pipeline[R]) acquire(ctx context.Context, r R, d *Decision, l concurren
 // decided, in took; unpermitted when the request runs without a permit all the same.
 func (p *Pipeline[R]) reportPermit(ctx context.Context, r R, policy string, err error, took time.Duration, unpermitted bool) {
 	d := observe.Decision{Policy: policy, Backend: p.permitBackend, Cost: 1, Duration: took, Concurrency: true,
-		Priority: ratelimit.PriorityFrom(p.withPriority(ctx, r)), Unpermitted: unpermitted}
+		Priority: priority.From(p.withPriority(ctx, r)), Unpermitted: unpermitted}
 	switch {
 	case err == nil:
 		d.Outcome = observe.OutcomeAllowed

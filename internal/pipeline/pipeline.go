@@ -19,7 +19,7 @@ import (
 )
 
 // UnkeyedKey is the key under which requests are limited when the key function fails or
-// returns a key the limiter cannot take (empty, or longer than ratelimit.MaxKeyLen). It
+// returns a key the limiter cannot take (empty, or longer than args.MaxKeyLen). It
 // has no ':' in it, so no key function of this module can return it.
 const UnkeyedKey = "unkeyed"
 
@@ -29,7 +29,7 @@ type Verdict int
 const (
 	// Proceed lets the request go on. Decision.Decided says whether the limiter answered
 	// (rate-limit headers are then due); it did not when the request was skipped or not
-	// limited, or when the limiter failed under ratelimit.FailOpen.
+	// limited, or when the limiter failed and the middleware fails open.
 	Proceed Verdict = iota
 	// Deny answers that the request is limited (HTTP 429, gRPC ResourceExhausted).
 	Deny
@@ -40,8 +40,7 @@ const (
 	// (a cost below 1, a limit the backend rejects): a mistake in the program, refused
 	// whatever the error policy, since failing open would let it bypass the limit.
 	Invalid
-	// Unavailable refuses a request the limiter failed to decide, under
-	// ratelimit.FailClosed.
+	// Unavailable refuses a request the limiter failed to decide, with FailClosed.
 	Unavailable
 	// Busy refuses a request the rate limit let through but that found no permit to run
 	// (WithConcurrency): its key has as many requests in flight as allowed, and no room

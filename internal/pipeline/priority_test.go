@@ -15,13 +15,14 @@ import (
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 	"github.com/sluice-go/ratelimit/observe"
+	"github.com/sluice-go/ratelimit/priority"
 	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 // priorities records the priority of each decision an observer is told of.
 type priorities struct {
 	mu   sync.Mutex
-	seen []ratelimit.Priority
+	seen []priority.Level
 }
 
 func (p *priorities) ObserveDecision(_ context.Context, d observe.Decision) {
@@ -30,10 +31,10 @@ func (p *priorities) ObserveDecision(_ context.Context, d observe.Decision) {
 	p.seen = append(p.seen, d.Priority)
 }
 
-func (p *priorities) all() []ratelimit.Priority {
+func (p *priorities) all() []priority.Level {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return append([]ratelimit.Priority(nil), p.seen...)
+	return append([]priority.Level(nil), p.seen...)
 }
 
 // WithPriorityFunc, through every middleware, on Redis: a bucket of 10 tokens refilling one
@@ -47,7 +48,7 @@ func TestPriorityFunc(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: server.Addr(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = client.Close() })
 	limit := ratelimit.Limit{Rate: 1.0 / 3600, Burst: 10}
-	sheddable, normal, critical := ratelimit.Sheddable, ratelimit.Normal, ratelimit.Critical
+	sheddable, normal, critical := priority.Sheddable, priority.Normal, priority.Critical
 	for i, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
 			l, err := distributed.New(client, distributed.WithPrefix(fmt.Sprintf("priority%d:", i)))
@@ -55,8 +56,8 @@ func TestPriorityFunc(t *testing.T) {
 			var p atomic.Int32
 			obs := &priorities{}
 			do := tg.serve(t, setup{limiter: l, limit: limit, observer: obs, name: "api",
-				priority: func() ratelimit.Priority { return ratelimit.Priority(p.Load()) }})
-			ask := func(prio ratelimit.Priority) answer {
+				priority: func() priority.Level { return priority.Level(p.Load()) }})
+			ask := func(prio priority.Level) answer {
 				t.Helper()
 				p.Store(int32(prio))
 				return do(context.Background())
@@ -76,7 +77,7 @@ func TestPriorityFunc(t *testing.T) {
 				assert.Equal(t, ok(3-k, 3600*(7+k)), ask(critical), "critical %d", k)
 			}
 			assert.Equal(t, "denied", ask(critical).kind)
-			assert.Equal(t, []ratelimit.Priority{sheddable, sheddable, sheddable, sheddable, sheddable, sheddable,
+			assert.Equal(t, []priority.Level{sheddable, sheddable, sheddable, sheddable, sheddable, sheddable,
 				normal, critical, critical, critical, critical, critical}, obs.all())
 		})
 	}
@@ -92,21 +93,21 @@ func TestPriorityReachesLimiter(t *testing.T) {
 			l := &ratelimittest.Stub{Result: allowed}
 			do := tg.serve(t, setup{limiter: l, limit: ratelimit.PerMinute(2)})
 			do(context.Background())
-			assert.Equal(t, []ratelimit.Priority{ratelimit.Critical}, l.Priorities())
+			assert.Equal(t, []priority.Level{priority.Critical}, l.Priorities())
 
 			l = &ratelimittest.Stub{Result: allowed}
 			do = tg.serve(t, setup{limiter: l, limit: ratelimit.PerMinute(2),
-				priority: func() ratelimit.Priority { return ratelimit.Normal }})
+				priority: func() priority.Level { return priority.Normal }})
 			do(context.Background())
-			assert.Equal(t, []ratelimit.Priority{ratelimit.Normal}, l.Priorities())
+			assert.Equal(t, []priority.Level{priority.Normal}, l.Priorities())
 
 			m := &ratelimittest.Multi{MultiResult: ratelimit.MultiResult{Allowed: true,
 				Results: []ratelimit.Result{allowed, allowed}}}
 			m.Result = allowed
 			do = tg.serve(t, setup{limiter: m, limits: secondAndMinute,
-				priority: func() ratelimit.Priority { return ratelimit.Sheddable }})
+				priority: func() priority.Level { return priority.Sheddable }})
 			require.Equal(t, "ok", do(context.Background()).kind)
-			assert.Equal(t, []ratelimit.Priority{ratelimit.Sheddable, ratelimit.Sheddable}, m.Priorities())
+			assert.Equal(t, []priority.Level{priority.Sheddable, priority.Sheddable}, m.Priorities())
 		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/args"
 	"github.com/sluice-go/ratelimit/internal/bucket"
+	"github.com/sluice-go/ratelimit/priority"
 	"github.com/sluice-go/ratelimit/rules"
 )
 
@@ -25,7 +26,7 @@ func (p *Pipeline[R]) prepare(ctx context.Context, r R, d *Decision) (pctx conte
 		if pol, ok = p.fromPolicy(r, d); ok {
 			// The policy's priority wins over WithPriorityFunc's, which is not asked then.
 			if pol.HasPriority {
-				return ratelimit.WithPriority(ctx, pol.Priority), pol, true
+				return priority.With(ctx, pol.Priority), pol, true
 			}
 			return p.withPriority(ctx, r), pol, true
 		}
@@ -261,7 +262,7 @@ func (p *Pipeline[R]) withPriority(ctx context.Context, r R) context.Context {
 	if p.opts.Priority == nil {
 		return ctx
 	}
-	return ratelimit.WithPriority(ctx, p.opts.Priority(r))
+	return priority.With(ctx, p.opts.Priority(r))
 }
 
 // checkKey returns the error a limiter would return for the bucket key of key under name,
@@ -277,7 +278,7 @@ func checkKey(name bucket.Name, key string) error {
 // bytes under name for being too long, or nil.
 func checkKeyLen(name bucket.Name, n int) error {
 	n += name.HeadLen()
-	if n > ratelimit.MaxKeyLen {
+	if n > args.MaxKeyLen {
 		return fmt.Errorf("%w: %d bytes with the policy's name", args.ErrKeyTooLong, n)
 	}
 	return nil

@@ -23,7 +23,7 @@ func (p *Pipeline[R]) shadow(ctx context.Context, d *Decision, err error) {
 	}
 	d.Decided, d.Charged = true, d.Result.Allowed
 	d.Result.Allowed, d.Result.RetryAfter, d.Result.Delay = true, 0, 0
-	d.Multi.Allowed, d.Multi.RetryAfter = true, 0
+	d.Multi.Allowed = true
 }
 
 // pausedShadow reports whether shadow decisions are paused after a backend failure.

@@ -26,6 +26,7 @@ import (
 	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/httpmw"
 	"github.com/sluice-go/ratelimit/observe"
+	"github.com/sluice-go/ratelimit/priority"
 	"github.com/sluice-go/ratelimit/rules"
 )
 
@@ -38,13 +39,13 @@ type setup struct {
 	keyFails bool                   // the key function fails
 	cost     func() int             // nil: the default cost
 	skip     bool                   // the skip function exempts every request
-	policy   ratelimit.ErrorPolicy
-	observer observe.Observer // nil: none
+	closed   bool                   // WithFailClosed
+	observer observe.Observer       // nil: none
 	shadow   bool
-	name     string                    // policy name; "": the default
-	limits   []ratelimit.Request       // with WithLimits, instead of limit
-	refundOK bool                      // WithRefundIf: refund the requests that succeeded
-	priority func() ratelimit.Priority // WithPriorityFunc; nil: none
+	name     string                // policy name; "": the default
+	limits   []ratelimit.Request   // with WithLimits, instead of limit
+	refundOK bool                  // WithRefundIf: refund the requests that succeeded
+	priority func() priority.Level // WithPriorityFunc; nil: none
 
 	key      string                     // WithKeyFunc returning key; "": the default key
 	limitsFn func() []ratelimit.Request // WithLimits, the limits of each request; nil: limits
@@ -203,7 +204,10 @@ func get(t *testing.T, ctx context.Context, url string, rec *record) answer {
 }
 
 func serveGin(t *testing.T, s setup) func(context.Context) answer {
-	opts := []ginmw.Option{ginmw.WithErrorPolicy(s.policy)}
+	var opts []ginmw.Option
+	if s.closed {
+		opts = append(opts, ginmw.WithFailClosed())
+	}
 	switch {
 	case s.rules != nil:
 		opts = append(opts, ginmw.WithRules(s.rules))
@@ -252,7 +256,7 @@ func serveGin(t *testing.T, s setup) func(context.Context) answer {
 		opts = append(opts, ginmw.WithErrorHandler(func(_ *gin.Context, err error) { s.errs(err) }))
 	}
 	if s.priority != nil {
-		opts = append(opts, ginmw.WithPriorityFunc(func(*gin.Context) ratelimit.Priority { return s.priority() }))
+		opts = append(opts, ginmw.WithPriorityFunc(func(*gin.Context) priority.Level { return s.priority() }))
 	}
 	rec := newRecord()
 	r := gin.New()
@@ -268,7 +272,10 @@ func serveGin(t *testing.T, s setup) func(context.Context) answer {
 }
 
 func serveHTTP(t *testing.T, s setup) func(context.Context) answer {
-	opts := []httpmw.Option{httpmw.WithErrorPolicy(s.policy)}
+	var opts []httpmw.Option
+	if s.closed {
+		opts = append(opts, httpmw.WithFailClosed())
+	}
 	switch {
 	case s.rules != nil:
 		opts = append(opts, httpmw.WithRules(s.rules))
@@ -317,7 +324,7 @@ func serveHTTP(t *testing.T, s setup) func(context.Context) answer {
 		opts = append(opts, httpmw.WithErrorHandler(func(_ http.ResponseWriter, _ *http.Request, err error) bool { s.errs(err); return false }))
 	}
 	if s.priority != nil {
-		opts = append(opts, httpmw.WithPriorityFunc(func(*http.Request) ratelimit.Priority { return s.priority() }))
+		opts = append(opts, httpmw.WithPriorityFunc(func(*http.Request) priority.Level { return s.priority() }))
 	}
 	rec := newRecord()
 	mux := http.NewServeMux()
@@ -370,7 +377,10 @@ func serviceDesc(rec *record) *grpc.ServiceDesc {
 }
 
 func serveGRPC(t *testing.T, s setup, stream bool) func(context.Context) answer {
-	opts := []grpcmw.Option{grpcmw.WithErrorPolicy(s.policy)}
+	var opts []grpcmw.Option
+	if s.closed {
+		opts = append(opts, grpcmw.WithFailClosed())
+	}
 	switch {
 	case s.rules != nil:
 		opts = append(opts, grpcmw.WithRules(s.rules))
@@ -419,7 +429,7 @@ func serveGRPC(t *testing.T, s setup, stream bool) func(context.Context) answer 
 		opts = append(opts, grpcmw.WithErrorHandler(func(_ context.Context, _ string, err error) error { s.errs(err); return nil }))
 	}
 	if s.priority != nil {
-		opts = append(opts, grpcmw.WithPriorityFunc(func(context.Context, string) ratelimit.Priority { return s.priority() }))
+		opts = append(opts, grpcmw.WithPriorityFunc(func(context.Context, string) priority.Level { return s.priority() }))
 	}
 	rec := newRecord()
 	done := func(err error) {

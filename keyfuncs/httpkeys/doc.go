@@ -11,7 +11,7 @@
 // the characters that mark a key's structure (':', '|' and '%' in a label; '|', '%' and '#'
 // in a value) are escaped as %XX; a value longer than 128 bytes is replaced by "#sha256:" and its
 // digest ("x-api-key:#sha256:…"), a form no value can take once escaped; a hashed key is
-// "h:#" and its digest. No key is longer than ratelimit.MaxKeyLen: a longer one is
+// "h:#" and its digest. No key is longer than 512 bytes: a longer one is
 // replaced by its SHA-256 digest, as Hashed with no secret would.
 //
 // A bucket is named by the key and the limit together, so two routes with different limits

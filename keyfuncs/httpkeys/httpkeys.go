@@ -9,7 +9,7 @@ import (
 
 // Func returns the rate-limit key of an HTTP request. An error, which wraps
 // ratelimit.ErrInvalidArgument, means the request has no key of this kind. A Func's keys are
-// never longer than ratelimit.MaxKeyLen.
+// never longer than 512 bytes.
 type Func func(r *http.Request) (string, error)
 
 // ClientIP returns a Func that keys a request by its client's address: "ip:192.0.2.7", or
@@ -38,7 +38,7 @@ func ClientIP(opts ...IPOption) Func {
 // Compose(ContextValue("user", userKey{}), Pattern()) gives
 // "user:42|pattern:GET /v1/items/{id}". A "|" inside a part is escaped (as "%7C", and "%"
 // as "%25") so that different parts never join to the same key, and a joined key longer
-// than ratelimit.MaxKeyLen is replaced by its SHA-256 digest ("h:#" and 22 characters). It
+// than 512 bytes is replaced by its SHA-256 digest ("h:#" and 22 characters). It
 // fails when any part fails. It panics if fs is empty or holds nil.
 func Compose(fs ...Func) Func {
 	return keypart.Compose("httpkeys", fs)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/internal/args"
 	"github.com/sluice-go/ratelimit/keyfuncs/httpkeys"
 )
 
@@ -26,7 +27,7 @@ func answer(f httpkeys.Func) http.Handler {
 			http.Error(w, "error does not wrap ErrKeyEmpty: "+err.Error(), http.StatusInternalServerError)
 		case err != nil:
 			fmt.Fprintf(w, "error: %v", err)
-		case key == "" || len(key) > ratelimit.MaxKeyLen:
+		case key == "" || len(key) > args.MaxKeyLen:
 			http.Error(w, fmt.Sprintf("key of %d bytes", len(key)), http.StatusInternalServerError)
 		default:
 			fmt.Fprint(w, key)
@@ -132,7 +133,7 @@ func TestPatternEmpty(t *testing.T) {
 	assert.EqualError(t, err, "ratelimit: empty key: the request matched no ServeMux pattern")
 }
 
-// No key is longer than ratelimit.MaxKeyLen, however long the values the client sends.
+// No key is longer than args.MaxKeyLen, however long the values the client sends.
 func TestKeysAreBounded(t *testing.T) {
 	f := httpkeys.Compose(httpkeys.Header("X-A"), httpkeys.Header("X-B"), httpkeys.Header("X-C"), httpkeys.Method())
 	req := httptest.NewRequest(http.MethodGet, "/", nil)

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/ratelimit"
+	"github.com/sluice-go/ratelimit/priority"
 	"github.com/sluice-go/ratelimit/rules"
 	"github.com/sluice-go/ratelimit/rules/rulesyaml"
 )
@@ -52,7 +53,7 @@ func TestParse(t *testing.T) {
 	minute.KeepUsage, hour.KeepUsage = true, true
 	assert.Equal(t, []ratelimit.Limit{minute, hour}, p.Limits)
 	p, _ = live.Set().Policy("free")
-	assert.Equal(t, []any{ratelimit.Sheddable, true, true}, []any{p.Priority, p.HasPriority, p.Shadow})
+	assert.Equal(t, []any{priority.Sheddable, true, true}, []any{p.Priority, p.HasPriority, p.Shadow})
 }
 
 // Unknown fields, and the mistakes Compile finds, are named by file and line.

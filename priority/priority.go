@@ -1,26 +1,32 @@
-package ratelimit
+// Package priority says how much a request matters when its bucket runs low: the
+// criticality levels of the Google SRE book. A request of a lower priority is admitted only
+// while the bucket keeps a reserve of tokens (Reserves) for the higher ones, so that a flood
+// of sheddable work (statistics, prefetches) cannot spend the tokens logins and payments
+// need.
+//
+// The level travels in the request's context (With, From), so that the ratelimit.Limiter
+// interface stays as it is and every limiter that wraps another (fallback, observe.Wrap)
+// passes it on untouched. A request that carries none is Critical: without priorities,
+// every request may take the bucket to empty, as it always could. The backends take
+// Reserves as an option (local.WithReserves, distributed.WithReserves); the middleware sets
+// the level of each request (WithPriorityFunc, or a policy's priority).
+package priority
 
 import (
 	"context"
 	"fmt"
 	"math"
+
+	"github.com/sluice-go/ratelimit"
 )
 
-// Priority is how much a request matters when its bucket runs low: the criticality levels
-// of the Google SRE book. A request of a lower priority is admitted only while the bucket
-// keeps a reserve of tokens (Reserves) for the higher ones, so that a flood of sheddable
-// work (statistics, prefetches) cannot spend the tokens logins and payments need.
-//
-// The priority travels in the request's context (WithPriority, PriorityFrom), so that the
-// Limiter interface stays as it is and every limiter that wraps another (fallback, observe.Wrap)
-// passes it on untouched. A request that carries none is Critical: without priorities,
-// every request may take the bucket to empty, as it always could.
-type Priority int8
+// Level is a request's priority: Critical, Normal or Sheddable.
+type Level int8
 
 const (
 	// Critical requests may take the bucket to empty. It is the zero value and the priority
 	// of a context that carries none.
-	Critical Priority = iota
+	Critical Level = iota
 	// Normal requests are admitted while the bucket keeps Reserves.Normal of its Burst back.
 	Normal
 	// Sheddable requests are admitted while the bucket keeps Reserves.Sheddable of its Burst
@@ -30,7 +36,7 @@ const (
 
 // String returns "critical", "normal" or "sheddable", the values of the ratelimit.priority
 // metric attribute, and "unknown" for any other value.
-func (p Priority) String() string {
+func (p Level) String() string {
 	switch p {
 	case Critical:
 		return "critical"
@@ -44,7 +50,7 @@ func (p Priority) String() string {
 
 // clamp maps a value out of range to the nearest priority: below Critical is Critical,
 // above Sheddable is Sheddable.
-func (p Priority) clamp() Priority {
+func (p Level) clamp() Level {
 	return min(max(p, Critical), Sheddable)
 }
 
@@ -52,29 +58,29 @@ func (p Priority) clamp() Priority {
 // it in an interface allocates nothing.
 type priorityKey struct{}
 
-// WithPriority returns a context carrying p, for the limiter that decides the request made
+// With returns a context carrying p, for the limiter that decides the request made
 // with it. A value below Critical is taken as Critical, one above Sheddable as Sheddable.
-// When ctx already carries p (a context that carries none carries Critical), WithPriority
+// When ctx already carries p (a context that carries none carries Critical), With
 // returns ctx itself, so that marking a request Critical costs nothing. A nil ctx is taken
 // as context.Background().
-func WithPriority(ctx context.Context, p Priority) context.Context {
+func With(ctx context.Context, p Level) context.Context {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	p = p.clamp()
-	if PriorityFrom(ctx) == p {
+	if From(ctx) == p {
 		return ctx
 	}
 	return context.WithValue(ctx, priorityKey{}, p)
 }
 
-// PriorityFrom returns the priority ctx carries: Critical when it carries none, or when ctx
+// From returns the priority ctx carries: Critical when it carries none, or when ctx
 // is nil.
-func PriorityFrom(ctx context.Context) Priority {
+func From(ctx context.Context) Level {
 	if ctx == nil {
 		return Critical
 	}
-	p, _ := ctx.Value(priorityKey{}).(Priority)
+	p, _ := ctx.Value(priorityKey{}).(Level)
 	return p
 }
 
@@ -120,10 +126,11 @@ func fraction(f, def float64) float64 {
 	return f
 }
 
-// Validate returns nil if r can be enforced, or an error wrapping ErrInvalidArgument that says
-// which reserve is wrong: a fraction that is NaN or not below 1 (a priority that could never
-// take a token), or a Sheddable reserve smaller than the Normal one (the lower priority would
-// be admitted where the higher one is not), defaults counted.
+// Validate returns nil if r can be enforced, or an error wrapping
+// ratelimit.ErrInvalidArgument that says which reserve is wrong: a fraction that is NaN or
+// not below 1 (a priority that could never take a token), or a Sheddable reserve smaller than
+// the Normal one (the lower priority would be admitted where the higher one is not),
+// defaults counted.
 func (r Reserves) Validate() error {
 	normal, sheddable := r.fractions()
 	for _, f := range [...]struct {
@@ -131,15 +138,25 @@ func (r Reserves) Validate() error {
 		value float64
 	}{{"Normal", normal}, {"Sheddable", sheddable}} {
 		if math.IsNaN(f.value) || f.value >= 1 {
-			return fmt.Errorf("%w: reserve %s = %v is not a fraction below 1", errInvalidLimit, f.name, f.value)
+			return fmt.Errorf("%w: reserve %s = %v is not a fraction below 1", errInvalidReserves, f.name, f.value)
 		}
 	}
 	if sheddable < normal {
 		return fmt.Errorf("%w: reserve Sheddable = %v is less than reserve Normal = %v: a lower priority must keep back at least as much",
-			errInvalidLimit, sheddable, normal)
+			errInvalidReserves, sheddable, normal)
 	}
 	return nil
 }
+
+// errInvalidReserves is the ratelimit.ErrInvalidArgument of Reserves that cannot be
+// enforced.
+var errInvalidReserves error = invalidArgument("ratelimit: invalid reserves")
+
+// invalidArgument is a ratelimit.ErrInvalidArgument in its own words.
+type invalidArgument string
+
+func (e invalidArgument) Error() string      { return string(e) }
+func (invalidArgument) Is(target error) bool { return target == ratelimit.ErrInvalidArgument }
 
 // Tokens returns how many tokens of a bucket of burst tokens are kept back from requests
 // of priority p: ⌊fraction × burst⌋, 0 for Critical and for a reserve turned off. Requests
@@ -149,10 +166,10 @@ func (r Reserves) Validate() error {
 //
 // With the defaults and a burst of 10, Normal requests keep 1 token back and Sheddable ones
 // 5; with a burst of 1 neither keeps anything back. A priority out of range counts as the
-// nearest one (see WithPriority). Tokens never returns more than burst − 1, so that every
+// nearest one (see With). Tokens never returns more than burst − 1, so that every
 // priority can take at least one token from a full bucket, even with Reserves that Validate
 // refuses; it returns 0 when burst is below 1.
-func (r Reserves) Tokens(p Priority, burst int) int {
+func (r Reserves) Tokens(p Level, burst int) int {
 	var f float64
 	switch p.clamp() {
 	case Critical:
