@@ -70,7 +70,7 @@ func TestValidateQuota(t *testing.T) {
 		"a period with TokenBucket: only CalendarQuota has one":                   {Rate: 1, Burst: 1, Algorithm: ratelimit.TokenBucket, Period: day},
 		"a period with DefaultAlgorithm: only CalendarQuota has one":              {Rate: 1, Burst: 1, Period: day},
 		"rate 1 on a calendar quota, which has none: it must be zero":             {Rate: 1, Burst: 1, Algorithm: ratelimit.CalendarQuota, Period: day},
-		"quota 0 is not between 1 and 2^52":                            ratelimit.Quota(0, day),
+		"quota 0 is not between 1 and 2^52":                                       ratelimit.Quota(0, day),
 		"a warm-up on a calendar quota":                                           {Burst: 1, Warmup: 1000, Algorithm: ratelimit.CalendarQuota, Period: day},
 		"period unit 0 is not Day, Week or Month":                                 ratelimit.Quota(1, ratelimit.Period{Zone: "UTC"}),
 		"period unit 4 is not Day, Week or Month":                                 ratelimit.Quota(1, ratelimit.Period{Unit: 4, Zone: "UTC"}),
