@@ -3,7 +3,6 @@ package otelmetrics
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -18,8 +17,8 @@ const attrDirection = "ratelimit.settle.direction"
 // amounts holds one (policy, backend) pair's settled tokens and booked delay, and their
 // attribute sets.
 type amounts struct {
+	observe.Amounts
 	policy                  string
-	overrun, refund, delay  atomic.Int64 // tokens, tokens, µs
 	overrunA, refundA, polA metric.ObserveOption
 }
 
@@ -52,32 +51,17 @@ func (o *Observer) registerSettles(meter metric.Meter, maxSeries int) error {
 	errs[3] = err
 	if errs[2] == nil && errs[3] == nil {
 		_, errs[4] = meter.RegisterCallback(func(_ context.Context, obs metric.Observer) error {
-			type sums struct {
-				series                 *amounts
-				overrun, refund, delay int64
-			}
-			byPolicy := make(map[string]*sums)
-			o.amounts.All(func(a *amounts) {
-				sum := byPolicy[a.policy]
-				if sum == nil {
-					sum = &sums{series: a}
-					byPolicy[a.policy] = sum
+			observe.SumAmounts(o.amounts, (*amounts).of, func(a *amounts, _ string, sum observe.AmountSums) {
+				if sum.Overrun > 0 {
+					obs.ObserveInt64(tokens, sum.Overrun, a.overrunA)
 				}
-				sum.overrun += a.overrun.Load()
-				sum.refund += a.refund.Load()
-				sum.delay += a.delay.Load()
+				if sum.Refund > 0 {
+					obs.ObserveInt64(tokens, sum.Refund, a.refundA)
+				}
+				if sum.Delay > 0 {
+					obs.ObserveFloat64(delay, sum.Delay.Seconds(), a.polA)
+				}
 			})
-			for _, sum := range byPolicy {
-				if sum.overrun > 0 {
-					obs.ObserveInt64(tokens, sum.overrun, sum.series.overrunA)
-				}
-				if sum.refund > 0 {
-					obs.ObserveInt64(tokens, sum.refund, sum.series.refundA)
-				}
-				if sum.delay > 0 {
-					obs.ObserveFloat64(delay, float64(sum.delay)/1e6, sum.series.polA)
-				}
-			}
 			return nil
 		}, tokens, delay)
 	}
@@ -91,16 +75,10 @@ func (o *Observer) observeSettle(d observe.Decision) {
 	} else {
 		o.reserves.Lookup(d.Policy, d.Backend).cells[observe.PermitCellOf(d)].n.Add(1)
 	}
-	if d.Outcome != observe.OutcomeAllowed {
-		return
-	}
-	a := o.amounts.Lookup(d.Policy, d.Backend)
-	switch {
-	case d.Reserve:
-		a.delay.Add(d.Delay.Microseconds())
-	case d.Actual > d.Cost:
-		a.overrun.Add(int64(d.Actual - d.Cost))
-	case d.Actual < d.Cost:
-		a.refund.Add(int64(d.Cost - d.Actual))
+	if d.Outcome == observe.OutcomeAllowed {
+		o.amounts.Lookup(d.Policy, d.Backend).Count(d)
 	}
 }
+
+// of returns a's policy and amounts, for observe.SumAmounts.
+func (a *amounts) of() (string, *observe.Amounts) { return a.policy, &a.Amounts }

@@ -1,8 +1,6 @@
 package prommetrics
 
 import (
-	"sync/atomic"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluice-go/ratelimit/observe"
@@ -33,9 +31,12 @@ var (
 
 // amounts holds one (policy, backend) pair's settled tokens and booked delay.
 type amounts struct {
-	policy                 string
-	overrun, refund, delay atomic.Int64 // tokens, tokens, µs
+	observe.Amounts
+	policy string
 }
+
+// of returns a's policy and amounts, for observe.SumAmounts.
+func (a *amounts) of() (string, *observe.Amounts) { return a.policy, &a.Amounts }
 
 // observeSettle counts d, a settle or a booking (Decision.Settle or Decision.Reserve).
 func (c *Collector) observeSettle(d observe.Decision) {
@@ -44,17 +45,8 @@ func (c *Collector) observeSettle(d observe.Decision) {
 	} else {
 		c.reserves.Lookup(d.Policy, d.Backend).cells[observe.PermitCellOf(d)].Add(1)
 	}
-	if d.Outcome != observe.OutcomeAllowed {
-		return
-	}
-	a := c.amounts.Lookup(d.Policy, d.Backend)
-	switch {
-	case d.Reserve:
-		a.delay.Add(d.Delay.Microseconds())
-	case d.Actual > d.Cost:
-		a.overrun.Add(int64(d.Actual - d.Cost))
-	case d.Actual < d.Cost:
-		a.refund.Add(int64(d.Cost - d.Actual))
+	if d.Outcome == observe.OutcomeAllowed {
+		c.amounts.Lookup(d.Policy, d.Backend).Count(d)
 	}
 }
 
@@ -62,27 +54,15 @@ func (c *Collector) observeSettle(d observe.Decision) {
 func (c *Collector) collectSettles(ch chan<- prometheus.Metric) {
 	collectOutcomes(ch, c.settles, settlesDesc, settleErrorsDesc)
 	collectOutcomes(ch, c.reserves, reservationsDesc, reservationErrorsDesc)
-	type sums struct{ overrun, refund, delay int64 }
-	byPolicy := make(map[string]*sums)
-	c.amounts.All(func(a *amounts) {
-		sum := byPolicy[a.policy]
-		if sum == nil {
-			sum = new(sums)
-			byPolicy[a.policy] = sum
+	observe.SumAmounts(c.amounts, (*amounts).of, func(_ *amounts, policy string, sum observe.AmountSums) {
+		if sum.Overrun > 0 {
+			ch <- prometheus.MustNewConstMetric(settleTokensDesc, prometheus.CounterValue, float64(sum.Overrun), policy, "overrun")
 		}
-		sum.overrun += a.overrun.Load()
-		sum.refund += a.refund.Load()
-		sum.delay += a.delay.Load()
+		if sum.Refund > 0 {
+			ch <- prometheus.MustNewConstMetric(settleTokensDesc, prometheus.CounterValue, float64(sum.Refund), policy, "refund")
+		}
+		if sum.Delay > 0 {
+			ch <- prometheus.MustNewConstMetric(reserveDelayDesc, prometheus.CounterValue, sum.Delay.Seconds(), policy)
+		}
 	})
-	for policy, sum := range byPolicy {
-		if sum.overrun > 0 {
-			ch <- prometheus.MustNewConstMetric(settleTokensDesc, prometheus.CounterValue, float64(sum.overrun), policy, "overrun")
-		}
-		if sum.refund > 0 {
-			ch <- prometheus.MustNewConstMetric(settleTokensDesc, prometheus.CounterValue, float64(sum.refund), policy, "refund")
-		}
-		if sum.delay > 0 {
-			ch <- prometheus.MustNewConstMetric(reserveDelayDesc, prometheus.CounterValue, float64(sum.delay)/1e6, policy)
-		}
-	}
 }
