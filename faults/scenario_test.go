@@ -3,8 +3,10 @@ package faults
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -78,8 +80,16 @@ func runFault(t *testing.T, s *stack, v *service, k keys, f fault) *faultRun {
 	halt := func() { once.Do(func() { close(stop); r.samples = <-done; r.end = time.Now() }) }
 	t.Cleanup(halt) // should the test fail midway, the load still stops
 	r.start = time.Now()
+	var lastLimited atomic.Int64 // when the latest refused request started, in Unix ns
 	go func() {
-		done <- runKeyed(keyedWorkers, len(k.names), stop, func(i int) int { return v.get(k.names[i]) })
+		done <- runKeyed(keyedWorkers, len(k.names), stop, func(i int) int {
+			start := time.Now()
+			code := v.get(k.names[i])
+			if code == http.StatusTooManyRequests {
+				lastLimited.Store(start.UnixNano())
+			}
+			return code
+		})
 	}()
 
 	time.Sleep(beforeLoad)
@@ -132,6 +142,12 @@ func runFault(t *testing.T, s *stack, v *service, k keys, f fault) *faultRun {
 	}
 	r.awaited = time.Now()
 	time.Sleep(afterLoad)
+	// On a loaded machine the load can be too thin for a key to run out within afterLoad
+	// (buckets refilled while the fault lasted): go on until a request has been refused
+	// since recovery, which the report requires, or recoveryLimit has passed.
+	for deadline := time.Now().Add(recoveryLimit); lastLimited.Load() < r.awaited.UnixNano() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	halt()
 	r.decisions = s.timed.all()
 	// On a loaded machine a healthy Redis can miss the 50 ms deadline a few times in a row
