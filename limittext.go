@@ -234,7 +234,7 @@ func defaultBurst(count float64) int { return int(max(math.Ceil(count), 1)) }
 // UnmarshalText it makes a Limit a flag (flag.TextVar), a JSON or YAML string, an
 // environment variable.
 func (l Limit) MarshalText() ([]byte, error) {
-	if l.IsZero() {
+	if l == (Limit{}) {
 		return nil, nil
 	}
 	if err := l.Validate(); err != nil {

@@ -109,9 +109,6 @@ const maxWarmup = (1 << 53) * time.Microsecond
 // tokens plus a cost stays an exact integer in a Redis script, whose numbers are float64.
 const maxBurst = 1 << 52
 
-// IsZero reports whether l is the zero Limit, which middleware reads as "no limit".
-func (l Limit) IsZero() bool { return l == Limit{} }
-
 // Unlimited is the limit of a request that is not to be limited, said on purpose: a limit
 // function (a middleware's WithLimitFunc, WithLimits) returns it for the requests it
 // exempts, and a table of limits (WithRouteLimits, WithMethodLimits) may give it to a route

@@ -162,7 +162,7 @@ func TestLimitText(t *testing.T) {
 	var cfg struct{ Login, API ratelimit.Limit }
 	require.NoError(t, json.Unmarshal([]byte(`{"Login":"5/min","API":""}`), &cfg))
 	assert.Equal(t, ratelimit.PerMinute(5), cfg.Login)
-	assert.True(t, cfg.API.IsZero())
+	assert.Zero(t, cfg.API)
 	_, err = ratelimit.Limit{Rate: math.NaN(), Burst: 1}.MarshalText()
 	assert.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
 }
@@ -208,12 +208,14 @@ func FuzzLimitText(f *testing.F) {
 
 var fuzzZones = []string{"Europe/Paris", "UTC", "America/New_York", "Asia/Kolkata", "America/Santiago"}
 
-func TestIsZero(t *testing.T) {
-	assert.True(t, ratelimit.Limit{}.IsZero())
-	assert.False(t, ratelimit.Limit{Burst: 1}.IsZero())
-	assert.False(t, ratelimit.PerSecond(1).IsZero())
-	assert.False(t, ratelimit.Limit{Warmup: time.Second}.IsZero())
-	assert.False(t, ratelimit.Limit{Algorithm: ratelimit.SlidingWindowLog}.IsZero(), "an algorithm alone is an invalid limit, not no limit")
+// The zero Limit, which middleware reads as no limit, is a Limit with no field set: one
+// field is enough to make it a limit (an invalid one, for a field alone).
+func TestZeroLimit(t *testing.T) {
+	assert.Zero(t, ratelimit.Limit{})
+	assert.NotZero(t, ratelimit.Limit{Burst: 1})
+	assert.NotZero(t, ratelimit.PerSecond(1))
+	assert.NotZero(t, ratelimit.Limit{Warmup: time.Second})
+	assert.NotZero(t, ratelimit.Limit{Algorithm: ratelimit.SlidingWindowLog}, "an algorithm alone is an invalid limit, not no limit")
 }
 
 func TestSentinelsAreDistinct(t *testing.T) {
@@ -240,7 +242,7 @@ func TestNames(t *testing.T) {
 // Unlimited is no limit a limiter decides, is not the zero Limit, and is written as what
 // it is.
 func TestUnlimitedValue(t *testing.T) {
-	assert.False(t, ratelimit.Unlimited.IsZero())
+	assert.NotZero(t, ratelimit.Unlimited)
 	assert.ErrorIs(t, ratelimit.Unlimited.Validate(), ratelimit.ErrInvalidArgument)
 	assert.Equal(t, "unlimited", ratelimit.Unlimited.String())
 	_, err := ratelimit.Unlimited.MarshalText()

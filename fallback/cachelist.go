@@ -124,7 +124,7 @@ func (c *denialCache) storeAll(reqs []ratelimit.Request, p priority.Level, sent 
 	for i, r := range mr.Results {
 		q := &reqs[i]
 		denied := !r.Allowed && r.RetryAfter > 0 && listCost(q.N) == 1
-		if q.Limit.IsZero() || (!denied && list == nil) {
+		if q.Limit == (ratelimit.Limit{}) || (!denied && list == nil) {
 			continue
 		}
 		s := c.shard(q.Key)

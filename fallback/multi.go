@@ -148,7 +148,7 @@ func (l *Limiter) AllowAllOrigin(ctx context.Context, reqs []ratelimit.Request) 
 	}
 	shares := make([]ratelimit.Request, len(reqs))
 	for i, q := range reqs {
-		if share := l.share(q.Limit); !q.Limit.IsZero() && share != q.Limit {
+		if share := l.share(q.Limit); q.Limit != (ratelimit.Limit{}) && share != q.Limit {
 			// As AllowN degraded: a cost the primary could admit takes at most the part of
 			// the share left to the priority; a cost the limit itself refuses is refused.
 			if q.N <= q.Limit.Burst {
@@ -171,7 +171,7 @@ func (l *Limiter) remember(reqs []ratelimit.Request, p priority.Level, sent int6
 		return
 	}
 	for i := range reqs {
-		if !reqs[i].Limit.IsZero() {
+		if reqs[i].Limit != (ratelimit.Limit{}) {
 			l.cache.forget(reqs[i].Key, reqs[i].Limit)
 		}
 	}
@@ -182,7 +182,7 @@ func (l *Limiter) remember(reqs []ratelimit.Request, p priority.Level, sent int6
 func charged(mr ratelimit.MultiResult, reqs []ratelimit.Request, part string) ratelimit.MultiResult {
 	if mr.Allowed && len(mr.Results) == len(reqs) {
 		for i := range mr.Results {
-			if !reqs[i].Limit.IsZero() {
+			if reqs[i].Limit != (ratelimit.Limit{}) {
 				mr.Results[i].Charge = mark(mr.Results[i].Charge, part)
 			}
 		}

@@ -64,7 +64,7 @@ var denials = sync.Pool{New: func() any { return new(denial) }}
 func multiQuotaFailure(d *pipeline.Decision) *errdetails.QuotaFailure {
 	qf := &errdetails.QuotaFailure{}
 	for i, q := range d.Reqs {
-		if i < len(d.Multi.Results) && !q.Limit.IsZero() && !d.Multi.Results[i].Allowed {
+		if i < len(d.Multi.Results) && q.Limit != (ratelimit.Limit{}) && !d.Multi.Results[i].Allowed {
 			qf.Violations = append(qf.Violations, &errdetails.QuotaFailure_Violation{
 				Subject:     keyKind(bucket.KeyOf(q.Key)),
 				Description: fmt.Sprintf("rate limit %q (%v) exceeded", q.Name, q.Limit),

@@ -214,7 +214,7 @@ func build(dst []byte, style Style, policy string, res ratelimit.Result, policie
 		if policies != nil {
 			first := true
 			for i, q := range policies {
-				if q.Limit.IsZero() {
+				if q.Limit == (ratelimit.Limit{}) {
 					continue
 				}
 				if !first {
@@ -222,7 +222,7 @@ func build(dst []byte, style Style, policy string, res ratelimit.Result, policie
 				}
 				first = false
 				applied := q.Limit
-				if i < len(results) && !results[i].Limit.IsZero() {
+				if i < len(results) && results[i].Limit != (ratelimit.Limit{}) {
 					applied = results[i].Limit
 				}
 				fs.buf = appendPolicy(fs.buf, nameOf(q), applied)

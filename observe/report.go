@@ -46,7 +46,7 @@ func Report(ctx context.Context, o Observer, c Call, limit ratelimit.Limit, n in
 func ReportAll(ctx context.Context, o Observer, c Call, reqs []ratelimit.Request, mr ratelimit.MultiResult, err error) {
 	policy := c.Policy
 	for i, q := range reqs {
-		if q.Limit.IsZero() {
+		if q.Limit == (ratelimit.Limit{}) {
 			continue
 		}
 		var res ratelimit.Result
@@ -73,7 +73,7 @@ func decide(ctx context.Context, d *Decision, c *Call, limit *ratelimit.Limit, n
 	if c.Origin.Backend != "" {
 		d.Backend = c.Origin.Backend
 	}
-	if res.Limit.IsZero() {
+	if res.Limit == (ratelimit.Limit{}) {
 		d.Limit = *limit
 	} else {
 		d.Limit = res.Limit

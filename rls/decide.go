@@ -157,7 +157,7 @@ func (s *Service) failed(ctx context.Context, p *plan, of []int, err error) erro
 // refund gives an item's hits back to its bucket.
 func (s *Service) refund(ctx context.Context, it *item) {
 	it.decided = true
-	if s.inspector == nil || it.limit.IsZero() {
+	if s.inspector == nil || it.limit == (ratelimit.Limit{}) {
 		return
 	}
 	res, err := s.inspector.Refund(ctx, it.key, it.limit, int(min(it.hits, math.MaxInt32)), ratelimit.Charge{})
@@ -178,7 +178,7 @@ func current(res ratelimit.Result, limit ratelimit.Limit) int {
 // read sets what an item's bucket holds, without charging it.
 func (s *Service) read(ctx context.Context, it *item) {
 	it.decided = true
-	if s.inspector == nil || it.limit.IsZero() {
+	if s.inspector == nil || it.limit == (ratelimit.Limit{}) {
 		return
 	}
 	res, err := s.inspector.Peek(ctx, it.key, it.limit, 1)

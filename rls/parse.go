@@ -320,7 +320,7 @@ func (p *parser) rateLimit(n *yaml.Node, path string, shadow bool) (*Rule, error
 	}
 	if !r.Unlimited {
 		r.Limit = limitOf(r.RequestsPerUnit, unitSeconds(r.Unit), r.Algorithm)
-		if !r.Limit.IsZero() {
+		if r.Limit != (ratelimit.Limit{}) {
 			if err := r.Limit.Validate(); err != nil {
 				return nil, p.fail(n, ErrAlgorithm, "descriptor %s: %v", path, err)
 			}

@@ -73,7 +73,7 @@ func (s *Service) SetConfig(config *Config) error {
 	}
 	if v := s.validator; v != nil {
 		for _, r := range config.rules {
-			if r.Limit.IsZero() {
+			if r.Limit == (ratelimit.Limit{}) {
 				continue
 			}
 			if err := v.ValidateLimit(r.Limit); err != nil {
@@ -209,7 +209,7 @@ func (s *Service) plan(top *node, req *pb.RateLimitRequest) (*plan, error) {
 			it.kind = refund
 		case it.hits == 0:
 			it.kind = peek
-		case it.limit.IsZero():
+		case it.limit == (ratelimit.Limit{}):
 			it.kind = blocked
 		default:
 			it.kind = charge

@@ -18,6 +18,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/sluice-go/ratelimit"
 )
 
 // xdsPeer is a management server of go-control-plane on a loopback port, serving the
@@ -192,7 +194,7 @@ func TestResourceFile(t *testing.T) {
 	assert.True(t, rule("internal", "x").Unlimited)
 	banned := rule("banned", "x")
 	assert.Equal(t, day, banned.Unit)
-	assert.True(t, banned.Limit.IsZero(), "requests_per_unit 0 blocks")
+	assert.True(t, banned.Limit == (ratelimit.Limit{}), "requests_per_unit 0 blocks")
 	trial := rule("trial", "x")
 	assert.True(t, trial.Shadow)
 	assert.Equal(t, hour, trial.Unit)

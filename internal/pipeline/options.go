@@ -267,7 +267,7 @@ func (o *Options[R]) check(v ratelimit.LimitValidator) error {
 		if f.limit == ratelimit.Unlimited {
 			continue // a choice, said so
 		}
-		if f.limit.IsZero() {
+		if f.limit == (ratelimit.Limit{}) {
 			if f.zeroOK {
 				continue
 			}

@@ -3,6 +3,8 @@ package pipeline
 import (
 	"context"
 	"fmt"
+
+	"github.com/sluice-go/ratelimit"
 )
 
 // Refund gives back the tokens d took when the middleware's refund function (WithRefundIf)
@@ -31,7 +33,7 @@ func (p *Pipeline[R]) giveBack(ctx context.Context, r R, d *Decision) {
 		_, err = ins.Refund(ctx, d.bucket, d.Limit, d.Cost, d.Result.Charge)
 	}
 	for i, q := range d.Reqs {
-		if q.Limit.IsZero() || i >= len(d.Multi.Results) {
+		if q.Limit == (ratelimit.Limit{}) || i >= len(d.Multi.Results) {
 			continue
 		}
 		if _, e := ins.Refund(ctx, q.Key, q.Limit, max(q.N, 1), d.Multi.Results[i].Charge); e != nil && err == nil {

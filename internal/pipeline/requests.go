@@ -115,7 +115,7 @@ func (p *Pipeline[R]) fromLimit(r R, d *Decision) (ok bool) {
 		d.Limit, d.Policy = ratelimit.Limit{}, ""
 		return false
 	}
-	if d.Limit.IsZero() {
+	if d.Limit == (ratelimit.Limit{}) {
 		if p.opts.zeroFromFunc && !p.zeroReported.Load() {
 			p.reportZero(r, d)
 		}
@@ -147,7 +147,7 @@ func (p *Pipeline[R]) fromLimits(r R, d *Decision, reqs []ratelimit.Request) (ok
 		if math.IsInf(q.Limit.Rate, 1) && q.Limit == ratelimit.Unlimited {
 			q.Limit = ratelimit.Limit{} // an entry skipped, as the zero Limit is
 		}
-		if q.Limit.IsZero() {
+		if q.Limit == (ratelimit.Limit{}) {
 			continue
 		}
 		limited = true
@@ -198,7 +198,7 @@ func (p *Pipeline[R]) refuse(r R, d *Decision, err error) {
 func indexOf(before []ratelimit.Request, policy string) int {
 	index := 0
 	for _, e := range before {
-		if e.Name == policy && !e.Limit.IsZero() {
+		if e.Name == policy && e.Limit != (ratelimit.Limit{}) {
 			index++
 		}
 	}

@@ -43,7 +43,7 @@ func (p *Pipeline[R]) Settle(ctx context.Context, r R, d *Decision) {
 		_, err = p.settler.Settle(ctx, d.bucket, d.Limit, d.Result.Charge, d.Cost, actual)
 	}
 	for i, q := range d.Reqs {
-		if q.Limit.IsZero() || i >= len(d.Multi.Results) {
+		if q.Limit == (ratelimit.Limit{}) || i >= len(d.Multi.Results) {
 			continue
 		}
 		if _, e := p.settler.Settle(ctx, q.Key, q.Limit, d.Multi.Results[i].Charge, max(q.N, 1), actual); e != nil && err == nil {
