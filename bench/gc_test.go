@@ -44,9 +44,9 @@ func scanHeap() uint64 {
 // users, every bucket made before the timer), one middleware per process heap: it reports
 // the GC CPU time per request (gc-ns/op, from runtime/metrics' /cpu/classes/gc; busy-ns/op
 // without the idle mark workers), GC cycles per 10⁶ requests, and the heap a cycle scans for
-// pointers (scan-MB; the handler alone's is the requests'). The other middlewares are built in their own sub-benchmarks,
-// after this one's are dropped, so that each one's collections mark only its own heap; with
-// -count, the rounds interleave them.
+// pointers (scan-MB; the handler alone's is the requests'). The other middlewares are built
+// in their own sub-benchmarks, after this one's are dropped, so that each one's collections
+// mark only its own heap; with -count, the rounds interleave them.
 func BenchmarkHeaderKeyGC(b *testing.B) {
 	reqs := headerRequests()
 	for _, allow := range []bool{true, false} {
