@@ -70,6 +70,7 @@ func runConformance(t *testing.T, client redis.Scripter) {
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	server := redistest.NewServer(t)
 	runConformance(t, newClient(t, server.Addr()))
 }
@@ -77,6 +78,7 @@ func TestConformance(t *testing.T) {
 // TestConformanceGuarded runs the suite on a client that ignores context deadlines, where
 // the limiter waits for replies in goroutines of its own.
 func TestConformanceGuarded(t *testing.T) {
+	t.Parallel()
 	server := redistest.NewServer(t)
 	client := redis.NewClient(&redis.Options{Addr: server.Addr()})
 	t.Cleanup(func() { _ = client.Close() })
@@ -84,6 +86,7 @@ func TestConformanceGuarded(t *testing.T) {
 }
 
 func TestConformanceRing(t *testing.T) {
+	t.Parallel()
 	server := redistest.NewServer(t)
 	ring := redis.NewRing(&redis.RingOptions{
 		Addrs:                 map[string]string{"one": server.Addr()},
@@ -94,6 +97,7 @@ func TestConformanceRing(t *testing.T) {
 }
 
 func TestConformanceCluster(t *testing.T) {
+	t.Parallel()
 	cluster := redistest.NewCluster(t)
 	client := redis.NewClusterClient(&redis.ClusterOptions{
 		Addrs:                 cluster.Addrs(),

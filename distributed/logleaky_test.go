@@ -63,6 +63,7 @@ func clients(t *testing.T) map[string]redis.Scripter {
 // Delays tile its queue: each admitted request starts when the one before it ends, from 0
 // to Burst·T.
 func TestContention(t *testing.T) {
+	t.Parallel()
 	limit := ratelimit.Limit{Rate: 1, Burst: 100} // T = 1 s, W = 100 s
 	for name, client := range clients(t) {
 		t.Run(name, func(t *testing.T) {
