@@ -7,7 +7,8 @@
 #             which stops and slows real Redis servers under load, and
 #             prommetrics/, the Prometheus collector, valkeyclient/, the backends on valkey-go;
 #             internal/release builds the modules as a user gets them),
-#             then the Redis-facing packages again on Valkey (valkey-server for redis-server).
+#             and the Redis-facing packages again on Valkey (valkey-server for redis-server);
+#             the steps run side by side (JOBS=1 for one at a time).
 # make bench — the benchmarks, ours and the peers' (bench/ is a module of its own);
 # make bench-rls — rls/bench/: ratelimit-server beside envoyproxy/ratelimit.
 
@@ -19,33 +20,65 @@ GO ?= go
 # the Cluster and Sentinel failovers of faults/.
 VALKEY_PACKAGES = ./distributed/... ./concurrency/distributed/... ./internal/redistest/...
 
+# The nested modules, each vetted and tested in its own folder (rls/bench only vetted; bench and
+# examples/algorithms without the race detector).
+MODULES = bench examples/algorithms examples/gin examples/chi examples/rules rules/rulesyaml \
+	examples/production faults prommetrics rls rls/bench valkeyclient
+NORACE = bench examples/algorithms
+VETONLY = rls/bench
+
+# The steps of make test run side by side, JOBS at a time (make -j; -O keeps each step's output
+# together; -k runs the others when one fails, and make still fails). Many tests wait on Redis
+# servers and loopback round trips rather than on the CPU: a test binary runs up to PARALLEL
+# of its tests at once (those that call t.Parallel), go test up to PACKAGES binaries. go vet
+# has checked every package, tests included, so go test does not run its subset again.
+JOBS ?= 6
+PARALLEL ?= 8
+PACKAGES ?= 4
+TESTFLAGS = -count=1 -vet=off -p $(PACKAGES) -parallel $(PARALLEL)
+
 test: redis
 	@.ci/check-tracked
 	@files=$$(gofmt -l .); if [ -n "$$files" ]; then echo "gofmt -l reports:"; echo "$$files"; exit 1; fi
+	@$(MAKE) --no-print-directory -k -j $(JOBS) -O test-steps
+
+# The root module's packages are compiled once, as go vet and the race detector need them,
+# before the steps that share them (concurrent go commands would each compile them).
+.PHONY: test-steps vet-root build-race test-root $(MODULES:%=module-%) valkey-root valkey-faults valkey-vk
+test-steps: test-root valkey-root module-faults valkey-faults $(patsubst %,module-%,$(filter-out faults,$(MODULES))) valkey-vk
+
+vet-root:
 	$(GO) vet ./...
-	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./...
-	cd examples/algorithms && $(GO) vet ./... && $(GO) test -count=1 ./...
-	cd examples/gin && $(GO) vet ./... && $(GO) test -race -count=1 ./...
-	cd examples/chi && $(GO) vet ./... && $(GO) test -race -count=1 ./...
-	cd examples/rules && $(GO) vet ./... && $(GO) test -race -count=1 ./...
-	cd rules/rulesyaml && $(GO) vet ./... && $(GO) test -race -count=1 ./...
-	cd examples/production && $(GO) vet ./... && $(GO) test -race -count=1 ./...
-	cd faults && $(GO) vet ./... && $(GO) test -race -count=1 ./...
-	cd prommetrics && $(GO) vet ./... && $(GO) test -race -count=1 ./...
-	cd rls && $(GO) vet ./... && $(GO) test -race -count=1 ./...
-	cd rls/bench && $(GO) vet ./...
-	cd valkeyclient && $(GO) vet ./... && $(GO) test -race -count=1 ./...
-	$(GO) test -race -count=1 ./...
-	@$(MAKE) --no-print-directory valkey
+
+build-race:
+	$(GO) build -race ./...
+
+test-root: vet-root build-race
+	$(GO) test -race $(TESTFLAGS) ./...
+
+$(MODULES:%=module-%): module-%: vet-root build-race
+	cd $* && $(GO) vet ./...
+	$(if $(filter $*,$(VETONLY)),,cd $* && $(GO) test $(if $(filter $*,$(NORACE)),,-race) $(TESTFLAGS) ./...)
 
 # The Redis-facing packages on Valkey: the harness starts valkey-server (and its Cluster and
 # Sentinel) where it would start redis-server. The redis target installs it; a machine
 # without it fails here rather than skipping.
 valkey: redis
-	@command -v valkey-server >/dev/null 2>&1 || { echo "valkey-server is not in PATH and could not be installed (make redis): the Valkey step cannot run."; exit 1; }
-	REDISTEST_SERVER=valkey-server $(GO) test -race -count=1 $(VALKEY_PACKAGES)
-	cd faults && REDISTEST_SERVER=valkey-server $(GO) test -race -count=1 -run 'Failover' ./...
-	cd valkeyclient && REDISTEST_SERVER=valkey-server $(GO) test -race -count=1 ./...
+	@$(MAKE) --no-print-directory -k -j $(JOBS) -O valkey-root valkey-faults valkey-vk
+
+VALKEY = @command -v valkey-server >/dev/null 2>&1 || { echo "valkey-server is not in PATH and could not be installed (make redis): the Valkey step cannot run."; exit 1; }
+
+valkey-root: build-race
+	$(VALKEY)
+	REDISTEST_SERVER=valkey-server $(GO) test -race $(TESTFLAGS) $(VALKEY_PACKAGES)
+
+valkey-faults: build-race
+	$(VALKEY)
+	cd faults && REDISTEST_SERVER=valkey-server $(GO) test -race $(TESTFLAGS) -run 'Failover' ./...
+
+valkey-vk: build-race
+	$(VALKEY)
+	cd valkeyclient && REDISTEST_SERVER=valkey-server $(GO) test -race $(TESTFLAGS) ./...
 
 # Our own benchmarks, then the comparison with other limiters (figures: docs/performance.md).
 bench:
