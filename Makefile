@@ -32,20 +32,25 @@ VETONLY = rls/bench
 # servers and loopback round trips rather than on the CPU: a test binary runs up to PARALLEL
 # of its tests at once (those that call t.Parallel), go test up to PACKAGES binaries. go vet
 # has checked every package, tests included, so go test does not run its subset again.
-JOBS ?= 6
-PARALLEL ?= 8
-PACKAGES ?= 4
+JOBS ?= 4
+PARALLEL ?= 4
+PACKAGES ?= 3
 TESTFLAGS = -count=1 -vet=off -p $(PACKAGES) -parallel $(PARALLEL)
 
 test: redis
 	@.ci/check-tracked
 	@files=$$(gofmt -l .); if [ -n "$$files" ]; then echo "gofmt -l reports:"; echo "$$files"; exit 1; fi
-	@$(MAKE) --no-print-directory -k -j $(JOBS) -O test-steps
+	@status=0; $(MAKE) --no-print-directory -k -j $(JOBS) -O test-steps || status=1; \
+		$(MAKE) --no-print-directory -k -O faults-tests || status=1; exit $$status
 
 # The root module's packages are compiled once, as go vet and the race detector need them,
-# before the steps that share them (concurrent go commands would each compile them).
-.PHONY: test-steps vet-root build-race test-root $(MODULES:%=module-%) valkey-root valkey-faults valkey-vk
-test-steps: test-root valkey-root module-faults valkey-faults $(patsubst %,module-%,$(filter-out faults,$(MODULES))) valkey-vk
+# before the steps that share them (concurrent go commands would each compile them). faults/
+# puts a load through real servers for real seconds and checks what it got: its tests run
+# last, alone (faults-build compiles them beside the other steps).
+STEPS = $(patsubst %,module-%,$(filter-out faults,$(MODULES)))
+.PHONY: test-steps vet-root build-race test-root $(STEPS) faults-build faults-tests valkey-root \
+	valkey-faults valkey-vk
+test-steps: test-root valkey-root valkey-vk $(STEPS) faults-build
 
 vet-root:
 	$(GO) vet ./...
@@ -56,15 +61,24 @@ build-race:
 test-root: vet-root build-race
 	$(GO) test -race $(TESTFLAGS) ./...
 
-$(MODULES:%=module-%): module-%: vet-root build-race
+$(STEPS): module-%: vet-root build-race
 	cd $* && $(GO) vet ./...
 	$(if $(filter $*,$(VETONLY)),,cd $* && $(GO) test $(if $(filter $*,$(NORACE)),,-race) $(TESTFLAGS) ./...)
+
+faults-build: vet-root build-race
+	cd faults && $(GO) vet ./... && $(GO) test -race -count=1 -vet=off -run '^$$' ./...
+
+faults-tests:
+	cd faults && $(GO) test -race $(TESTFLAGS) ./...
+	$(VALKEY)
+	cd faults && REDISTEST_SERVER=valkey-server $(GO) test -race $(TESTFLAGS) -run 'Failover' ./...
 
 # The Redis-facing packages on Valkey: the harness starts valkey-server (and its Cluster and
 # Sentinel) where it would start redis-server. The redis target installs it; a machine
 # without it fails here rather than skipping.
 valkey: redis
-	@$(MAKE) --no-print-directory -k -j $(JOBS) -O valkey-root valkey-faults valkey-vk
+	@status=0; $(MAKE) --no-print-directory -k -j $(JOBS) -O valkey-root valkey-vk || status=1; \
+		$(MAKE) --no-print-directory valkey-faults || status=1; exit $$status
 
 VALKEY = @command -v valkey-server >/dev/null 2>&1 || { echo "valkey-server is not in PATH and could not be installed (make redis): the Valkey step cannot run."; exit 1; }
 
@@ -72,7 +86,7 @@ valkey-root: build-race
 	$(VALKEY)
 	REDISTEST_SERVER=valkey-server $(GO) test -race $(TESTFLAGS) $(VALKEY_PACKAGES)
 
-valkey-faults: build-race
+valkey-faults:
 	$(VALKEY)
 	cd faults && REDISTEST_SERVER=valkey-server $(GO) test -race $(TESTFLAGS) -run 'Failover' ./...
 
