@@ -141,7 +141,8 @@ func TestKeyLayout(t *testing.T) {
 func TestRedisClock(t *testing.T) {
 	server := redistest.NewServer(t)
 	prefix := uniquePrefix()
-	l, err := distributed.New(newClient(t, server.Addr()), distributed.WithPrefix(prefix))
+	l, err := distributed.New(newClient(t, server.Addr()), distributed.WithPrefix(prefix),
+		distributed.WithTimeout(10*time.Second)) // a loaded 2-core machine under -race
 	require.NoError(t, err)
 	ctx := context.Background()
 	limit := ratelimit.Limit{Rate: 1.0 / 3600, Burst: 2} // a token an hour: no refill here

@@ -141,8 +141,9 @@ func TestObservedOutageWithoutSecondary(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
 			obs, reader := otelmetricstest.NewObserver(t, otelmetrics.WithDurationSample(1))
+			// No probe: see TestObservedOutage.
 			l := fallback.New(&ratelimittest.Stub{Err: errDown}, nil, fallback.WithStateHook(obs.ObserveBreaker),
-				fallback.WithClock(ratelimittest.NewClock().Now)) // no probe: see TestObservedOutage
+				fallback.WithClock(ratelimittest.NewClock().Now))
 			do := tg.serve(t, setup{limiter: l, limit: ratelimit.PerMinute(100), observer: obs, name: "login"})
 			for range 8 {
 				require.Equal(t, "ok", do(context.Background()).kind)
