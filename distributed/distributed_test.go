@@ -112,7 +112,7 @@ func TestConformanceCluster(t *testing.T) {
 func TestKeyLayout(t *testing.T) {
 	server := redistest.NewServer(t)
 	clock := ratelimittest.NewClock() // 2026-01-01, 2192 days after 2020-01-01
-	l, err := distributed.New(newClient(t, server.Addr()), distributed.WithClock(clock.Now))
+	l, err := distributed.New(newClient(t, server.Addr()), distributed.WithClock(clock.Now), distributed.WithTimeout(10*time.Second))
 	require.NoError(t, err)
 
 	res, err := l.Allow(context.Background(), "user:42", ratelimit.Limit{Rate: 10, Burst: 20})

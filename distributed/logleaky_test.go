@@ -162,7 +162,7 @@ func TestLimitsCheckedBeforeRedis(t *testing.T) {
 		ratelimit.LeakyBucket:      {Rate: 2e6, Burst: 1},
 		ratelimit.TokenBucket:      {Rate: 1.0 / 86400, Burst: 104250}, // refills in over 2^53 µs
 	} {
-		l, err := distributed.New(client, distributed.WithAlgorithm(alg))
+		l, err := distributed.New(client, distributed.WithAlgorithm(alg), distributed.WithTimeout(10*time.Second))
 		require.NoError(t, err)
 		_, err = l.Allow(context.Background(), "k", limit)
 		require.ErrorIs(t, err, ratelimit.ErrInvalidArgument, "%v", alg)
