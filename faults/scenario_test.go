@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,8 +63,8 @@ type faultRun struct {
 
 // runFault runs the load of keyedWorkers clients on the keys of k through v, a service on
 // the stack s, injects f after beforeLoad, waits for f to heal and for Redis to decide
-// every affected key again through a closed breaker, goes on for afterLoad, and returns
-// what it recorded.
+// every affected key again through a closed breaker, goes on for afterLoad (and until a
+// request is refused, up to 5 s more), and returns what it recorded.
 func runFault(t *testing.T, s *stack, v *service, k keys, f fault) *faultRun {
 	t.Helper()
 	r := &faultRun{keys: k, events: s.events, primary: s.primary, opens: f.opens, warm: time.Now()}
@@ -78,8 +79,16 @@ func runFault(t *testing.T, s *stack, v *service, k keys, f fault) *faultRun {
 	halt := func() { once.Do(func() { close(stop); r.samples = <-done; r.end = time.Now() }) }
 	t.Cleanup(halt) // should the test fail midway, the load still stops
 	r.start = time.Now()
+	var refused atomic.Int64 // when the last request refused started, in Unix nanoseconds
 	go func() {
-		done <- runKeyed(keyedWorkers, len(k.names), stop, func(i int) int { return v.get(k.names[i]) })
+		done <- runKeyed(keyedWorkers, len(k.names), stop, func(i int) int {
+			at := time.Now()
+			code := v.get(k.names[i])
+			if code == 429 {
+				refused.Store(at.UnixNano())
+			}
+			return code
+		})
 	}()
 
 	time.Sleep(beforeLoad)
@@ -132,6 +141,11 @@ func runFault(t *testing.T, s *stack, v *service, k keys, f fault) *faultRun {
 	}
 	r.awaited = time.Now()
 	time.Sleep(afterLoad)
+	// A loaded machine sends fewer requests than the limits need to refuse some: the load
+	// goes on, up to 5 s, until one was refused after the recovery was seen.
+	for deadline := time.Now().Add(5 * time.Second); refused.Load() < r.awaited.UnixNano() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	halt()
 	r.decisions = s.timed.all()
 	// On a loaded machine a healthy Redis can miss the 50 ms deadline a few times in a row
