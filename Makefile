@@ -7,7 +7,8 @@
 #             which stops and slows real Redis servers under load, and
 #             prommetrics/, the Prometheus collector, valkeyclient/, the backends on valkey-go;
 #             internal/release builds the modules as a user gets them),
-#             then the Redis-facing packages again on Valkey (valkey-server for redis-server).
+#             and the Redis-facing packages again on Valkey (valkey-server for redis-server);
+#             the steps run side by side (JOBS=1 for one at a time).
 # make bench — the benchmarks, ours and the peers' (bench/ is a module of its own);
 # make bench-rls — rls/bench/: ratelimit-server beside envoyproxy/ratelimit.
 
@@ -19,33 +20,79 @@ GO ?= go
 # the Cluster and Sentinel failovers of faults/.
 VALKEY_PACKAGES = ./distributed/... ./concurrency/distributed/... ./internal/redistest/...
 
+# The nested modules, each vetted and tested in its own folder (rls/bench only vetted; bench and
+# examples/algorithms without the race detector).
+MODULES = bench examples/algorithms examples/gin examples/chi examples/rules rules/rulesyaml \
+	examples/production faults prommetrics rls rls/bench valkeyclient
+NORACE = bench examples/algorithms
+VETONLY = rls/bench
+
+# The steps of make test run side by side, JOBS at a time (make -j; -O keeps each step's output
+# together; -k runs the others when one fails, and make still fails). Many tests wait on Redis
+# servers and loopback round trips rather than on the CPU: a test binary runs up to PARALLEL
+# of its tests at once (those that call t.Parallel), go test up to PACKAGES binaries. go vet
+# has checked every package, tests included, so go test does not run its subset again.
+JOBS ?= 4
+PARALLEL ?= 4
+PACKAGES ?= 3
+TESTFLAGS = -count=1 -vet=off -p $(PACKAGES) -parallel $(PARALLEL)
+
 test: redis
 	@.ci/check-tracked
 	@files=$$(gofmt -l .); if [ -n "$$files" ]; then echo "gofmt -l reports:"; echo "$$files"; exit 1; fi
+	@status=0; $(MAKE) --no-print-directory -k -j $(JOBS) -O test-steps || status=1; \
+		$(MAKE) --no-print-directory -k -O faults-tests || status=1; exit $$status
+
+# The root module's packages are compiled once, as go vet and the race detector need them,
+# before the steps that share them (concurrent go commands would each compile them). faults/
+# puts a load through real servers for real seconds and checks what it got: its tests run
+# last, alone (faults-build compiles them beside the other steps).
+STEPS = $(patsubst %,module-%,$(filter-out faults,$(MODULES)))
+.PHONY: test-steps vet-root build-race test-root $(STEPS) faults-build faults-tests valkey-root \
+	valkey-faults valkey-vk
+test-steps: test-root valkey-root valkey-vk $(STEPS) faults-build
+
+vet-root:
 	$(GO) vet ./...
-	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./...
-	cd examples/algorithms && $(GO) vet ./... && $(GO) test -count=1 ./...
-	cd examples/gin && $(GO) vet ./... && $(GO) test -race -count=1 ./...
-	cd examples/chi && $(GO) vet ./... && $(GO) test -race -count=1 ./...
-	cd examples/rules && $(GO) vet ./... && $(GO) test -race -count=1 ./...
-	cd rules/rulesyaml && $(GO) vet ./... && $(GO) test -race -count=1 ./...
-	cd examples/production && $(GO) vet ./... && $(GO) test -race -count=1 ./...
-	cd faults && $(GO) vet ./... && $(GO) test -race -count=1 ./...
-	cd prommetrics && $(GO) vet ./... && $(GO) test -race -count=1 ./...
-	cd rls && $(GO) vet ./... && $(GO) test -race -count=1 ./...
-	cd rls/bench && $(GO) vet ./...
-	cd valkeyclient && $(GO) vet ./... && $(GO) test -race -count=1 ./...
-	$(GO) test -race -count=1 ./...
-	@$(MAKE) --no-print-directory valkey
+
+build-race:
+	$(GO) build -race ./...
+
+test-root: vet-root build-race
+	$(GO) test -race $(TESTFLAGS) ./...
+
+$(STEPS): module-%: vet-root build-race
+	cd $* && $(GO) vet ./...
+	$(if $(filter $*,$(VETONLY)),,cd $* && $(GO) test $(if $(filter $*,$(NORACE)),,-race) $(TESTFLAGS) ./...)
+
+faults-build: vet-root build-race
+	cd faults && $(GO) vet ./... && $(GO) test -race -count=1 -vet=off -run '^$$' ./...
+
+faults-tests:
+	cd faults && $(GO) test -race $(TESTFLAGS) ./...
+	$(VALKEY)
+	cd faults && REDISTEST_SERVER=valkey-server $(GO) test -race $(TESTFLAGS) -run 'Failover' ./...
 
 # The Redis-facing packages on Valkey: the harness starts valkey-server (and its Cluster and
 # Sentinel) where it would start redis-server. The redis target installs it; a machine
 # without it fails here rather than skipping.
 valkey: redis
-	@command -v valkey-server >/dev/null 2>&1 || { echo "valkey-server is not in PATH and could not be installed (make redis): the Valkey step cannot run."; exit 1; }
-	REDISTEST_SERVER=valkey-server $(GO) test -race -count=1 $(VALKEY_PACKAGES)
-	cd faults && REDISTEST_SERVER=valkey-server $(GO) test -race -count=1 -run 'Failover' ./...
-	cd valkeyclient && REDISTEST_SERVER=valkey-server $(GO) test -race -count=1 ./...
+	@status=0; $(MAKE) --no-print-directory -k -j $(JOBS) -O valkey-root valkey-vk || status=1; \
+		$(MAKE) --no-print-directory valkey-faults || status=1; exit $$status
+
+VALKEY = @command -v valkey-server >/dev/null 2>&1 || { echo "valkey-server is not in PATH and could not be installed (make redis): the Valkey step cannot run."; exit 1; }
+
+valkey-root: build-race
+	$(VALKEY)
+	REDISTEST_SERVER=valkey-server $(GO) test -race $(TESTFLAGS) $(VALKEY_PACKAGES)
+
+valkey-faults:
+	$(VALKEY)
+	cd faults && REDISTEST_SERVER=valkey-server $(GO) test -race $(TESTFLAGS) -run 'Failover' ./...
+
+valkey-vk: build-race
+	$(VALKEY)
+	cd valkeyclient && REDISTEST_SERVER=valkey-server $(GO) test -race $(TESTFLAGS) ./...
 
 # Our own benchmarks, then the comparison with other limiters (figures: docs/performance.md).
 bench:

@@ -15,6 +15,7 @@ import (
 // inexact far from round numbers. The two do the same float64 operations on the same
 // microsecond clock and search the same integers with the same tests.
 func TestAgreesWithLocal(t *testing.T) {
+	t.Parallel()
 	client := newClient(t, redistest.NewServer(t).Addr())
 	loc := ratelimittest.Harness{
 		New: func(t testing.TB, c ratelimittest.Config) ratelimit.Limiter {

@@ -72,6 +72,7 @@ type seamPtr struct{ seamClient }
 // TestConformanceNewWith runs every rule of the contract through the seam, on one node and
 // on a Cluster (where AllowAll groups its keys by the Client's Sharded).
 func TestConformanceNewWith(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		client  func(t *testing.T) redis.UniversalClient
@@ -85,6 +86,7 @@ func TestConformanceNewWith(t *testing.T) {
 		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			c := tc.client(t)
 			h := redisHarness(nil, noOptions)
 			h.New = func(t testing.TB, cfg ratelimittest.Config) ratelimit.Limiter {

@@ -70,6 +70,7 @@ func runConformance(t *testing.T, client redis.Scripter) {
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	server := redistest.NewServer(t)
 	runConformance(t, newClient(t, server.Addr()))
 }
@@ -77,6 +78,7 @@ func TestConformance(t *testing.T) {
 // TestConformanceGuarded runs the suite on a client that ignores context deadlines, where
 // the limiter waits for replies in goroutines of its own.
 func TestConformanceGuarded(t *testing.T) {
+	t.Parallel()
 	server := redistest.NewServer(t)
 	client := redis.NewClient(&redis.Options{Addr: server.Addr()})
 	t.Cleanup(func() { _ = client.Close() })
@@ -84,6 +86,7 @@ func TestConformanceGuarded(t *testing.T) {
 }
 
 func TestConformanceRing(t *testing.T) {
+	t.Parallel()
 	server := redistest.NewServer(t)
 	ring := redis.NewRing(&redis.RingOptions{
 		Addrs:                 map[string]string{"one": server.Addr()},
@@ -94,6 +97,7 @@ func TestConformanceRing(t *testing.T) {
 }
 
 func TestConformanceCluster(t *testing.T) {
+	t.Parallel()
 	cluster := redistest.NewCluster(t)
 	client := redis.NewClusterClient(&redis.ClusterOptions{
 		Addrs:                 cluster.Addrs(),
@@ -108,7 +112,7 @@ func TestConformanceCluster(t *testing.T) {
 func TestKeyLayout(t *testing.T) {
 	server := redistest.NewServer(t)
 	clock := ratelimittest.NewClock() // 2026-01-01, 2192 days after 2020-01-01
-	l, err := distributed.New(newClient(t, server.Addr()), distributed.WithClock(clock.Now))
+	l, err := distributed.New(newClient(t, server.Addr()), distributed.WithClock(clock.Now), distributed.WithTimeout(10*time.Second))
 	require.NoError(t, err)
 
 	res, err := l.Allow(context.Background(), "user:42", ratelimit.Limit{Rate: 10, Burst: 20})
@@ -137,7 +141,8 @@ func TestKeyLayout(t *testing.T) {
 func TestRedisClock(t *testing.T) {
 	server := redistest.NewServer(t)
 	prefix := uniquePrefix()
-	l, err := distributed.New(newClient(t, server.Addr()), distributed.WithPrefix(prefix))
+	l, err := distributed.New(newClient(t, server.Addr()), distributed.WithPrefix(prefix),
+		distributed.WithTimeout(10*time.Second)) // a loaded 2-core machine under -race
 	require.NoError(t, err)
 	ctx := context.Background()
 	limit := ratelimit.Limit{Rate: 1.0 / 3600, Burst: 2} // a token an hour: no refill here

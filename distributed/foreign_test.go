@@ -213,7 +213,8 @@ func TestWrittenKeysExpire(t *testing.T) {
 		t.Run(alg.String(), func(t *testing.T) {
 			prefix := uniquePrefix()
 			// The Redis clock, so that Redis's own expiry is the script's.
-			l, err := distributed.New(client, distributed.WithAlgorithm(alg), distributed.WithPrefix(prefix))
+			l, err := distributed.New(client, distributed.WithAlgorithm(alg), distributed.WithPrefix(prefix),
+				distributed.WithTimeout(10*time.Second))
 			require.NoError(t, err)
 			key := prefix + "k:" + tags[alg] + ":1:1"
 			write := append([]string(nil), readable[alg]...)

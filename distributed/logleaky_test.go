@@ -64,6 +64,7 @@ func clients(t *testing.T) map[string]redis.Scripter {
 // Delays tile its queue: each admitted request starts when the one before it ends, from 0
 // to Burst·T.
 func TestContention(t *testing.T) {
+	t.Parallel()
 	limit := ratelimit.Limit{Rate: 1, Burst: 100} // T = 1 s, W = 100 s
 	for name, client := range clients(t) {
 		t.Run(name, func(t *testing.T) {
@@ -162,7 +163,7 @@ func TestLimitsCheckedBeforeRedis(t *testing.T) {
 		ratelimit.LeakyBucket:      {Rate: 2e6, Burst: 1},
 		ratelimit.TokenBucket:      {Rate: 1.0 / 86400, Burst: 104250}, // refills in over 2^53 µs
 	} {
-		l, err := distributed.New(client, distributed.WithAlgorithm(alg))
+		l, err := distributed.New(client, distributed.WithAlgorithm(alg), distributed.WithTimeout(10*time.Second))
 		require.NoError(t, err)
 		_, err = l.Allow(context.Background(), "k", limit)
 		require.ErrorIs(t, err, ratelimit.ErrInvalidArgument, "%v", alg)

@@ -32,6 +32,7 @@ const slotB, slotA = "{b}:user", "{a}:user"
 // then holds no bucket for b: the refund gave back its only token, and a full bucket is a
 // missing key.
 func TestAllowAllCrossSlotRefund(t *testing.T) {
+	t.Parallel()
 	cluster := redistest.NewCluster(t)
 	prefix := uniquePrefix()
 	l := newLimiter(t, newClusterClientOf(t, cluster), ratelimittest.NewClock(), distributed.WithPrefix(prefix))
@@ -84,6 +85,7 @@ func TestAllowAllCrossSlotRefund(t *testing.T) {
 // TestAllowAllCrossSlotRefuse: with CrossSlotRefuse, keys in different slots are an error
 // wrapping ErrCrossSlot, naming no key, before any script runs; keys of one slot are decided.
 func TestAllowAllCrossSlotRefuse(t *testing.T) {
+	t.Parallel()
 	cluster := redistest.NewCluster(t)
 	l := newLimiter(t, newClusterClientOf(t, cluster), ratelimittest.NewClock(),
 		distributed.WithCrossSlot(distributed.CrossSlotRefuse))

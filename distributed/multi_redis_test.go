@@ -87,6 +87,7 @@ func TestAllowAllConcurrentRedisState(t *testing.T) {
 // TestAllowAllOneRoundTrip: three limits whose keys share a slot are one script, on a single
 // node and on a Cluster (keys with one hash tag); each bucket was charged.
 func TestAllowAllOneRoundTrip(t *testing.T) {
+	t.Parallel()
 	reqs := []ratelimit.Request{
 		{Key: "{user:42}:second", Limit: ratelimit.PerSecond(10), Name: "second"},
 		{Key: "{user:42}:minute", Limit: ratelimit.PerMinute(100), Name: "minute"},

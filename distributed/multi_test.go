@@ -12,6 +12,7 @@ import (
 // carries a hash tag, so that every key of a limiter lives in one slot: each AllowAll is one
 // script. (TestConformanceCluster decides the keys of an AllowAll slot by slot, with refunds.)
 func TestConformanceClusterSameSlot(t *testing.T) {
+	t.Parallel()
 	client := newClusterClientOf(t, redistest.NewCluster(t))
 	ratelimittest.Run(t, redisHarness(client, func() []distributed.Option {
 		return []distributed.Option{distributed.WithPrefix("{" + uniquePrefix() + "}:")}

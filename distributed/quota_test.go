@@ -21,7 +21,7 @@ import (
 func TestQuotaKeyLayout(t *testing.T) {
 	server := redistest.NewServer(t)
 	clock := ratelimittest.NewClock() // 2026-01-01T00:00:00Z, 01:00 in Paris
-	l, err := distributed.New(newClient(t, server.Addr()), distributed.WithClock(clock.Now))
+	l, err := distributed.New(newClient(t, server.Addr()), distributed.WithClock(clock.Now), distributed.WithTimeout(10*time.Second))
 	require.NoError(t, err)
 	ctx := context.Background()
 	month, err := ratelimit.ParseLimit("3/month@Europe/Paris anchor 15")
@@ -115,7 +115,7 @@ func quotaRedisClock(t *testing.T, client redis.Scripter) {
 func TestQuotaFirstWriterPeriod(t *testing.T) {
 	server := redistest.NewServer(t)
 	clock := ratelimittest.NewClock() // 2026-01-01T00:00:00Z
-	l, err := distributed.New(newClient(t, server.Addr()), distributed.WithClock(clock.Now))
+	l, err := distributed.New(newClient(t, server.Addr()), distributed.WithClock(clock.Now), distributed.WithTimeout(10*time.Second))
 	require.NoError(t, err)
 	ctx := context.Background()
 	day, err := ratelimit.ParseLimit("3/day@UTC")

@@ -232,6 +232,7 @@ func TestReservePriority(t *testing.T) {
 // booking goes to it as AllowN does: keys of every node book their second slot 100 ms on
 // (10/s, Burst 1).
 func TestReserveCluster(t *testing.T) {
+	t.Parallel()
 	cluster := redistest.NewCluster(t)
 	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = client.Close() })

@@ -167,6 +167,7 @@ func TestScriptsAssembled(t *testing.T) {
 // passed to tostring, and every value SET writes is a string the script formatted (a number
 // passed as it is is printed by the host: "3.0", or 14 digits).
 func TestScriptsLuaPortable(t *testing.T) {
+	t.Parallel()
 	for name, src := range everyScript() {
 		assert.Empty(t, luaPortability(src), name)
 	}

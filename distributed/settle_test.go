@@ -54,6 +54,7 @@ func (c *counting) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // as the local backend answers it on the same clock, and each one command: one script for a
 // settle, an underrun's (multi.lua's refund) or an overrun's (settle.lua).
 func TestSettleNoDrift(t *testing.T) {
+	t.Parallel()
 	client := newClient(t, redistest.NewServer(t).Addr())
 	hook := &counting{}
 	client.AddHook(hook)

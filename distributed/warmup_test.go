@@ -20,7 +20,7 @@ import (
 func TestWarmupKeyLayout(t *testing.T) {
 	server := redistest.NewServer(t)
 	clock := ratelimittest.NewClock() // 2026-01-01, 2192 days after 2020-01-01
-	l, err := distributed.New(newClient(t, server.Addr()), distributed.WithClock(clock.Now))
+	l, err := distributed.New(newClient(t, server.Addr()), distributed.WithClock(clock.Now), distributed.WithTimeout(10*time.Second))
 	require.NoError(t, err)
 	limit := ratelimit.Limit{Rate: 10, Burst: 20, Warmup: 30 * time.Second}
 	ctx := context.Background()
@@ -66,7 +66,7 @@ func TestWarmupKeyLayout(t *testing.T) {
 func TestWarmupRedisClock(t *testing.T) {
 	server := redistest.NewServer(t)
 	prefix := uniquePrefix()
-	l, err := distributed.New(newClient(t, server.Addr()), distributed.WithPrefix(prefix))
+	l, err := distributed.New(newClient(t, server.Addr()), distributed.WithPrefix(prefix), distributed.WithTimeout(10*time.Second))
 	require.NoError(t, err)
 	ctx := context.Background()
 	// W(P) = 10 · 2/3 · 30 = 200 tokens; T = 14.33 after one request: cold when W = 220, 2 s

@@ -38,7 +38,8 @@ func TestWindowKeyLayout(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.alg.String(), func(t *testing.T) {
 			clock := ratelimittest.NewClock()
-			l, err := distributed.New(client, distributed.WithClock(clock.Now), distributed.WithAlgorithm(c.alg))
+			l, err := distributed.New(client, distributed.WithClock(clock.Now), distributed.WithAlgorithm(c.alg),
+				distributed.WithTimeout(10*time.Second)) // a loaded 2-core machine under -race
 			require.NoError(t, err)
 			_, err = l.Allow(ctx, "user:42", limit)
 			require.NoError(t, err)
@@ -73,7 +74,8 @@ func TestWindowsOnRedisClock(t *testing.T) {
 	for _, alg := range windowAlgorithms {
 		t.Run(alg.String(), func(t *testing.T) {
 			prefix := uniquePrefix()
-			l, err := distributed.New(client, distributed.WithPrefix(prefix), distributed.WithAlgorithm(alg))
+			l, err := distributed.New(client, distributed.WithPrefix(prefix), distributed.WithAlgorithm(alg),
+				distributed.WithTimeout(10*time.Second))
 			require.NoError(t, err)
 			var last ratelimit.Result
 			for range 2 {

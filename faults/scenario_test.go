@@ -3,7 +3,6 @@ package faults
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -64,8 +63,8 @@ type faultRun struct {
 
 // runFault runs the load of keyedWorkers clients on the keys of k through v, a service on
 // the stack s, injects f after beforeLoad, waits for f to heal and for Redis to decide
-// every affected key again through a closed breaker, goes on for afterLoad, and returns
-// what it recorded.
+// every affected key again through a closed breaker, goes on for afterLoad (and until a
+// request is refused, up to 5 s more), and returns what it recorded.
 func runFault(t *testing.T, s *stack, v *service, k keys, f fault) *faultRun {
 	t.Helper()
 	r := &faultRun{keys: k, events: s.events, primary: s.primary, opens: f.opens, warm: time.Now()}
@@ -80,13 +79,13 @@ func runFault(t *testing.T, s *stack, v *service, k keys, f fault) *faultRun {
 	halt := func() { once.Do(func() { close(stop); r.samples = <-done; r.end = time.Now() }) }
 	t.Cleanup(halt) // should the test fail midway, the load still stops
 	r.start = time.Now()
-	var lastLimited atomic.Int64 // when the latest refused request started, in Unix ns
+	var refused atomic.Int64 // when the last request refused started, in Unix nanoseconds
 	go func() {
 		done <- runKeyed(keyedWorkers, len(k.names), stop, func(i int) int {
-			start := time.Now()
+			at := time.Now()
 			code := v.get(k.names[i])
-			if code == http.StatusTooManyRequests {
-				lastLimited.Store(start.UnixNano())
+			if code == 429 {
+				refused.Store(at.UnixNano())
 			}
 			return code
 		})
@@ -142,10 +141,9 @@ func runFault(t *testing.T, s *stack, v *service, k keys, f fault) *faultRun {
 	}
 	r.awaited = time.Now()
 	time.Sleep(afterLoad)
-	// On a loaded machine the load can be too thin for a key to run out within afterLoad
-	// (buckets refilled while the fault lasted): go on until a request has been refused
-	// since recovery, which the report requires, or recoveryLimit has passed.
-	for deadline := time.Now().Add(recoveryLimit); lastLimited.Load() < r.awaited.UnixNano() && time.Now().Before(deadline); {
+	// A loaded machine sends fewer requests than the limits need to refuse some: the load
+	// goes on, up to 5 s, until one was refused after the recovery was seen.
+	for deadline := time.Now().Add(5 * time.Second); refused.Load() < r.awaited.UnixNano() && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
 	halt()

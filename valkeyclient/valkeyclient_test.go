@@ -80,6 +80,7 @@ func harness(c *valkeyclient.Client) ratelimittest.Harness {
 // client's own goroutines, outside the bubble, signal: a fatal error under synctest).
 // TestAgreesWithLocal plays the leaky bucket's decisions.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	var algorithms []ratelimit.Algorithm
 	for _, a := range ratelimittest.Algorithms() {
 		if a != ratelimit.LeakyBucket {
@@ -88,6 +89,7 @@ func TestConformance(t *testing.T) {
 	}
 	for _, top := range topologies {
 		t.Run(top.name, func(t *testing.T) {
+			t.Parallel()
 			h := harness(valkeyclient.New(newValkey(t, top.addrs(t))))
 			h.Algorithms = algorithms
 			ratelimittest.Run(t, h)
@@ -99,6 +101,7 @@ func TestConformance(t *testing.T) {
 // scripts through valkey-go, and requires identical Results (see ratelimittest.Agree): the
 // arguments valkeyclient formats are the ones go-redis would send.
 func TestAgreesWithLocal(t *testing.T) {
+	t.Parallel()
 	loc := ratelimittest.Harness{
 		New: func(t testing.TB, c ratelimittest.Config) ratelimit.Limiter {
 			l := local.New(local.WithClock(c.Clock.Now), local.WithAlgorithm(c.Algorithm), local.WithCleanupInterval(-1))
@@ -163,7 +166,7 @@ func TestScriptFlush(t *testing.T) {
 	server := redistest.NewServer(t)
 	clock := ratelimittest.NewClock()
 	l, err := distributed.NewWith(valkeyclient.New(newValkey(t, []string{server.Addr()})),
-		withClock(clock.Now))
+		withClock(clock.Now), distributed.WithTimeout(10*time.Second)) // a loaded machine
 	require.NoError(t, err)
 	limit := ratelimit.Limit{Rate: 1, Burst: 50}
 	admitted := 0

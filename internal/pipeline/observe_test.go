@@ -109,9 +109,13 @@ func TestObservedOutage(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
 			obs, reader := otelmetricstest.NewObserver(t, otelmetrics.WithDurationSample(1))
-			secondary := local.New(local.WithClock(ratelimittest.NewClock().Now))
+			// The breaker's cooldown on a clock that stands still: however slow the machine,
+			// no probe half-opens it during the test.
+			clock := ratelimittest.NewClock()
+			secondary := local.New(local.WithClock(clock.Now))
 			t.Cleanup(func() { _ = secondary.Close() })
-			l := fallback.New(&ratelimittest.Stub{Err: errDown}, secondary, fallback.WithStateHook(obs.ObserveBreaker))
+			l := fallback.New(&ratelimittest.Stub{Err: errDown}, secondary, fallback.WithStateHook(obs.ObserveBreaker),
+				fallback.WithClock(clock.Now))
 			do := tg.serve(t, setup{limiter: l, limit: ratelimit.PerMinute(100), observer: obs, name: "login"})
 			for range 8 {
 				require.Equal(t, "ok", do(context.Background()).kind)
@@ -137,7 +141,9 @@ func TestObservedOutageWithoutSecondary(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
 			obs, reader := otelmetricstest.NewObserver(t, otelmetrics.WithDurationSample(1))
-			l := fallback.New(&ratelimittest.Stub{Err: errDown}, nil, fallback.WithStateHook(obs.ObserveBreaker))
+			// No probe: see TestObservedOutage.
+			l := fallback.New(&ratelimittest.Stub{Err: errDown}, nil, fallback.WithStateHook(obs.ObserveBreaker),
+				fallback.WithClock(ratelimittest.NewClock().Now))
 			do := tg.serve(t, setup{limiter: l, limit: ratelimit.PerMinute(100), observer: obs, name: "login"})
 			for range 8 {
 				require.Equal(t, "ok", do(context.Background()).kind)

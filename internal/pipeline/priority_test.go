@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
@@ -14,6 +15,7 @@ import (
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/internal/redistest"
+	"github.com/sluice-go/ratelimit/internal/testhook"
 	"github.com/sluice-go/ratelimit/observe"
 	"github.com/sluice-go/ratelimit/priority"
 	"github.com/sluice-go/ratelimit/ratelimittest"
@@ -42,7 +44,8 @@ func (p *priorities) all() []priority.Level {
 // Normal ones. Five Sheddable requests pass, each told what is left to Sheddable; the sixth
 // is denied, told to come back in the hour a sixth token takes; a Normal one still passes,
 // told the 3 tokens left to Normal; Critical, the default, takes what is left. The observer
-// is told each request's priority.
+// is told each request's priority. The scripts read a clock that stands still, and the
+// deadline is one no loaded machine misses.
 func TestPriorityFunc(t *testing.T) {
 	server := redistest.NewServer(t)
 	client := redis.NewClient(&redis.Options{Addr: server.Addr(), ContextTimeoutEnabled: true})
@@ -51,7 +54,8 @@ func TestPriorityFunc(t *testing.T) {
 	sheddable, normal, critical := priority.Sheddable, priority.Normal, priority.Critical
 	for i, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
-			l, err := distributed.New(client, distributed.WithPrefix(fmt.Sprintf("priority%d:", i)))
+			l, err := distributed.New(client, distributed.WithPrefix(fmt.Sprintf("priority%d:", i)),
+				distributed.WithTimeout(10*time.Second), testhook.DistributedClock(ratelimittest.NewClock().Now).(distributed.Option))
 			require.NoError(t, err)
 			var p atomic.Int32
 			obs := &priorities{}
