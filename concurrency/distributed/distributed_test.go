@@ -369,3 +369,28 @@ func TestStats(t *testing.T) {
 	assert.Equal(t, concurrency.Stats{}, l.Stats())
 	assert.Equal(t, concurrency.Stats{}, other.Stats())
 }
+
+func TestRing(t *testing.T) {
+	// A Ring's Subscribe needs its channels at once (go-redis panics without): its waiters
+	// poll, and its permits work as on one node.
+	server := redistest.NewServer(t)
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": server.Addr()}, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { ring.Close() })
+	l := newLimiter(t, ring, distributed.WithPoll(time.Millisecond))
+	p, err := l.Acquire(t.Context(), "ring", 1)
+	require.NoError(t, err)
+	_, ok, err := l.TryAcquire(t.Context(), "ring", 1)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	got := make(chan error, 1)
+	go func() {
+		q, err := l.Acquire(t.Context(), "ring", 1)
+		if err == nil {
+			q.Release()
+		}
+		got <- err
+	}()
+	p.Release()
+	require.NoError(t, <-got)
+	assert.Equal(t, int64(0), holders(t, ring, "ring"))
+}

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/concurrency/distributed"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 )
@@ -211,5 +213,63 @@ func TestReleaseWakesWaiter(t *testing.T) {
 			p.Release()
 			require.NoError(t, <-got)
 		})
+	}
+}
+
+func TestReleaseWakesWaiterOnCluster(t *testing.T) {
+	// On a Cluster the wake-ups go on shard channels: the waiting limiter subscribes to each
+	// key's on the node holding the key's slot (one connection per slot), and release.lua
+	// publishes there. No poll within the test's time: only a wake-up hands a permit on.
+	cluster := redistest.NewCluster(t)
+	newCluster := func() *redis.ClusterClient {
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs(), ContextTimeoutEnabled: true})
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	a := newLimiter(t, newCluster(), distributed.WithPoll(time.Hour))
+	b := newLimiter(t, newCluster(), distributed.WithPoll(time.Hour))
+	// Keys of three slots, one on each master.
+	byNode := map[*redistest.Server]string{}
+	for i := 0; len(byNode) < 3; i++ {
+		key := "wake-" + strconv.Itoa(i)
+		if n := cluster.MasterOf(t, distributed.DefaultPrefix+key); byNode[n] == "" {
+			byNode[n] = key
+		}
+	}
+	held := map[string]concurrency.Permit{}
+	for _, key := range byNode {
+		p, err := a.Acquire(t.Context(), key, 1)
+		require.NoError(t, err)
+		held[key] = p
+	}
+	// A bound on the waits, should a wake-up never come: a failure, not a figure.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	got := make(chan error, len(held))
+	for key := range held {
+		go func() {
+			q, err := b.Acquire(ctx, key, 1)
+			if err == nil {
+				q.Release()
+			}
+			got <- err
+		}()
+	}
+	require.Eventually(t, func() bool { return b.Stats().Waiting == 3 }, 10*time.Second, time.Millisecond)
+	// Each key's shard channel has one subscriber, on its node; no plain channel has any.
+	for node, key := range byNode {
+		require.Eventually(t, func() bool {
+			r, err := node.Do("PUBSUB", "SHARDNUMSUB", distributed.DefaultPrefix+key)
+			return err == nil && r.([]any)[1] == int64(1)
+		}, 10*time.Second, time.Millisecond)
+		r, err := node.Do("PUBSUB", "NUMSUB", distributed.DefaultPrefix+key)
+		require.NoError(t, err)
+		assert.Equal(t, int64(0), r.([]any)[1])
+	}
+	for _, p := range held {
+		p.Release()
+	}
+	for range held {
+		require.NoError(t, <-got)
 	}
 }
