@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -122,11 +124,121 @@ func BenchmarkConcurrencyRedis(b *testing.B) {
 	}
 }
 
+// BenchmarkConcurrencyRedisTurns sets ours against the floor of BenchmarkConcurrencyRedis
+// (two bare EVALSHA) at 64 goroutines on one key, in alternating rounds (each goroutine makes
+// turnCalls calls per round, all started together, the round timed to the last one's end),
+// so that both meet the same load within a fraction of a second. It reports each one's
+// ops/s, ours/floor (the median of the rounds' throughput ratios: ≥ 0.8 is the aim), and,
+// from INFO, the Redis calls per grant in ours' rounds (the clients': EVALSHA, EVAL, SCRIPT),
+// the commands its scripts ran per grant, and Redis's CPU µs (used_cpu_user + used_cpu_sys)
+// per grant and per pair of the floor's calls. Pinned, one run:
+//
+//	cd bench && taskset -c 1 go test -run '^$' -bench 'ConcurrencyRedisTurns' \
+//		-benchtime 128000x -count 1 -args -redis-cpu 0
+func BenchmarkConcurrencyRedisTurns(b *testing.B) {
+	const goroutines, turnCalls = 64, 50
+	srv := redistest.NewServer(b)
+	pinRedis(b, srv)
+	client := newRedisClient(srv.Addr())
+	b.Cleanup(func() { client.Close() })
+	warmPool(b, client)
+	ctx := context.Background()
+	l, err := distributed.New(client, distributed.WithTimeout(time.Second))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close() })
+	evalsha := openEvalSHA(b, client, redisTraffic{})
+	decide := [2]take{
+		func(key string) (bool, error) {
+			p, err := l.Acquire(ctx, key, 1<<20)
+			if err != nil {
+				return false, err
+			}
+			p.Release()
+			return true, nil
+		},
+		func(key string) (bool, error) {
+			if ok, err := evalsha(key); !ok || err != nil {
+				return ok, err
+			}
+			return evalsha(key)
+		},
+	}
+	for _, d := range decide {
+		if allowed, failed := spread(8, ipKeys(1), d); failed != 0 || allowed == 0 {
+			b.Fatalf("first calls: %d admitted, %d failed", allowed, failed)
+		}
+	}
+	// The client sends scripts only (and SCRIPT LOAD after a NOSCRIPT): every other command
+	// counted ran inside them.
+	redisWork := func() (calls, inner int64, cpu time.Duration) {
+		for name, st := range commandStats(b, srv) {
+			switch name {
+			case "info":
+			case "evalsha", "eval", "script":
+				calls += st.calls
+			default:
+				inner += st.calls
+			}
+		}
+		return calls, inner, readServerStats(b, srv, false).cpu
+	}
+	key := ipKeys(1)[0]
+	var spent [2]time.Duration
+	var done [2]int64
+	var failed atomic.Int64
+	var ratios []float64
+	var calls, inner int64
+	var cpu [2]time.Duration
+	b.ResetTimer()
+	for n := 0; n < b.N; n += goroutines * turnCalls {
+		var took [2]time.Duration
+		for c, d := range decide {
+			calls0, inner0, cpu0 := redisWork()
+			start := time.Now()
+			var wg sync.WaitGroup
+			for range goroutines {
+				wg.Go(func() {
+					for range turnCalls {
+						if ok, err := d(key); !ok || err != nil {
+							failed.Add(1)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			took[c] = time.Since(start)
+			spent[c] += took[c]
+			done[c] += goroutines * turnCalls
+			calls1, inner1, cpu1 := redisWork()
+			cpu[c] += cpu1 - cpu0
+			if c == 0 {
+				calls, inner = calls+calls1-calls0, inner+inner1-inner0
+			}
+		}
+		ratios = append(ratios, float64(took[1])/float64(took[0])) // ours ops/s ÷ the floor's
+	}
+	b.StopTimer()
+	if f := failed.Load(); f != 0 {
+		b.Fatalf("%d calls failed or were refused", f)
+	}
+	slices.Sort(ratios)
+	b.ReportMetric(float64(done[0])/spent[0].Seconds(), "ours-ops/s")
+	b.ReportMetric(float64(done[1])/spent[1].Seconds(), "floor-ops/s")
+	b.ReportMetric(ratios[len(ratios)/2], "ours/floor")
+	b.ReportMetric(float64(calls)/float64(done[0]), "redis-calls/grant")
+	b.ReportMetric(float64(inner)/float64(done[0]), "script-cmds/grant")
+	b.ReportMetric(cpu[0].Seconds()*1e6/float64(done[0]), "redis-cpu-us/grant")
+	b.ReportMetric(cpu[1].Seconds()*1e6/float64(done[1]), "floor-redis-cpu-us/op")
+}
+
 // BenchmarkConcurrencyWakeup measures the wake-up latency across processes: limiter A
 // releases the only permit of a key (max 1) that limiter B, on its own connections as
 // another process would be, waits for; the time from A's release to B's grant, p50 and p99,
-// with the Redis calls per grant counted by Redis (INFO commandstats: the scripts and
-// PUBLISH). B's poll is an hour: only the wake-up can hand the permit on.
+// with the Redis calls per hand-over counted by Redis (INFO commandstats: the clients'
+// scripts; an op is A's acquire and release, B's refusal, grant and release). B's poll is an
+// hour: only the wake-up can hand the permit on.
 //
 //	cd bench && go test -run '^$' -bench 'ConcurrencyWakeup' -benchmem -count 1
 func BenchmarkConcurrencyWakeup(b *testing.B) {
@@ -152,7 +264,7 @@ func BenchmarkConcurrencyWakeup(b *testing.B) {
 		}
 		var n int64
 		for _, line := range strings.Split(reply.(string), "\r\n") {
-			for _, cmd := range []string{"cmdstat_evalsha:", "cmdstat_eval:", "cmdstat_publish:"} {
+			for _, cmd := range []string{"cmdstat_evalsha:", "cmdstat_eval:"} {
 				if rest, ok := strings.CutPrefix(line, cmd+"calls="); ok {
 					v, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
 					n += v

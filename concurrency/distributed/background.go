@@ -56,8 +56,8 @@ func (l *Limiter) releasePending(ctx context.Context) bool {
 	}
 	var failed []*lease
 	for rkey, set := range byKey {
-		args := make([]any, 0, 6+len(set))
-		args = append(args, "evalsha", releaseSHA, 1, rkey, l.ttlArg, l.idArg)
+		args := make([]any, 0, 7+len(set))
+		args = append(args, "evalsha", releaseSHA, 1, rkey, l.ttlArg, l.shardArg, l.idArg)
 		for _, ls := range set {
 			args = append(args, ls.id[:])
 		}

@@ -40,6 +40,7 @@ type Limiter struct {
 	members   atomic.Int64 // the live limiters of the prefix, as last counted
 	id        [16]byte     // hex: names this limiter's permits (id + sequence) and wake-ups
 	idArg     any
+	shardArg  any           // release.lua's flag: "s" to publish the wake-ups on shard channels
 	seq       atomic.Uint64 // the last permit's sequence
 	leases    sync.Pool     // of *lease
 	local     *local.Limiter
@@ -69,12 +70,12 @@ var (
 // *redis.ClusterClient, *redis.Ring, or a redis.UniversalClient holding one of them. Build
 // it with ContextTimeoutEnabled: true (see WithTimeout).
 //
-// New does not contact Redis, so a service starts while Redis is down. It starts two
-// goroutines, stopped by Close: one renews the leases of the permits held, retries the
-// releases Redis did not confirm and counts the fleet; one receives the wake-ups of the
-// keys this limiter's callers wait for (with a client that has Subscribe, as every go-redis
-// client does). It returns an error for a nil client, or a TTL shorter than 3 times the
-// timeout.
+// New does not contact Redis, so a service starts while Redis is down. Its goroutines stop
+// at Close: one renews the leases of the permits held, retries the releases Redis did not
+// confirm and counts the fleet; two per subscription connection receive the wake-ups of the
+// keys waited for (one connection, connected at the first wait; on a Cluster, one per hash
+// slot waited for; none on a Ring, whose waiters poll). It returns an error for a nil
+// client, or a TTL shorter than 3 times the timeout.
 func New(client redis.Scripter, opts ...Option) (*Limiter, error) {
 	if nilarg.Is(client) {
 		return nil, errors.New("distributed: New: nil client")
@@ -124,11 +125,15 @@ func newLimiter(client redis.Scripter, seam Client, opts []Option) (*Limiter, er
 	l.idArg = l.id[:]
 	l.members.Store(1)
 	l.proc, _ = client.(processor)
+	cluster, _ := client.(*redis.ClusterClient)
+	l.shardArg = ""
+	if cluster != nil || seam != nil && seam.Sharded() {
+		l.shardArg = "s"
+	}
 	l.leases.New = func() any { return newLease(l) }
 	l.life, l.stop = context.WithCancel(context.Background())
-	if s, ok := client.(subscribeClient); ok {
-		l.sub = newSubscriber(l, s)
-		l.wg.Go(l.sub.run)
+	if s, ok := client.(subscribeClient); ok && !isRing(client) {
+		l.sub = newSubscriber(l, s, cluster)
 	}
 	l.wg.Go(l.background)
 	return l, nil

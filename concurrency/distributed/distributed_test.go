@@ -369,3 +369,96 @@ func TestStats(t *testing.T) {
 	assert.Equal(t, concurrency.Stats{}, l.Stats())
 	assert.Equal(t, concurrency.Stats{}, other.Stats())
 }
+
+func TestRing(t *testing.T) {
+	// A Ring's Subscribe needs its channels at once (go-redis panics without): its waiters
+	// poll, and its permits work as on one node.
+	server := redistest.NewServer(t)
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": server.Addr()}, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { ring.Close() })
+	l := newLimiter(t, ring, distributed.WithPoll(time.Millisecond))
+	p, err := l.Acquire(t.Context(), "ring", 1)
+	require.NoError(t, err)
+	_, ok, err := l.TryAcquire(t.Context(), "ring", 1)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	got := make(chan error, 1)
+	go func() {
+		q, err := l.Acquire(t.Context(), "ring", 1)
+		if err == nil {
+			q.Release()
+		}
+		got <- err
+	}()
+	p.Release()
+	require.NoError(t, <-got)
+	assert.Equal(t, int64(0), holders(t, ring, "ring"))
+}
+
+func TestKeyOutlivesItsLongestLease(t *testing.T) {
+	// acquire.lua gives the key the expiry of its longest lease whatever the order: a lease
+	// of a shorter TTL never shortens it, a longer one extends it, a key holding only ended
+	// leases or tombstones keeps its own if longer, and a key without one gets one.
+	server := redistest.NewServer(t)
+	client := newClient(t, server.Addr())
+	long := newLimiter(t, client, distributed.WithTTL(time.Hour))
+	short := newLimiter(t, client, distributed.WithTTL(2*time.Second))
+	pttl := func(key string) time.Duration {
+		d, err := client.PTTL(t.Context(), distributed.DefaultPrefix+key).Result()
+		require.NoError(t, err)
+		return d
+	}
+	acquire := func(l *distributed.Limiter, key string) {
+		p, err := l.Acquire(t.Context(), key, 10)
+		require.NoError(t, err)
+		t.Cleanup(p.Release)
+	}
+	acquire(long, "long-first")
+	acquire(short, "long-first")
+	assert.Greater(t, pttl("long-first"), 59*time.Minute)
+	acquire(short, "short-first")
+	assert.LessOrEqual(t, pttl("short-first"), 2*time.Second)
+	acquire(long, "short-first")
+	assert.Greater(t, pttl("short-first"), 59*time.Minute)
+
+	// No live lease: an ended one (score 1 µs after 2020) under an expiry of an hour, or
+	// of a second, or of none.
+	for _, tc := range []struct {
+		key    string
+		expiry time.Duration // 0: none
+		by     *distributed.Limiter
+		want   func(time.Duration) bool
+	}{
+		{"ended-long", time.Hour, short, func(d time.Duration) bool { return d > 59*time.Minute }},
+		{"ended-short", time.Second, long, func(d time.Duration) bool { return d > 59*time.Minute }},
+		{"ended-none", 0, short, func(d time.Duration) bool { return d > time.Second && d <= 2*time.Second }},
+	} {
+		rkey := distributed.DefaultPrefix + tc.key
+		require.NoError(t, client.ZAdd(t.Context(), rkey, redis.Z{Score: 1, Member: "ended"}).Err())
+		if tc.expiry > 0 {
+			require.NoError(t, client.PExpire(t.Context(), rkey, tc.expiry).Err())
+		}
+		acquire(tc.by, tc.key)
+		assert.True(t, tc.want(pttl(tc.key)), "%s: PTTL %v", tc.key, pttl(tc.key))
+	}
+}
+
+func TestEndedLeasesAreTrimmed(t *testing.T) {
+	// One acquisition in 8, by the Redis clock's microseconds, trims the ended leases: after
+	// 200, none is left but with a chance of (7/8)^200, about 10^-12.
+	server := redistest.NewServer(t)
+	client := newClient(t, server.Addr())
+	l := newLimiter(t, client)
+	rkey := distributed.DefaultPrefix + "trim"
+	for i := range 10 {
+		require.NoError(t, client.ZAdd(t.Context(), rkey, redis.Z{Score: float64(1 + i), Member: "ended-" + strconv.Itoa(i)}).Err())
+	}
+	for range 200 {
+		p, err := l.Acquire(t.Context(), "trim", 1)
+		require.NoError(t, err)
+		p.Release()
+	}
+	n, err := client.ZCard(t.Context(), rkey).Result()
+	require.NoError(t, err)
+	assert.Equal(t, int64(0), n)
+}

@@ -30,8 +30,10 @@
 //
 // A limiter's callers waiting for a key form a queue, served oldest first; only the first
 // asks Redis, when woken: at once by a release in this process, through Redis pub/sub (one
-// connection per limiter, subscribed to the keys waited for) by a release in another, and
-// every WithPoll otherwise, a safety net for a wake-up lost. Each release wakes the first
+// connection per limiter, subscribed to the keys waited for; on a Cluster, one per hash
+// slot waited for, at most 32, on shard channels: SSUBSCRIBE, SPUBLISH) by a release in
+// another, and every WithPoll otherwise, a safety net for a wake-up lost (and the only
+// wake-up on a Ring, or for the keys of a 33rd slot). Each release wakes the first
 // waiter of every limiter waiting for the key, and the first to ask gets the permit: the
 // order holds in each process, not across them. At most WithQueue callers of one Limiter
 // wait for one key; beyond them Acquire returns concurrency.ErrQueueFull.

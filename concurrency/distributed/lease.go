@@ -25,7 +25,7 @@ type lease struct {
 	renewing bool          // a renewal of it is on its way (guarded by l.mu)
 	dl       deadline      // the context of the lease's round trips
 	aargs    [7]any        // "evalsha", hash, 1, rkey, &max, ttl, id
-	rargs    [7]any        // "evalsha", hash, 1, rkey, ttl, limiter's id, id
+	rargs    [8]any        // "evalsha", hash, 1, rkey, ttl, shard flag, limiter's id, id
 
 	prev, next *lease     // in the limiter's held or pending list
 	in         *leaseList // the list holding the lease, nil when none
@@ -34,7 +34,7 @@ type lease struct {
 func newLease(l *Limiter) *lease {
 	ls := &lease{l: l}
 	ls.aargs = [7]any{"evalsha", acquireSHA, 1, "", &ls.max, l.ttlArg, ls.id[:]}
-	ls.rargs = [7]any{"evalsha", releaseSHA, 1, "", l.ttlArg, l.idArg, ls.id[:]}
+	ls.rargs = [8]any{"evalsha", releaseSHA, 1, "", l.ttlArg, l.shardArg, l.idArg, ls.id[:]}
 	copy(ls.id[:16], l.id[:])
 	return ls
 }

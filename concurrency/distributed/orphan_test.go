@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-go/ratelimit/concurrency"
 	"github.com/sluice-go/ratelimit/concurrency/distributed"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 )
@@ -219,4 +221,133 @@ func TestReleaseWakesWaiter(t *testing.T) {
 			require.NoError(t, <-got)
 		})
 	}
+}
+
+func TestReleaseWakesWaiterOnCluster(t *testing.T) {
+	// On a Cluster the wake-ups go on shard channels: the waiting limiter subscribes to each
+	// key's on the node holding the key's slot (one connection per slot), and release.lua
+	// publishes there. No poll within the test's time: only a wake-up hands a permit on.
+	cluster := redistest.NewCluster(t)
+	newCluster := func() *redis.ClusterClient {
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs(), ContextTimeoutEnabled: true})
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	a := newLimiter(t, newCluster(), distributed.WithPoll(time.Hour))
+	b := newLimiter(t, newCluster(), distributed.WithPoll(time.Hour))
+	// Keys of three slots, one on each master.
+	byNode := map[*redistest.Server]string{}
+	for i := 0; len(byNode) < 3; i++ {
+		key := "wake-" + strconv.Itoa(i)
+		if n := cluster.MasterOf(t, distributed.DefaultPrefix+key); byNode[n] == "" {
+			byNode[n] = key
+		}
+	}
+	held := map[string]concurrency.Permit{}
+	for _, key := range byNode {
+		p, err := a.Acquire(t.Context(), key, 1)
+		require.NoError(t, err)
+		held[key] = p
+	}
+	// A bound on the waits, should a wake-up never come: a failure, not a figure.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	got := make(chan error, len(held))
+	for key := range held {
+		go func() {
+			q, err := b.Acquire(ctx, key, 1)
+			if err == nil {
+				q.Release()
+			}
+			got <- err
+		}()
+	}
+	require.Eventually(t, func() bool { return b.Stats().Waiting == 3 }, 10*time.Second, time.Millisecond)
+	// Each key's shard channel has one subscriber, on its node; no plain channel has any.
+	for node, key := range byNode {
+		require.Eventually(t, func() bool {
+			r, err := node.Do("PUBSUB", "SHARDNUMSUB", distributed.DefaultPrefix+key)
+			return err == nil && r.([]any)[1] == int64(1)
+		}, 10*time.Second, time.Millisecond)
+		r, err := node.Do("PUBSUB", "NUMSUB", distributed.DefaultPrefix+key)
+		require.NoError(t, err)
+		assert.Equal(t, int64(0), r.([]any)[1])
+	}
+	for _, p := range held {
+		p.Release()
+	}
+	for range held {
+		require.NoError(t, <-got)
+	}
+}
+
+func TestClusterSubscriptionsCapped(t *testing.T) {
+	// A limiter subscribes on at most 32 slots at once: with waiters on 33 keys of 33 slots,
+	// 32 shard channels have a subscriber, and releasing the 33 permits wakes 32 waiters (the
+	// 33rd polls, every hour here).
+	cluster := redistest.NewCluster(t)
+	newCluster := func() *redis.ClusterClient {
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs(), ContextTimeoutEnabled: true, PoolSize: 64})
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	client := newCluster()
+	a := newLimiter(t, client, distributed.WithPoll(time.Hour))
+	b := newLimiter(t, newCluster(), distributed.WithPoll(time.Hour))
+	var keys []string
+	slots := map[int64]bool{}
+	for i := 0; len(keys) < 33; i++ {
+		key := "cap-" + strconv.Itoa(i)
+		slot, err := client.ClusterKeySlot(t.Context(), distributed.DefaultPrefix+key).Result()
+		require.NoError(t, err)
+		if !slots[slot] {
+			slots[slot] = true
+			keys = append(keys, key)
+		}
+	}
+	var held []concurrency.Permit
+	for _, key := range keys {
+		p, err := a.Acquire(t.Context(), key, 1)
+		require.NoError(t, err)
+		held = append(held, p)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	got := make(chan error, len(keys))
+	for _, key := range keys {
+		go func() {
+			q, err := b.Acquire(ctx, key, 1)
+			if err == nil {
+				q.Release()
+			}
+			got <- err
+		}()
+	}
+	require.Eventually(t, func() bool { return b.Stats().Waiting == 33 }, 10*time.Second, time.Millisecond)
+	subscribed := func() int64 {
+		var n int64
+		for _, node := range cluster.Nodes() {
+			args := []string{"PUBSUB", "SHARDNUMSUB"}
+			for _, key := range keys {
+				args = append(args, distributed.DefaultPrefix+key)
+			}
+			r, err := node.Do(args...)
+			require.NoError(t, err)
+			counts := r.([]any)
+			for i := 1; i < len(counts); i += 2 {
+				n += counts[i].(int64)
+			}
+		}
+		return n
+	}
+	require.Eventually(t, func() bool { return subscribed() == 32 }, 10*time.Second, time.Millisecond)
+	for _, p := range held {
+		p.Release()
+	}
+	for range 32 {
+		require.NoError(t, <-got)
+	}
+	assert.Equal(t, int64(32), subscribed())
+	cancel()
+	assert.ErrorIs(t, <-got, context.Canceled)
 }

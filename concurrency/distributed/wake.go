@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -179,86 +180,159 @@ type subscribeClient interface {
 	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
 }
 
-// subscriber receives the wake-ups of the keys this limiter's callers wait for: release.lua
-// publishes one on the channel named by the key each time it frees a permit. One
-// connection per limiter, subscribed to the keys waited for since the last sweep.
-type subscriber struct {
-	l     *Limiter
-	ps    *redis.PubSub
-	kick  chan struct{} // channels to subscribe to
-	ready chan struct{} // the first channel is wanted
-
-	mu     sync.Mutex
-	wanted map[string]bool // channel → subscribed already
+// isRing reports whether client is a go-redis Ring, whose Subscribe needs its channels at
+// once, to pick the shard: its waiters poll.
+func isRing(client redis.Scripter) bool {
+	_, ok := client.(*redis.Ring)
+	return ok
 }
 
-func newSubscriber(l *Limiter, c subscribeClient) *subscriber {
-	s := &subscriber{l: l, ps: c.Subscribe(l.life), kick: make(chan struct{}, 1), ready: make(chan struct{}, 1), wanted: make(map[string]bool)}
-	l.wg.Go(s.subscribe)
+// maxSlotSets caps the connections a limiter subscribes with on a Cluster: one per hash
+// slot waited for. The waiters of a key of another slot poll.
+const maxSlotSets = 32
+
+// subscriber receives the wake-ups of the keys this limiter's callers wait for: release.lua
+// publishes one on the channel named by the key each time it frees a permit. On one node,
+// one connection subscribes to the keys waited for since the last sweep; on a Cluster, one
+// connection per hash slot waited for (at most maxSlotSets) subscribes to its keys' shard
+// channels on the node that holds the slot.
+type subscriber struct {
+	l       *Limiter
+	node    subscribeClient      // a client of one node (or Sentinel's): the set at slot 0
+	cluster *redis.ClusterClient // nil on one node
+
+	mu     sync.Mutex
+	sets   map[int]*channelSet // by hash slot (0 on one node)
+	closed bool
+}
+
+// channelSet is one subscription connection and the channels it is wanted for.
+type channelSet struct {
+	s     *subscriber
+	ps    *redis.PubSub
+	shard bool            // SSUBSCRIBE, not SUBSCRIBE
+	life  context.Context // ended by Close, or when the set is dropped
+	stop  context.CancelFunc
+	kick  chan struct{} // channels to subscribe to
+	ready chan struct{} // channels were sent
+
+	wanted map[string]bool // channel → subscribed already; guarded by s.mu
+	sent   bool            // a channel was sent: run may receive; guarded by s.mu
+}
+
+func newSubscriber(l *Limiter, node subscribeClient, cluster *redis.ClusterClient) *subscriber {
+	s := &subscriber{l: l, node: node, cluster: cluster, sets: make(map[int]*channelSet)}
+	if cluster == nil {
+		s.mu.Lock()
+		s.newSet(0)
+		s.mu.Unlock()
+	}
 	return s
 }
 
-// want has the subscriber listen to rkey.
+// newSet starts the subscription of slot, s.mu held. Neither go-redis's Subscribe nor its
+// SSubscribe connects before the first channel.
+func (s *subscriber) newSet(slot int) *channelSet {
+	set := &channelSet{s: s, kick: make(chan struct{}, 1), ready: make(chan struct{}, 1), wanted: make(map[string]bool)}
+	set.life, set.stop = context.WithCancel(s.l.life)
+	if s.cluster != nil {
+		set.ps, set.shard = s.cluster.SSubscribe(set.life), true
+	} else {
+		set.ps = s.node.Subscribe(set.life)
+	}
+	s.sets[slot] = set
+	s.l.wg.Go(set.subscribe)
+	s.l.wg.Go(set.run)
+	return set
+}
+
+// slot returns the set rkey's channel belongs to: its hash slot on a Cluster.
+func (s *subscriber) slot(rkey string) int {
+	if s.cluster == nil {
+		return 0
+	}
+	return hashSlot(rkey)
+}
+
+// want has the subscriber listen to rkey, unless Close has begun (no goroutine starts
+// then) or rkey's slot would be one too many.
 func (s *subscriber) want(rkey string) {
 	s.mu.Lock()
-	_, ok := s.wanted[rkey]
-	if !ok {
-		s.wanted[rkey] = false
+	slot := s.slot(rkey)
+	set := s.sets[slot]
+	if set == nil && !s.closed && len(s.sets) < maxSlotSets {
+		set = s.newSet(slot)
+	}
+	var added bool
+	if set != nil {
+		if _, ok := set.wanted[rkey]; !ok {
+			set.wanted[rkey], added = false, true
+		}
 	}
 	s.mu.Unlock()
-	if !ok {
-		signal(s.kick)
-		signal(s.ready)
+	if added {
+		signal(set.kick)
 	}
 }
 
-// subscribe sends SUBSCRIBE for the channels wanted, on its own goroutine so that no
-// caller ever waits for the connection.
-func (s *subscriber) subscribe() {
+// subscribe sends SUBSCRIBE (SSUBSCRIBE) for the channels wanted, on its own goroutine so
+// that no caller ever waits for the connection.
+func (set *channelSet) subscribe() {
+	s := set.s
 	for {
 		select {
-		case <-s.l.life.Done():
+		case <-set.life.Done():
 			return
-		case <-s.kick:
+		case <-set.kick:
 		}
 		s.mu.Lock()
 		var add []string
-		for ch, done := range s.wanted {
+		for ch, done := range set.wanted {
 			if !done {
 				add = append(add, ch)
-				s.wanted[ch] = true
+				set.wanted[ch] = true
 			}
 		}
+		set.sent = set.sent || len(add) > 0
 		s.mu.Unlock()
-		if len(add) > 0 {
-			// On failure the channels are kept: go-redis subscribes to them again when it
-			// reconnects. The poll covers the meantime.
-			var dl deadline
-			_ = s.ps.Subscribe(bounded(s.l.life, s.l.bgBound, &dl), add...)
+		if len(add) == 0 {
+			continue
 		}
+		// On failure the channels are kept: go-redis subscribes to them again when it
+		// reconnects. The poll covers the meantime.
+		var dl deadline
+		ctx := bounded(set.life, s.l.bgBound, &dl)
+		if set.shard {
+			_ = set.ps.SSubscribe(ctx, add...)
+		} else {
+			_ = set.ps.Subscribe(ctx, add...)
+		}
+		signal(set.ready)
 	}
 }
 
-// run receives the wake-ups until Close. A confirmed subscription wakes the key's first
+// run receives the set's wake-ups until Close, or until the set is dropped, once a first
+// channel was sent: a receive before it would connect, and on a Cluster to a node chosen at
+// random, not the one holding the slot. A confirmed subscription wakes the key's first
 // waiter too: a permit freed before it took effect would not have woken anyone.
-func (s *subscriber) run() {
-	l := s.l
+func (set *channelSet) run() {
+	s, l := set.s, set.s.l
 	window := l.bgBound
 	backoff := time.Duration(0)
-	for l.life.Err() == nil {
+	for set.life.Err() == nil {
 		s.mu.Lock()
-		idle := len(s.wanted) == 0
+		idle := !set.sent || len(set.wanted) == 0
 		s.mu.Unlock()
 		if idle {
 			select {
-			case <-l.life.Done():
+			case <-set.life.Done():
 				return
-			case <-s.ready:
+			case <-set.ready:
 			}
 			continue
 		}
 		var dl deadline
-		msg, err := s.ps.ReceiveTimeout(bounded(l.life, window, &dl), window)
+		msg, err := set.ps.ReceiveTimeout(bounded(set.life, window, &dl), window)
 		if err != nil {
 			var ne interface{ Timeout() bool }
 			if errors.As(err, &ne) && ne.Timeout() {
@@ -267,7 +341,7 @@ func (s *subscriber) run() {
 			}
 			// Redis went away: go-redis reconnects at the next call.
 			backoff = min(max(2*backoff, l.bgBound), l.poll)
-			if !sleep(l.life, backoff) {
+			if !sleep(set.life, backoff) {
 				return
 			}
 			continue
@@ -279,15 +353,41 @@ func (s *subscriber) run() {
 				l.wakeOne(m.Channel)
 			}
 		case *redis.Subscription:
-			if m.Kind == "subscribe" {
+			switch m.Kind {
+			case "subscribe", "ssubscribe":
 				l.wakeOne(m.Channel)
+			case "sunsubscribe":
+				// A shard channel still wanted, unsubscribed by the server: its slot moved
+				// to another node. The set goes (its waiters poll), and the next caller to
+				// wait for one of its keys subscribes again, on the slot's new node.
+				s.mu.Lock()
+				_, still := set.wanted[m.Channel]
+				s.mu.Unlock()
+				if still {
+					s.drop(set)
+					return
+				}
 			}
 		}
 	}
 }
 
+// drop ends set and forgets it, if it is still the subscriber's.
+func (s *subscriber) drop(set *channelSet) {
+	s.mu.Lock()
+	for slot, x := range s.sets {
+		if x == set {
+			delete(s.sets, slot)
+		}
+	}
+	s.mu.Unlock()
+	set.stop()
+	_ = set.ps.Close()
+}
+
 // dropIdle forgets the queues of the keys nobody used since the last sweep, and
-// unsubscribes from their wake-ups.
+// unsubscribes from their wake-ups: on a Cluster, a slot's connection goes with its last
+// channel.
 func (l *Limiter) dropIdle() {
 	var drop []string
 	l.mu.Lock()
@@ -300,27 +400,82 @@ func (l *Limiter) dropIdle() {
 		}
 	}
 	l.mu.Unlock()
-	if l.sub == nil {
+	if l.sub == nil || len(drop) == 0 {
 		return
 	}
 	s := l.sub
+	unsubscribe := make(map[*channelSet][]string)
+	var empty []*channelSet
 	s.mu.Lock()
-	unsubscribe := drop[:0]
 	for _, rkey := range drop {
-		if _, ok := s.wanted[rkey]; ok {
-			delete(s.wanted, rkey)
-			unsubscribe = append(unsubscribe, rkey)
+		set := s.sets[s.slot(rkey)]
+		if set == nil {
+			continue
+		}
+		if _, ok := set.wanted[rkey]; ok {
+			delete(set.wanted, rkey)
+			unsubscribe[set] = append(unsubscribe[set], rkey)
+		}
+	}
+	for set := range unsubscribe {
+		if set.shard && len(set.wanted) == 0 {
+			delete(unsubscribe, set)
+			empty = append(empty, set)
 		}
 	}
 	s.mu.Unlock()
-	if len(unsubscribe) > 0 {
+	for _, set := range empty {
+		s.drop(set)
+	}
+	for set, channels := range unsubscribe {
 		var dl deadline
-		_ = s.ps.Unsubscribe(bounded(l.life, l.bgBound, &dl), unsubscribe...)
+		ctx := bounded(l.life, l.bgBound, &dl)
+		if set.shard {
+			_ = set.ps.SUnsubscribe(ctx, channels...)
+		} else {
+			_ = set.ps.Unsubscribe(ctx, channels...)
+		}
 	}
 }
 
-// close ends the subscription's connection, so that a receive in flight returns.
-func (s *subscriber) close() { _ = s.ps.Close() }
+// close ends the subscriptions' connections, so that a receive in flight returns, and
+// keeps any from starting.
+func (s *subscriber) close() {
+	s.mu.Lock()
+	s.closed = true
+	sets := make([]*channelSet, 0, len(s.sets))
+	for _, set := range s.sets {
+		sets = append(sets, set)
+	}
+	s.mu.Unlock()
+	for _, set := range sets {
+		set.stop()
+		_ = set.ps.Close()
+	}
+}
+
+// hashSlot returns the Redis Cluster hash slot of key: CRC-16/XMODEM of its hash tag (what
+// lies between the first "{" and the next "}", when not empty) or of the whole key, modulo
+// 16384.
+func hashSlot(key string) int {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	crc := uint16(0)
+	for _, b := range []byte(key) {
+		crc ^= uint16(b) << 8
+		for bit := 0; bit < 8; bit++ {
+			carry := crc & 0x8000
+			crc <<= 1
+			if carry != 0 {
+				crc ^= 0x1021
+			}
+		}
+	}
+	return int(crc & 16383)
+}
 
 // sleep waits d, or until ctx ends: it reports whether ctx lives on.
 func sleep(ctx context.Context, d time.Duration) bool {

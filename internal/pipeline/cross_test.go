@@ -21,6 +21,8 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/admin"
+	"github.com/sluice-go/ratelimit/concurrency"
+	cdistributed "github.com/sluice-go/ratelimit/concurrency/distributed"
 	clocal "github.com/sluice-go/ratelimit/concurrency/local"
 	"github.com/sluice-go/ratelimit/distributed"
 	"github.com/sluice-go/ratelimit/fallback"
@@ -51,6 +53,10 @@ import (
 // (fixed, sliding log, sliding counter) must give that refund to the window it charged, which has
 // ended: nothing (and so must a calendar quota, whose period has ended); the token and leaky
 // buckets, which have no windows, give it back to the bucket, never past full.
+//
+// With concurrency, the permits come from concurrency/local, and on the Redis backends also,
+// in rows of their own ("conc-redis"), from concurrency/distributed: on the live Redis, or,
+// degraded, on the dead one, where its share of the limit (1) decides as the local one does.
 
 // feature is one option of the middlewares under test.
 type feature uint16
@@ -181,6 +187,35 @@ type crossEnv struct {
 	// onRedis, onFallback: the Redis limiter; onFallbackDegraded: one that cannot reach Redis
 	redis  ratelimit.Limiter
 	serial int // the case's number in its env, which names its key
+	// with concurrency, the client of the rows whose permits are in Redis (the dead one when
+	// degraded), and their keys' prefix; nil: the permits are concurrency/local's
+	concRedis  *redis.Client
+	concPrefix string
+}
+
+// concLimiter returns the concurrency limiter of one case, with no queue: concurrency/local,
+// or concurrency/distributed on concRedis. A dead Redis answers each call at once (a refused
+// loopback port, a bound of 1 ms): the limiter's breaker opens after three calls, and its
+// share of the limit, 1 of 1 (WithInstances(instances)), then decides.
+func (e *crossEnv) concLimiter(t *testing.T) concurrency.Limiter {
+	if e.concRedis == nil {
+		conc := clocal.New(clocal.WithQueue(-1, clocal.OldestFirst))
+		t.Cleanup(func() { _ = conc.Close() })
+		return conc
+	}
+	opts := []cdistributed.Option{cdistributed.WithPrefix(e.concPrefix), cdistributed.WithQueue(-1),
+		cdistributed.WithInstances(instances)}
+	if e.kind == onFallbackDegraded {
+		opts = append(opts, cdistributed.WithTimeout(time.Millisecond))
+	} else {
+		// No call may time out on a loaded machine: its lease, released in the background,
+		// would make the next request busy.
+		opts = append(opts, cdistributed.WithTimeout(time.Minute), cdistributed.WithTTL(3*time.Minute))
+	}
+	conc, err := cdistributed.New(e.concRedis, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conc.Close() })
+	return conc
 }
 
 // limiter returns the limiter of one case, and its clock when it has one to move.
@@ -256,6 +291,21 @@ func TestCrossFeatures(t *testing.T) {
 					t.Run(name, func(t *testing.T) {
 						t.Parallel()
 						c.run(t, tg, fs)
+					})
+					if fs&withConc == 0 || kind != onRedis && kind != onFallback && kind != onFallbackDegraded {
+						continue
+					}
+					// The same case with its permits in Redis, and keys of its own: the serial's
+					// parity, which picks the variants of rules cases, is the case's above.
+					rc := *env
+					rc.serial += 1 << 20
+					rc.concRedis, rc.concPrefix = live, fmt.Sprintf("cross-conc:%d:", time.Now().UnixNano())
+					if kind == onFallbackDegraded {
+						rc.concRedis = dead
+					}
+					t.Run(name+"/conc-redis", func(t *testing.T) {
+						t.Parallel()
+						rc.run(t, tg, fs)
 					})
 				}
 			}
@@ -437,9 +487,7 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 		// Requests one after the other, each holding the key's only permit while it runs,
 		// with no queue: a permit not released, or taken by a request the rate limit
 		// denied, would make the next one busy.
-		conc := clocal.New(clocal.WithQueue(-1, clocal.OldestFirst))
-		t.Cleanup(func() { _ = conc.Close() })
-		s.conc, s.inFlight = conc, 1
+		s.conc, s.inFlight = e.concLimiter(t), 1
 		if fs&(withLimits|withShadow) != 0 {
 			// A permit needs one key, and is held for real: refused at construction.
 			assert.Panics(t, func() { tg.serve(t, s) })
@@ -606,10 +654,10 @@ func (e *crossEnv) rulesCase(t *testing.T, tg target, fs feature, s *setup, key 
 	if fs&withPriority != 0 {
 		policy["priority"] = "sheddable"
 	}
-	conc := clocal.New(clocal.WithQueue(-1, clocal.OldestFirst))
-	t.Cleanup(func() { _ = conc.Close() })
+	var conc concurrency.Limiter
 	if fs&withConc != 0 {
 		policy["concurrency"] = 1
+		conc = e.concLimiter(t)
 	}
 	rs := rules.New(rules.Registry{"k": func(rules.Request) (string, error) { return key, nil }})
 	err := rs.Load("cross.json", file(limits))
