@@ -3,6 +3,7 @@ package fallback
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/args"
@@ -67,4 +68,17 @@ func (s settler) Settle(ctx context.Context, key string, limit ratelimit.Limit, 
 		return s.secondary.Settle(ctx, key, l.share(limit), own, reserved, actual)
 	}
 	return ratelimit.Result{Limit: limit}, fmt.Errorf("fallback: Settle: nothing settled on the primary, which charged the tokens: %w", cause)
+}
+
+// holder is a Limiter's ratelimit.Holder, given by As when the primary holds.
+type holder struct{ l *Limiter }
+
+// Hold decides as AllowN does, with the primary's Hold for the primary's decision; ttl is
+// checked here, so that a degraded decision refuses what the primary would.
+func (h holder) Hold(ctx context.Context, key string, limit ratelimit.Limit, n int, ttl time.Duration) (ratelimit.Result, error) {
+	if ttl < time.Microsecond {
+		return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: fallback: Hold: ttl = %v, want 1µs or more", args.ErrInvalidRequest, ttl)
+	}
+	res, _, err := h.l.decide(ctx, key, limit, n, ttl)
+	return res, err
 }

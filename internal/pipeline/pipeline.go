@@ -92,6 +92,10 @@ type Decision struct {
 
 	// bucket is the bucket key of a request under one limit.
 	bucket string
+	// held reports that the tokens were taken by a hold (ratelimit.Holder, with WithSettle),
+	// which Settle ends; priority is the priority the request was decided at.
+	held     bool
+	priority ratelimit.Priority
 }
 
 // ErrNoLimit is New's error for options that give no limit.
@@ -106,6 +110,7 @@ type Pipeline[R any] struct {
 	inspector ratelimit.Inspector
 	validator ratelimit.LimitValidator
 	settler   ratelimit.Settler // WithSettle's, when asked for
+	holder    ratelimit.Holder  // WithSettle's, when the limiter holds
 	opts      Options[R]
 	onError   func(R, error) error
 	prefix    string
@@ -213,7 +218,7 @@ func (p *Pipeline[R]) capabilities(o *Options[R]) error {
 		return fmt.Errorf("WithRefundIf: %T cannot refund (ratelimit.Inspector)", l)
 	}
 	var err error
-	if p.settler, err = settlerFor(l, o.Settle != nil); err != nil {
+	if p.settler, p.holder, err = settlerFor(l, o.Settle != nil); err != nil {
 		return err
 	}
 	return o.check(p.validator)
