@@ -37,7 +37,7 @@ func TestSettleHolds(t *testing.T) {
 			client := redis.NewClient(&redis.Options{Addr: server.Addr()})
 			t.Cleanup(func() { _ = client.Close() })
 			prefix := "holds-" + through + ":"
-			redisL, err := distributed.New(client, distributed.WithPrefix(prefix))
+			redisL, err := distributed.New(client, distributed.WithPrefix(prefix), distributed.WithTimeout(time.Minute))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = redisL.Close() })
 			var l ratelimit.Limiter = redisL

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -35,7 +36,7 @@ func (r *recorder) ObserveDecision(_ context.Context, d observe.Decision) {
 func redisLimiter(t *testing.T, server *redistest.Server) ratelimit.Limiter {
 	client := redis.NewClient(&redis.Options{Addr: server.Addr()})
 	t.Cleanup(func() { _ = client.Close() })
-	l, err := distributed.New(client, distributed.WithPrefix(fmt.Sprintf("%s:", t.Name())))
+	l, err := distributed.New(client, distributed.WithPrefix(fmt.Sprintf("%s:", t.Name())), distributed.WithTimeout(time.Minute))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	return l
