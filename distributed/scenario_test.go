@@ -108,10 +108,13 @@ func TestScenarioReserveCommit(t *testing.T) {
 	playScenario(t, limit, 10*s, []scenarioStep{
 		0: {at: 0, op: "hold", key: "k", n: 3, allowed: true, remaining: 7},
 		1: {at: 0, op: "hold", key: "k", n: 5, allowed: true, remaining: 2},
-		2: {at: 0, op: "hold", key: "k", n: 3, allowed: false, remaining: 2},             // 8 + 3 > 10
-		3: {at: 1 * s, op: "settle", key: "k", of: 0, n: 1, allowed: true, remaining: 3}, // 1 + 5 held
+		// 8 + 3 > 10
+		2: {at: 0, op: "hold", key: "k", n: 3, allowed: false, remaining: 2},
+		// 1 + 5 held
+		3: {at: 1 * s, op: "settle", key: "k", of: 0, n: 1, allowed: true, remaining: 3},
 		4: {at: 1 * s, op: "hold", key: "k", n: 3, allowed: true, remaining: 1},
-		5: {at: 2 * s, op: "settle", key: "k", of: 1, n: 5, allowed: true, remaining: 0}, // 6 + 3 held
+		// 6 + 3 held
+		5: {at: 2 * s, op: "settle", key: "k", of: 1, n: 5, allowed: true, remaining: 0},
 		6: {at: 2 * s, op: "hold", key: "k", n: 2, allowed: false, remaining: 1},
 		7: {at: 2 * s, op: "settle", key: "k", of: 4, n: 4, err: ratelimit.ErrNotSupported},
 		// Step 4's hold expires at 11 s, given back by the next hold: 6 + 4 fit.
@@ -137,19 +140,26 @@ func TestScenarioReserveCommit(t *testing.T) {
 func TestScenarioReserveSettle(t *testing.T) {
 	limit := ratelimit.Limit{Rate: 1.0 / 3600, Burst: 100}
 	playScenario(t, limit, time.Minute, []scenarioStep{
-		0:  {op: "hold", key: "app", n: 40, allowed: true, remaining: 60},
-		1:  {op: "settle", key: "app", of: 0, n: 40, allowed: true, remaining: 59}, // exact
-		2:  {op: "hold", key: "app", n: 30, allowed: true, remaining: 30},
-		3:  {op: "settle", key: "app", of: 2, n: 10, allowed: true, remaining: 49}, // less: 50 spent
-		4:  {op: "hold", key: "app", n: 10, allowed: true, remaining: 40},
-		5:  {op: "settle", key: "app", of: 4, n: 25, allowed: true, remaining: 24}, // more: 75
-		6:  {op: "settle", key: "app", of: -1, n: 5, allowed: true, remaining: 19}, // unestimated: 80
-		7:  {op: "hold", key: "app", n: 20, allowed: true, remaining: 0},
-		8:  {op: "hold", key: "app", n: 1, allowed: false, remaining: 0},
-		9:  {op: "settle", key: "app", of: 7, n: 20, allowed: false, remaining: 0}, // still settles
-		10: {op: "hold", key: "other", n: 100, allowed: true, remaining: 0},        // keys apart
+		0: {op: "hold", key: "app", n: 40, allowed: true, remaining: 60},
+		// exact
+		1: {op: "settle", key: "app", of: 0, n: 40, allowed: true, remaining: 59},
+		2: {op: "hold", key: "app", n: 30, allowed: true, remaining: 30},
+		// less: 50 spent
+		3: {op: "settle", key: "app", of: 2, n: 10, allowed: true, remaining: 49},
+		4: {op: "hold", key: "app", n: 10, allowed: true, remaining: 40},
+		// more: 75
+		5: {op: "settle", key: "app", of: 4, n: 25, allowed: true, remaining: 24},
+		// unestimated: 80
+		6: {op: "settle", key: "app", of: -1, n: 5, allowed: true, remaining: 19},
+		7: {op: "hold", key: "app", n: 20, allowed: true, remaining: 0},
+		8: {op: "hold", key: "app", n: 1, allowed: false, remaining: 0},
+		// still settles
+		9: {op: "settle", key: "app", of: 7, n: 20, allowed: false, remaining: 0},
+		// keys apart
+		10: {op: "hold", key: "other", n: 100, allowed: true, remaining: 0},
 		11: {op: "hold", key: "other", n: 101, err: ratelimit.ErrExceedsBurst},
 		12: {op: "settle", key: "other", of: 10, n: 100 + 201, err: ratelimit.ErrExceedsBurst},
-		13: {op: "settle", key: "other", of: 10, n: 0, allowed: true, remaining: 99}, // all back
+		// all back
+		13: {op: "settle", key: "other", of: 10, n: 0, allowed: true, remaining: 99},
 	})
 }

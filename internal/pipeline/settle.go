@@ -38,8 +38,9 @@ func settlerFor(l ratelimit.Limiter, settles bool) (ratelimit.Settler, ratelimit
 // the settle goes where the tokens were taken. A decision refunded (Refund) or that charged
 // nothing is not settled; a shadow decision settles its shadow buckets, as it refunds them.
 // A hold (d.held) that the settle function leaves unsettled (ok false), or whose overrun
-// is refused, is settled to its estimate: the charge kept, as a plain one is, the hold ended. Each settle is reported to the
-// observer (observe.ReportSettle), under its policy's name and at the request's priority.
+// is refused, is settled to its estimate: the charge kept, as a plain one is, the hold
+// ended. Each settle is reported to the observer (observe.ReportSettle), under its
+// policy's name and at the request's priority.
 // The settle outlives r's context, within the limiter's own deadline; its errors go to the
 // error handler.
 func (p *Pipeline[R]) Settle(ctx context.Context, r R, d *Decision) {

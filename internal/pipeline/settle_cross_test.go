@@ -34,8 +34,9 @@ type settleStep struct {
 
 // TestSettleCross: WithSettle × WithRefundIf × fallback (healthy: the primary holds and
 // settles; degraded: the secondary decides, and is settled, never the dead primary) × shadow
-// × several limits, on the local backend and on Redis (one limit held: ratelimit.Holder). A token an hour, Burst 100 (and 200 for the second limit, never binding), so
-// nothing refills. Enforced: a request estimated at 10 (90 left, the header says) that
+// × several limits, on the local backend and on Redis (one limit held: ratelimit.Holder).
+// A token an hour, Burst 100 (and 200 for the second limit, never binding), so nothing
+// refills. Enforced: a request estimated at 10 (90 left, the header says) that
 // costs 30 leaves 70; one that costs 5, 65 (60, then 65); a failed one is refunded, not
 // settled (55, then 65); 65 pass, 0 left; one more is denied, an hour away. From a fresh
 // key, a request of 10 that costs 150 leaves the bucket 50 in debt, and the next, of 10,
