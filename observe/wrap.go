@@ -111,13 +111,24 @@ func (l *observed) As(target any) bool {
 	return false
 }
 
-// holdPart is an observed limiter's ratelimit.Holder: each hold reported as a decision.
+// holdPart is an observed limiter's ratelimit.Holder: each hold reported as a decision,
+// with the origin its Holder tells (HoldOriginReporter).
 type holdPart struct{ o *observed }
 
 func (p holdPart) Hold(ctx context.Context, key string, limit ratelimit.Limit, n int, ttl time.Duration) (ratelimit.Result, error) {
+	var (
+		res    ratelimit.Result
+		origin Origin
+		err    error
+	)
 	start := p.o.clock.Start()
-	res, err := p.o.holder.Hold(ctx, key, limit, n, ttl)
-	Report(ctx, p.o.obs, Call{Policy: p.o.policy, Backend: p.o.backend, Duration: p.o.clock.Stop(start)}, limit, n, res, err)
+	if hr, ok := p.o.holder.(HoldOriginReporter); ok {
+		res, origin, err = hr.HoldOrigin(ctx, key, limit, n, ttl)
+	} else {
+		res, err = p.o.holder.Hold(ctx, key, limit, n, ttl)
+	}
+	call := Call{Policy: p.o.policy, Backend: p.o.backend, Origin: origin, Duration: p.o.clock.Stop(start)}
+	Report(ctx, p.o.obs, call, limit, n, res, err)
 	return res, err
 }
 

@@ -81,7 +81,11 @@ func (p *Pipeline[R]) ask(ctx, rctx context.Context, d *Decision) error {
 		d.bind()
 	case p.holder != nil:
 		// WithSettle's estimate, held until the settle (Settle).
-		d.Result, err = p.holder.Hold(ctx, d.bucket, d.Limit, d.Cost, HoldTTL)
+		if p.holdOrigin != nil {
+			d.Result, origin, err = p.holdOrigin.HoldOrigin(ctx, d.bucket, d.Limit, d.Cost, HoldTTL)
+		} else {
+			d.Result, err = p.holder.Hold(ctx, d.bucket, d.Limit, d.Cost, HoldTTL)
+		}
 		d.held = d.Result.Allowed
 	case p.observer != nil && p.origin != nil:
 		d.Result, origin, err = p.origin.AllowNOrigin(ctx, d.bucket, d.Limit, d.Cost)

@@ -111,9 +111,11 @@ type Pipeline[R any] struct {
 	validator ratelimit.LimitValidator
 	settler   ratelimit.Settler // WithSettle's, when asked for
 	holder    ratelimit.Holder  // WithSettle's, when the limiter holds
-	opts      Options[R]
-	onError   func(R, error) error
-	prefix    string
+	// holdOrigin is holder when it says which limiter decided, and the observer asks.
+	holdOrigin observe.HoldOriginReporter
+	opts       Options[R]
+	onError    func(R, error) error
+	prefix     string
 
 	// observer, when not nil, is told of each decision: see decide; clock times them.
 	observer observe.Observer
@@ -236,6 +238,7 @@ func (p *Pipeline[R]) observe(o observe.Observer) {
 		p.backend = observe.BackendName(p.limiter)
 	}
 	p.origin, _ = ratelimit.As[observe.OriginReporter](p.limiter)
+	p.holdOrigin, _ = p.holder.(observe.HoldOriginReporter)
 	if p.opts.Concurrency != nil {
 		p.permitBackend = observe.BackendName(p.opts.Concurrency)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
+	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 	"github.com/sluice-go/ratelimit/observe"
 )
@@ -44,7 +45,8 @@ func redisLimiter(t *testing.T, server *redistest.Server) ratelimit.Limiter {
 
 // TestSettleObserved: the middlewares report each settle (WithSettle) to their observer
 // (WithObserver), after the request's decision, on every framework, locally and on Redis
-// (where the estimate is held: Hold). A token an hour, Burst 100, estimates of 10, at
+// (where the estimate is held: Hold), and through fallback, whose holds are reported with
+// the part that decided (Redis). A token an hour, Burst 100, estimates of 10, at
 // priority Normal, whose Remaining leaves out the 10 tokens kept back for Critical. The
 // first request costs 30: decided with 90 in the bucket (80 to Normal), settled with 70, a
 // peek for one leaving 59. The second costs 300: decided with 60 in the bucket, its overrun
@@ -55,15 +57,20 @@ func TestSettleObserved(t *testing.T) {
 	server := redistest.NewServer(t)
 	limit := ratelimit.Limit{Rate: 1.0 / 3600, Burst: 100}
 	backends := []struct {
-		name string
-		new  func(t *testing.T) ratelimit.Limiter
+		name    string
+		new     func(t *testing.T) ratelimit.Limiter
+		settler string // the backend settles are reported under: the limiter's own name
 	}{
-		{"local", localLimiter},
-		{"distributed", func(t *testing.T) ratelimit.Limiter { return redisLimiter(t, server) }},
+		{"local", localLimiter, "local"},
+		{"distributed", func(t *testing.T) ratelimit.Limiter { return redisLimiter(t, server) }, "distributed"},
+		// The holds say which part decided (observe.HoldOriginReporter); settles do not.
+		{"distributed", func(t *testing.T) ratelimit.Limiter {
+			return fallback.New(redisLimiter(t, server), localLimiter(t))
+		}, "fallback"},
 	}
 	for _, b := range backends {
 		for _, tg := range targets {
-			t.Run(b.name+"/"+tg.name, func(t *testing.T) {
+			t.Run(b.settler+"/"+tg.name, func(t *testing.T) {
 				rec := &recorder{}
 				actuals := []int{30, 300}
 				var mu sync.Mutex
@@ -92,6 +99,7 @@ func TestSettleObserved(t *testing.T) {
 				}
 				settled := func(actual, remaining int, outcome observe.Outcome) observe.Decision {
 					d := base
+					d.Backend = b.settler
 					d.Settle, d.Actual, d.Outcome, d.Remaining = true, actual, outcome, remaining
 					if outcome == observe.OutcomeError {
 						d.ErrorKind = observe.KindInvalidInput
