@@ -39,3 +39,15 @@ type Reserver interface {
 	// A plain AllowN on a bucket booked ahead is denied until the bookings have passed.
 	Reserve(ctx context.Context, key string, limit Limit, n int, maxWait time.Duration) (Result, error)
 }
+
+// Holder is implemented by limiters that can record a decision's tokens as a reservation in
+// flight, counted by every later decision on the bucket until it is settled (Settler, with
+// the Result's Charge) or it expires: a hold no settle reaches (its holder crashed) is given
+// back after ttl. N callers that hold an estimate at once cannot then all pass on a bucket
+// that fits fewer. Find it with As. The middlewares' WithSettle hold through it when the
+// limiter has it.
+type Holder interface {
+	// Hold decides n tokens as AllowN does and, when they are taken, records them as held
+	// for ttl (at least 1 µs): Settle or Refund with the Result's Charge settles the hold.
+	Hold(ctx context.Context, key string, limit Limit, n int, ttl time.Duration) (Result, error)
+}

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/distributed"
@@ -17,7 +18,8 @@ var settleLimit = ratelimit.Limit{Rate: 1e6, Burst: 1e9}
 
 // settleOps are the calls BenchmarkSettle times on one bucket: a Refund of one token, the
 // floor a settle is measured against; a settle's underrun of one (a refund), its overrun of
-// one (a debit), and for Redis AllowN, a decision's cost.
+// one (a debit), and for Redis AllowN, a decision's cost, and a Hold settled with an overrun
+// of one (WithSettle's two scripts a request).
 func settleOps(l ratelimit.Limiter) map[string]func(ctx context.Context) error {
 	ins, _ := ratelimit.As[ratelimit.Inspector](l)
 	s, _ := ratelimit.As[ratelimit.Settler](l)
@@ -38,6 +40,15 @@ func settleOps(l ratelimit.Limiter) map[string]func(ctx context.Context) error {
 			_, err := l.AllowN(ctx, "k", settleLimit, 1)
 			return err
 		},
+		"hold+settle": func(ctx context.Context) error {
+			h, _ := ratelimit.As[ratelimit.Holder](l)
+			res, err := h.Hold(ctx, "k", settleLimit, 1, time.Minute)
+			if err != nil {
+				return err
+			}
+			_, err = s.Settle(ctx, "k", settleLimit, res.Charge, 1, 2)
+			return err
+		},
 	}
 }
 
@@ -50,7 +61,10 @@ func BenchmarkSettle(b *testing.B) {
 			b.Fatalf("draining the bucket: %+v, %v", res, err)
 		}
 		ops := settleOps(l)
-		for _, name := range []string{"refund", "underrun", "overrun", "allow"} {
+		for _, name := range []string{"refund", "underrun", "overrun", "allow", "hold+settle"} {
+			if _, holds := ratelimit.As[ratelimit.Holder](l); name == "hold+settle" && !holds {
+				continue
+			}
 			op := ops[name]
 			b.Run(name, func(b *testing.B) {
 				b.ReportAllocs()
@@ -72,7 +86,8 @@ func BenchmarkSettle(b *testing.B) {
 		pinRedis(b, srv)
 		client := newRedisClient(srv.Addr())
 		b.Cleanup(func() { client.Close() })
-		l, err := distributed.New(client)
+		// A second's timeout: a loaded VM stalls past the default 50 ms.
+		l, err := distributed.New(client, distributed.WithTimeout(time.Second))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -12,8 +12,8 @@
 -- KEYS[1]  the bucket's key
 -- KEYS[2]  its holds, in the same hash slot: members "at:n:k" (a hold of n tokens charged at
 --          at, µs since 2020; k tells apart holds of the same instant and cost)
--- ARGV[1]  mode: "hold", "settle", or "refund" (a settle that gives nothing of a hold found
---          expired, and charges nothing)
+-- ARGV[1]  mode: "hold", "settle", "refund" (a settle that gives nothing of a hold found
+--          expired, and charges nothing), or "reset" (deletes the bucket and its holds)
 -- ARGV[2 .. 7]  the bucket's algorithm tag, then its rate, burst, cost (hold: the tokens
 --          held; settle: unused), own argument and reserve: multi.lua's six per key
 -- ARGV[8]  the holds' TTL in µs (>= 1)
@@ -64,6 +64,13 @@ local function args(cost)
   return {ARGV[3], ARGV[4], cost, ARGV[6], ARGV[7]}
 end
 local ttl = tonumber(ARGV[8])
+
+-- A reset deletes the bucket, full again, and its holds with it: a hold of the bucket before
+-- the reset is never given back again when it expires.
+if ARGV[1] == 'reset' then
+  redis.call('DEL', KEYS[1], KEYS[2])
+  return {1, now_us, 0, 0, 0, 0, 0, 0}
+end
 -- Instants leave as whole numbers: Lua's own conversion keeps only 14 digits.
 local function int(x)
   return string.format('%d', x)

@@ -241,3 +241,26 @@ func TestHoldCluster(t *testing.T) {
 		require.True(t, res.Allowed, "%s: both holds back", key)
 	}
 }
+
+// TestHoldReset: Reset forgets a bucket's holds with the bucket. A fixed window of 3000 a
+// minute holds 1000 for 10 s, is reset, then spent whole by AllowN; at the hold's expiry a
+// new hold is refused: the reset hold is not given back a second time (it was, by the
+// reset).
+func TestHoldReset(t *testing.T) {
+	ctx := context.Background()
+	clock := ratelimittest.NewClock()
+	l := newLimiter(t, newClient(t, redistest.NewServer(t).Addr()), clock)
+	limit := ratelimit.Limit{Rate: 50, Burst: 3000, Algorithm: ratelimit.FixedWindow}
+	res, err := l.Hold(ctx, "k", limit, 1000, 10*time.Second)
+	require.NoError(t, err)
+	require.True(t, res.Allowed)
+	require.NoError(t, l.Reset(ctx, "k", limit))
+	res, err = l.AllowN(ctx, "k", limit, 3000)
+	require.NoError(t, err)
+	require.True(t, res.Allowed, "the reset bucket is full")
+	clock.Advance(10 * time.Second)
+	res, err = l.Hold(ctx, "k", limit, 1000, 10*time.Second)
+	require.NoError(t, err)
+	require.False(t, res.Allowed, "the window holds 3000: no hold left to give back")
+	require.Equal(t, 0, res.Remaining)
+}

@@ -74,13 +74,13 @@ func (l *Limiter) Refund(ctx context.Context, key string, limit ratelimit.Limit,
 	return l.inspect(ctx, "refund", key, limit, min(n, limit.Burst), reserve, at)
 }
 
-// Reset makes the bucket of (key, limit) full again by deleting it: a missing bucket is a
-// full one (and, with a warm-up, a cold one).
+// Reset makes the bucket of (key, limit) full again by deleting it, with its holds (Hold) in
+// the same script: a missing bucket is a full one (and, with a warm-up, a cold one).
 func (l *Limiter) Reset(ctx context.Context, key string, limit ratelimit.Limit) error {
 	if err := l.check(key, limit, 1); err != nil {
 		return err
 	}
-	_, err := l.inspect(ctx, "reset", key, limit, 1, 0, "")
+	_, err := l.runHold(ctx, "reset", key, limit, 1, 0, 1, 0, 0, 0)
 	return err
 }
 

@@ -1,4 +1,4 @@
--- Several buckets, atomically, each of its own algorithm: AllowAll, Peek, Refund and Reset.
+-- Several buckets, atomically, each of its own algorithm: AllowAll, Peek and Refund.
 -- The Go side (multiscript.go) builds this script once by putting in the marked fragment:
 -- for every algorithm, named by the tag of its keys ("tb", "tbw", "fw", "swl", "swc",
 -- "lb", "cq"), its single-key script turned into a function, decide, and its refund function.
@@ -13,7 +13,7 @@
 --     bucket is decided at the same instant, checked and then written.
 --
 -- KEYS     the buckets' keys, all distinct, all in one hash slot
--- ARGV[1]  mode: "all", "peek", "refund" or "reset"
+-- ARGV[1]  mode: "all", "peek" or "refund"
 -- ARGV[2]  refund only: empty, or the instant the refunded request was charged, in
 --          microseconds since 2020 (Result.Charge.At), so that a window algorithm gives back
 --          to the window it charged (nothing once that window no longer counts) and the
@@ -41,7 +41,6 @@
 -- peek:   the first pass only: what AllowN would say, nothing written.
 -- refund: gives each bucket its cost back (refund(key, argv, at or nil, now)), then answers as
 --         peek does for one token.
--- reset:  deletes every bucket: a missing bucket is a full one.
 
 local dry = true
 local writes = {} -- per bucket: the writes its decision made while dry
@@ -79,16 +78,6 @@ for i = 1, #KEYS do
   if not algorithms[ARGV[6 * i - 3]] then
     return redis.error_reply('UNKNOWNALGORITHM no algorithm has the tag ' .. tostring(ARGV[6 * i - 3]))
   end
-end
-
-if mode == 'reset' then
-  for i = 1, #KEYS do
-    redis.call('DEL', KEYS[i])
-    for j = 1, 5 do
-      out[2 + 5 * (i - 1) + j] = 0
-    end
-  end
-  return out
 end
 
 local cost

@@ -28,7 +28,7 @@ var refundSlidingLogSource string
 //go:embed refund_warmup.lua
 var refundWarmupSource string
 
-// multi is the script of AllowAll, Peek, Refund and Reset (multi.lua), built from every
+// multi is the script of AllowAll, Peek and Refund (multi.lua), built from every
 // algorithm's single-key script and its refund, so that one call decides buckets of
 // different algorithms together, each by its own.
 var multi = newScriptPair(multiScript(multiAlgorithms))

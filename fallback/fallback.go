@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/args"
@@ -101,12 +102,13 @@ func (l *Limiter) Allow(ctx context.Context, key string, limit ratelimit.Limit) 
 //     under the scaled limit (WithInstances); without a secondary, AllowN returns an
 //     error wrapping ErrUnavailable.
 func (l *Limiter) AllowN(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, error) {
-	res, _, err := l.decide(ctx, key, limit, n)
+	res, _, err := l.decide(ctx, key, limit, n, 0)
 	return res, err
 }
 
-// decide is AllowN, and also says which limiter decided (AllowNOrigin).
-func (l *Limiter) decide(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, observe.Origin, error) {
+// decide is AllowN, and also says which limiter decided (AllowNOrigin); with a hold's ttl
+// (not 0) the primary decides by its Hold (see holder), the secondary by AllowN as ever.
+func (l *Limiter) decide(ctx context.Context, key string, limit ratelimit.Limit, n int, ttl time.Duration) (ratelimit.Result, observe.Origin, error) {
 	if l.closed.Load() {
 		return ratelimit.Result{Limit: limit}, l.origins.self, ratelimit.ErrClosed
 	}
@@ -128,7 +130,13 @@ func (l *Limiter) decide(ctx context.Context, key string, limit ratelimit.Limit,
 	if !ok {
 		return l.degraded(ctx, key, limit, n, errOpen)
 	}
-	res, err := l.primary.AllowN(ctx, key, limit, n)
+	var res ratelimit.Result
+	var err error
+	if ttl != 0 {
+		res, err = l.parts.primaryHold.Hold(ctx, key, limit, n, ttl)
+	} else {
+		res, err = l.primary.AllowN(ctx, key, limit, n)
+	}
 	switch {
 	case err == nil:
 		l.breaker.Success(t)

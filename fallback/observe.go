@@ -22,7 +22,7 @@ func (l *Limiter) BackendName() string { return "fallback" }
 // what it answers alone: a denial from the denial cache (Origin.Cached), its errors about
 // the arguments, ratelimit.ErrClosed, and ErrUnavailable without a secondary.
 func (l *Limiter) AllowNOrigin(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Result, observe.Origin, error) {
-	return l.decide(ctx, key, limit, n)
+	return l.decide(ctx, key, limit, n, 0)
 }
 
 // origins are the Origins a Limiter's decisions report, named once by New.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -38,6 +39,11 @@ func (s *stub) AllowNOrigin(context.Context, string, ratelimit.Limit, int) (rate
 func (s *stub) AllowAllOrigin(_ context.Context, reqs []ratelimit.Request) (ratelimit.MultiResult, Origin, error) {
 	s.called("AllowAllOrigin")
 	return ratelimit.MultiResult{Allowed: true, Results: make([]ratelimit.Result, len(reqs))}, Origin{Backend: "part"}, nil
+}
+
+func (s *stub) Hold(context.Context, string, ratelimit.Limit, int, time.Duration) (ratelimit.Result, error) {
+	s.called("Hold")
+	return ratelimit.Result{Allowed: true}, nil
 }
 
 func (s *stub) Peek(context.Context, string, ratelimit.Limit, int) (ratelimit.Result, error) {
@@ -158,6 +164,11 @@ var capabilityTable = []capabilityRow{
 	row(func(t *testing.T, v ratelimit.LimitValidator, _ bool) (string, int) {
 		require.NoError(t, v.ValidateLimit(limit))
 		return "ValidateLimit", 0
+	}),
+	row(func(t *testing.T, h ratelimit.Holder, _ bool) (string, int) {
+		_, err := h.Hold(ctx, "k", limit, 1, time.Second)
+		require.NoError(t, err)
+		return "Hold", 1 // a hold decides
 	}),
 	row(func(t *testing.T, o OriginReporter, _ bool) (string, int) {
 		_, org, err := o.AllowNOrigin(ctx, "k", limit, 1)

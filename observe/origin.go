@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/sluice-go/ratelimit"
 )
@@ -28,6 +29,14 @@ type OriginReporter interface {
 	// decided. A limiter that is not a MultiLimiter returns an error wrapping
 	// ratelimit.ErrNotSupported; reporters only call it on one that is.
 	AllowAllOrigin(ctx context.Context, reqs []ratelimit.Request) (ratelimit.MultiResult, Origin, error)
+}
+
+// HoldOriginReporter is implemented by the ratelimit.Holder of a limiter made of several
+// (fallback.Limiter's), so that reporters can tell which one decided a hold: they call
+// HoldOrigin in place of Hold when the Holder implements it.
+type HoldOriginReporter interface {
+	// HoldOrigin is Hold, and also returns which limiter decided.
+	HoldOrigin(ctx context.Context, key string, limit ratelimit.Limit, n int, ttl time.Duration) (ratelimit.Result, Origin, error)
 }
 
 // BackendNamer is implemented by limiters that name themselves for observers.

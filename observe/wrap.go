@@ -15,15 +15,16 @@ import (
 // ctx carries and Duration to the time the call to l took (for a DurationSampler, one call
 // in its n is timed: see Stopwatch); and, when l is a ratelimit.MultiLimiter, each AllowAll
 // as ReportAll does, one Decision per limit under its Request's Name (policy for one
-// without); and each Settle and Reserve, when l has them, as ReportSettle and ReportReserve
-// do. Wait, Peek, Refund and Reset pass through unobserved: how long a caller waited is not
-// how long a decision took, and the others decide nothing.
+// without); each Hold, when l has it, as a decision of AllowN; and each Settle and Reserve,
+// when l has them, as ReportSettle and ReportReserve do. Wait, Peek, Refund and Reset pass
+// through unobserved: how long a caller waited is not how long a decision took, and the
+// others decide nothing.
 //
 // Through ratelimit.As, the Limiter Wrap returns has the capabilities of l and no others:
-// it answers itself for ratelimit.MultiLimiter, ratelimit.Settler, ratelimit.Reserver and
-// OriginReporter, which it observes, and lends the rest (ratelimit.Inspector,
-// ratelimit.LimitValidator) through its Unwrap method, which returns l. It is a
-// BackendNamer, named as l. It is safe for concurrent use.
+// it answers itself for ratelimit.MultiLimiter, ratelimit.Holder, ratelimit.Settler,
+// ratelimit.Reserver and OriginReporter, which it observes, and lends the rest
+// (ratelimit.Inspector, ratelimit.LimitValidator) through its Unwrap method, which returns
+// l. It is a BackendNamer, named as l. It is safe for concurrent use.
 //
 // Wrap is for code that calls a Limiter directly; the middlewares take an Observer of
 // their own (WithObserver), and wrapping the Limiter they are given as well reports each
@@ -43,6 +44,7 @@ func Wrap(l ratelimit.Limiter, o Observer, policy string) ratelimit.Limiter {
 	}
 	w.multi, _ = ratelimit.As[ratelimit.MultiLimiter](l)
 	w.origins, _ = ratelimit.As[OriginReporter](l)
+	w.holder, _ = ratelimit.As[ratelimit.Holder](l)
 	w.settler, _ = ratelimit.As[ratelimit.Settler](l)
 	w.reserver, _ = ratelimit.As[ratelimit.Reserver](l)
 	return w
@@ -55,6 +57,7 @@ type observed struct {
 	limiter  ratelimit.Limiter
 	multi    ratelimit.MultiLimiter // limiter, if it decides several limits
 	origins  OriginReporter         // limiter, if it reports origins
+	holder   ratelimit.Holder       // limiter's, if it holds
 	settler  ratelimit.Settler      // limiter's, if it settles
 	reserver ratelimit.Reserver     // limiter's, if it books slots ahead
 	obs      Observer               // wrapped by Join: panics recovered
@@ -89,6 +92,11 @@ func (l *observed) As(target any) bool {
 			*t = originsPart{l}
 			return true
 		}
+	case *ratelimit.Holder:
+		if l.holder != nil {
+			*t = holdPart{l}
+			return true
+		}
 	case *ratelimit.Settler:
 		if l.settler != nil {
 			*t = settlePart{l}
@@ -101,6 +109,27 @@ func (l *observed) As(target any) bool {
 		}
 	}
 	return false
+}
+
+// holdPart is an observed limiter's ratelimit.Holder: each hold reported as a decision,
+// with the origin its Holder tells (HoldOriginReporter).
+type holdPart struct{ o *observed }
+
+func (p holdPart) Hold(ctx context.Context, key string, limit ratelimit.Limit, n int, ttl time.Duration) (ratelimit.Result, error) {
+	var (
+		res    ratelimit.Result
+		origin Origin
+		err    error
+	)
+	start := p.o.clock.Start()
+	if hr, ok := p.o.holder.(HoldOriginReporter); ok {
+		res, origin, err = hr.HoldOrigin(ctx, key, limit, n, ttl)
+	} else {
+		res, err = p.o.holder.Hold(ctx, key, limit, n, ttl)
+	}
+	call := Call{Policy: p.o.policy, Backend: p.o.backend, Origin: origin, Duration: p.o.clock.Stop(start)}
+	Report(ctx, p.o.obs, call, limit, n, res, err)
+	return res, err
 }
 
 // settlePart is an observed limiter's ratelimit.Settler: each settle reported as

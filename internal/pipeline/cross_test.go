@@ -71,13 +71,17 @@ const (
 	withConc                         // at most one request of the key in flight, no queue
 	// the limits (and shadow, priority, concurrency) from a rules file
 	withRules
-	withKeep    // KeepUsage, the tight limit's numbers changing every request
-	numFeatures = 9
+	withKeep // KeepUsage, the tight limit's numbers changing every request
+	// WithSettle, whose function settles nothing (ok false): a limiter that holds (Redis)
+	// holds each estimate until the handler is done, then keeps it charged, so every
+	// answer is the model's as without it
+	withSettle
+	numFeatures = 10
 )
 
 func (f feature) String() string {
 	var names []string
-	for i, n := range [...]string{"limits", "refund", "shadow", "priority", "observer", "cost", "concurrency", "rules", "keep"} {
+	for i, n := range [...]string{"limits", "refund", "shadow", "priority", "observer", "cost", "concurrency", "rules", "keep", "settle"} {
 		if f&(1<<i) != 0 {
 			names = append(names, n)
 		}
@@ -422,6 +426,9 @@ func (e *crossEnv) run(t *testing.T, tg target, fs feature) {
 	}
 	shadow := fs&withShadow != 0
 	s.shadow = shadow
+	if fs&withSettle != 0 {
+		s.settle = func() (int, bool) { return 0, false }
+	}
 	if fs&withRefund != 0 {
 		s.refund = func() bool {
 			asked = true

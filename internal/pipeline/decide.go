@@ -17,9 +17,10 @@ import (
 //
 // Every request takes the same path: prepare yields its requests of the limiter (one limit,
 // several, or its policy's under the rules in force); decideLimits asks the limiter (AllowN
-// for one, AllowAll for several), reports to the observer, and reads the answer: shadow
-// mode, the error policy, the verdict; then a request let through takes its permit to run
-// (WithConcurrency, or its policy's concurrency).
+// for one, or Hold when WithSettle settles on a ratelimit.Holder; AllowAll for several),
+// reports to the observer, and reads the answer: shadow mode, the error policy, the verdict;
+// then a request let through takes its permit to run (WithConcurrency, or its policy's
+// concurrency).
 //
 // The decision is made in *d, which must be zero: a Decision is a few hundred bytes, which
 // every step of the pipeline would copy if it were passed by value.
@@ -29,6 +30,7 @@ func (p *Pipeline[R]) Decide(ctx context.Context, r R, d *Decision) {
 	}
 	pctx, pol, ok := p.prepare(ctx, r, d)
 	if ok {
+		d.priority = ratelimit.PriorityFrom(pctx)
 		p.decideLimits(pctx, r, d)
 	}
 	p.permit(ctx, r, d, pol)
@@ -77,6 +79,14 @@ func (p *Pipeline[R]) ask(ctx, rctx context.Context, d *Decision) error {
 			d.Multi, err = p.multi.AllowAll(ctx, d.Reqs)
 		}
 		d.bind()
+	case p.holder != nil:
+		// WithSettle's estimate, held until the settle (Settle).
+		if p.holdOrigin != nil {
+			d.Result, origin, err = p.holdOrigin.HoldOrigin(ctx, d.bucket, d.Limit, d.Cost, HoldTTL)
+		} else {
+			d.Result, err = p.holder.Hold(ctx, d.bucket, d.Limit, d.Cost, HoldTTL)
+		}
+		d.held = d.Result.Allowed
 	case p.observer != nil && p.origin != nil:
 		d.Result, origin, err = p.origin.AllowNOrigin(ctx, d.bucket, d.Limit, d.Cost)
 	default:

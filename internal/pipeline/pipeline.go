@@ -91,6 +91,10 @@ type Decision struct {
 
 	// bucket is the bucket key of a request under one limit.
 	bucket string
+	// held reports that the tokens were taken by a hold (ratelimit.Holder, with WithSettle),
+	// which Settle ends; priority is the priority the request was decided at.
+	held     bool
+	priority ratelimit.Priority
 }
 
 // ErrNoLimit is New's error for options that give no limit.
@@ -105,9 +109,12 @@ type Pipeline[R any] struct {
 	inspector ratelimit.Inspector
 	validator ratelimit.LimitValidator
 	settler   ratelimit.Settler // WithSettle's, when asked for
-	opts      Options[R]
-	onError   func(R, error) error
-	prefix    string
+	holder    ratelimit.Holder  // WithSettle's, when the limiter holds
+	// holdOrigin is holder when it says which limiter decided, and the observer asks.
+	holdOrigin observe.HoldOriginReporter
+	opts       Options[R]
+	onError    func(R, error) error
+	prefix     string
 
 	// observer, when not nil, is told of each decision: see decide; clock times them.
 	observer observe.Observer
@@ -212,7 +219,7 @@ func (p *Pipeline[R]) capabilities(o *Options[R]) error {
 		return fmt.Errorf("WithRefundIf: %T cannot refund (ratelimit.Inspector)", l)
 	}
 	var err error
-	if p.settler, err = settlerFor(l, o.Settle != nil); err != nil {
+	if p.settler, p.holder, err = settlerFor(l, o.Settle != nil); err != nil {
 		return err
 	}
 	return o.check(p.validator)
@@ -230,6 +237,7 @@ func (p *Pipeline[R]) observe(o observe.Observer) {
 		p.backend = observe.BackendName(p.limiter)
 	}
 	p.origin, _ = ratelimit.As[observe.OriginReporter](p.limiter)
+	p.holdOrigin, _ = p.holder.(observe.HoldOriginReporter)
 	if p.opts.Concurrency != nil {
 		p.permitBackend = observe.BackendName(p.opts.Concurrency)
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -16,6 +17,7 @@ import (
 	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/httpmw"
+	"github.com/sluice-go/ratelimit/internal/pipeline"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 )
 
@@ -30,16 +32,19 @@ type settleStep struct {
 	retry        string
 }
 
-// TestSettleCross: WithSettle × WithRefundIf × fallback (degraded: the secondary decides,
-// and is settled, never the dead primary) × shadow × several limits, on the local backend and
-// on Redis. A token an hour, Burst 100 (and 200 for the second limit, never binding), so
-// nothing refills. Enforced: a request estimated at 10 (90 left, the header says) that
+// TestSettleCross: WithSettle × WithRefundIf × fallback (healthy: the primary holds and
+// settles; degraded: the secondary decides, and is settled, never the dead primary) × shadow
+// × several limits, on the local backend and on Redis (one limit held: ratelimit.Holder).
+// A token an hour, Burst 100 (and 200 for the second limit, never binding), so nothing
+// refills. Enforced: a request estimated at 10 (90 left, the header says) that
 // costs 30 leaves 70; one that costs 5, 65 (60, then 65); a failed one is refunded, not
 // settled (55, then 65); 65 pass, 0 left; one more is denied, an hour away. From a fresh
 // key, a request of 10 that costs 150 leaves the bucket 50 in debt, and the next, of 10,
 // waits until the bucket is 10 short of 100: 60 tokens, 60 hours, the Retry-After. Shadow:
 // every request passes, the headers counting as enforcement would.
 func TestSettleCross(t *testing.T) {
+	// Of decisions, not of their speed: no Redis call may time out on a loaded machine.
+	t.Cleanup(pipeline.SetShadowBudget(time.Minute))
 	server := redistest.NewServer(t)
 	const hour = 3600
 	limit := ratelimit.Limit{Rate: 1.0 / hour, Burst: 100}
@@ -49,8 +54,18 @@ func TestSettleCross(t *testing.T) {
 		"redis": func(t *testing.T) ratelimit.Limiter {
 			client := redis.NewClient(&redis.Options{Addr: server.Addr()})
 			t.Cleanup(func() { _ = client.Close() })
-			l, err := distributed.New(client, distributed.WithPrefix(fmt.Sprintf("settle-%s:", t.Name())))
+			l, err := distributed.New(client, distributed.WithPrefix(fmt.Sprintf("settle-%s:", t.Name())), distributed.WithTimeout(time.Minute))
 			require.NoError(t, err)
+			t.Cleanup(func() { _ = l.Close() })
+			return l
+		},
+		"fallback healthy": func(t *testing.T) ratelimit.Limiter {
+			// The primary answers, holding each estimate until its settle (ratelimit.Holder).
+			client := redis.NewClient(&redis.Options{Addr: server.Addr()})
+			t.Cleanup(func() { _ = client.Close() })
+			primary, err := distributed.New(client, distributed.WithPrefix(fmt.Sprintf("settle-%s:", t.Name())), distributed.WithTimeout(time.Minute))
+			require.NoError(t, err)
+			l := fallback.New(primary, localLimiter(t))
 			t.Cleanup(func() { _ = l.Close() })
 			return l
 		},

@@ -57,6 +57,8 @@ type setup struct {
 	rules    *rules.Rules // WithRules, instead of limit
 	// WithErrorHandler, told each error and letting the request go on; nil: the default
 	errs func(error)
+	// WithSettle, giving each request's actual cost; nil: no settling
+	settle func() (int, bool)
 }
 
 // multi reports whether s gives its limits through WithLimits.
@@ -234,6 +236,9 @@ func serveGin(t *testing.T, s setup) func(context.Context) answer {
 	if s.refundOK || s.refund != nil {
 		opts = append(opts, ginmw.WithRefundIf(func(c *gin.Context) bool { return c.Writer.Status() == http.StatusOK && s.refunds() }))
 	}
+	if s.settle != nil {
+		opts = append(opts, ginmw.WithSettle(func(*gin.Context) (int, bool) { return s.settle() }))
+	}
 	if s.observer != nil {
 		opts = append(opts, ginmw.WithObserver(s.observer))
 	}
@@ -301,6 +306,9 @@ func serveHTTP(t *testing.T, s setup) func(context.Context) answer {
 	}
 	if s.refundOK || s.refund != nil {
 		opts = append(opts, httpmw.WithRefundIf(func(_ *http.Request, status int) bool { return status == http.StatusOK && s.refunds() }))
+	}
+	if s.settle != nil {
+		opts = append(opts, httpmw.WithSettle(func(*http.Request, int) (int, bool) { return s.settle() }))
 	}
 	if s.observer != nil {
 		opts = append(opts, httpmw.WithObserver(s.observer))
@@ -406,6 +414,9 @@ func serveGRPC(t *testing.T, s setup, stream bool) func(context.Context) answer 
 	}
 	if s.refundOK || s.refund != nil {
 		opts = append(opts, grpcmw.WithRefundIf(func(_ context.Context, _ string, err error) bool { return err == nil && s.refunds() }))
+	}
+	if s.settle != nil {
+		opts = append(opts, grpcmw.WithSettle(func(context.Context, string, error) (int, bool) { return s.settle() }))
 	}
 	if s.observer != nil {
 		opts = append(opts, grpcmw.WithObserver(s.observer))
