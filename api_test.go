@@ -117,5 +117,5 @@ func TestAPISurface(t *testing.T) {
 // quotas (CalendarQuota, Quota, Limit.Period, Period and its four fields, PeriodUnit, Day,
 // Week, Month), usage carried across a change of a limit's numbers (Limit.KeepUsage),
 // Unlimited, a request exempt on purpose rather than by a zero Limit, and the settle and
-// reserve capabilities (Settler, Reserver, Holder, one method each).
+// reserve capabilities (Settler, with Settle and Hold; Reserver).
 const maxSurface = 80

@@ -24,6 +24,14 @@ type Settler interface {
 	// for one token. A limiter made of several (package fallback) settles the part that
 	// charged, which c names.
 	Settle(ctx context.Context, key string, limit Limit, c Charge, reserved, actual int) (Result, error)
+	// Hold decides n tokens as AllowN does and, when they are taken, records them as a
+	// reservation in flight for ttl (at least 1 µs), which Settle (or Refund) with the
+	// Result's Charge ends: N callers that hold an estimate at once cannot all pass on a
+	// bucket that fits fewer, and a hold no settle reaches (its holder crashed) is given back
+	// after ttl. The middlewares' WithSettle decide with it. A backend whose buckets live in
+	// its holder's own process (package local) holds as AllowN charges: a crash of the holder
+	// takes the bucket with it.
+	Hold(ctx context.Context, key string, limit Limit, n int, ttl time.Duration) (Result, error)
 }
 
 // Reserver is implemented by limiters that can book a slot ahead: charge a request now for
@@ -38,16 +46,4 @@ type Reserver interface {
 	// Refund n with the Result's Charge: the charge is undone exactly, as far as Refund says.
 	// A plain AllowN on a bucket booked ahead is denied until the bookings have passed.
 	Reserve(ctx context.Context, key string, limit Limit, n int, maxWait time.Duration) (Result, error)
-}
-
-// Holder is implemented by limiters that can record a decision's tokens as a reservation in
-// flight, counted by every later decision on the bucket until it is settled (Settler, with
-// the Result's Charge) or it expires: a hold no settle reaches (its holder crashed) is given
-// back after ttl. N callers that hold an estimate at once cannot then all pass on a bucket
-// that fits fewer. Find it with As. The middlewares' WithSettle hold through it when the
-// limiter has it.
-type Holder interface {
-	// Hold decides n tokens as AllowN does and, when they are taken, records them as held
-	// for ttl (at least 1 µs): Settle or Refund with the Result's Charge settles the hold.
-	Hold(ctx context.Context, key string, limit Limit, n int, ttl time.Duration) (Result, error)
 }

@@ -41,7 +41,7 @@ func settleOps(l ratelimit.Limiter) map[string]func(ctx context.Context) error {
 			return err
 		},
 		"hold+settle": func(ctx context.Context) error {
-			h, _ := ratelimit.As[ratelimit.Holder](l)
+			h, _ := ratelimit.As[ratelimit.Settler](l)
 			res, err := h.Hold(ctx, "k", settleLimit, 1, time.Minute)
 			if err != nil {
 				return err
@@ -62,7 +62,7 @@ func BenchmarkSettle(b *testing.B) {
 		}
 		ops := settleOps(l)
 		for _, name := range []string{"refund", "underrun", "overrun", "allow", "hold+settle"} {
-			if _, holds := ratelimit.As[ratelimit.Holder](l); name == "hold+settle" && !holds {
+			if _, holds := ratelimit.As[ratelimit.Settler](l); name == "hold+settle" && !holds {
 				continue
 			}
 			op := ops[name]

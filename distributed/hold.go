@@ -15,7 +15,7 @@ import (
 //go:embed hold.lua
 var holdFile string
 
-var _ ratelimit.Holder = (*Limiter)(nil)
+var _ ratelimit.Settler = (*Limiter)(nil)
 
 // holdScript is hold.lua with every algorithm's decide and refund functions, as multi.lua.
 var holdScript = newScriptPair(assemble(expand(holdFile), multiAlgorithms))

@@ -67,7 +67,7 @@ func playScenario(t *testing.T, limit ratelimit.Limit, ttl time.Duration, steps 
 				var err error
 				switch st.op {
 				case "hold":
-					if h, ok := ratelimit.As[ratelimit.Holder](l); ok {
+					if h, ok := ratelimit.As[ratelimit.Settler](l); ok {
 						res, err = h.Hold(ctx, st.key, limit, st.n, ttl)
 					} else {
 						res, err = l.AllowN(ctx, st.key, limit, st.n)

@@ -15,13 +15,14 @@ import (
 	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 	"github.com/sluice-go/ratelimit/local"
+	"github.com/sluice-go/ratelimit/ratelimittest"
 )
 
 // TestHoldOnThePrimary: a fallback whose primary holds (the Redis backend) holds too, on
 // the primary, and its Settle settles the hold there: five an hour, a hold of 3 leaves 2,
 // settled to 1 it leaves 4 (a peek for one: 3). While the primary is unreachable the
 // secondary decides by AllowN, its charge its own, which Settle settles there. A TTL under
-// 1 µs is refused; a fallback whose primary does not hold has no Holder.
+// 1 µs is refused; a fallback whose parts cannot settle has no Settler.
 func TestHoldOnThePrimary(t *testing.T) {
 	ctx := context.Background()
 	limit := fiveAnHour
@@ -38,7 +39,7 @@ func TestHoldOnThePrimary(t *testing.T) {
 
 	primary := newRedis(redistest.NewServer(t).Addr())
 	l := fallback.New(primary, secondary)
-	h, ok := ratelimit.As[ratelimit.Holder](l)
+	h, ok := ratelimit.As[ratelimit.Settler](l)
 	require.True(t, ok)
 	res, err := h.Hold(ctx, "k", limit, 3, time.Minute)
 	require.NoError(t, err)
@@ -59,7 +60,7 @@ func TestHoldOnThePrimary(t *testing.T) {
 	dead := ln.Addr().String()
 	require.NoError(t, ln.Close())
 	degraded := fallback.New(newRedis(dead), secondary)
-	h, ok = ratelimit.As[ratelimit.Holder](degraded)
+	h, ok = ratelimit.As[ratelimit.Settler](degraded)
 	require.True(t, ok)
 	res, err = h.Hold(ctx, "d", limit, 3, time.Minute)
 	require.NoError(t, err)
@@ -69,6 +70,6 @@ func TestHoldOnThePrimary(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 4, remaining(t, secondary, "d"), "settled on the secondary")
 
-	_, ok = ratelimit.As[ratelimit.Holder](fallback.New(secondary, secondary))
+	_, ok = ratelimit.As[ratelimit.Settler](fallback.New(&ratelimittest.Stub{}, secondary))
 	require.False(t, ok)
 }

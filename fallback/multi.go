@@ -17,7 +17,7 @@ type parts struct {
 	primaryMulti, secondaryMulti ratelimit.MultiLimiter
 	primaryIns, secondaryIns     ratelimit.Inspector
 	primaryVal, secondaryVal     ratelimit.LimitValidator
-	primaryHold                  ratelimit.Holder
+	primaryHold                  ratelimit.Settler
 }
 
 func partsOf(primary, secondary ratelimit.Limiter) parts {
@@ -25,7 +25,7 @@ func partsOf(primary, secondary ratelimit.Limiter) parts {
 	p.primaryMulti, _ = ratelimit.As[ratelimit.MultiLimiter](primary)
 	p.primaryIns, _ = ratelimit.As[ratelimit.Inspector](primary)
 	p.primaryVal, _ = ratelimit.As[ratelimit.LimitValidator](primary)
-	p.primaryHold, _ = ratelimit.As[ratelimit.Holder](primary)
+	p.primaryHold, _ = ratelimit.As[ratelimit.Settler](primary)
 	if secondary != nil {
 		p.secondaryMulti, _ = ratelimit.As[ratelimit.MultiLimiter](secondary)
 		p.secondaryIns, _ = ratelimit.As[ratelimit.Inspector](secondary)
@@ -48,11 +48,10 @@ func partsOf(primary, secondary ratelimit.Limiter) parts {
 // (an error wrapping ErrUnavailable) while it cannot be reached; to the secondary under the
 // scaled limit. The zero Charge refunds the bucket that would decide now, and a Charge that
 // names no part of the Limiter is refused (ratelimit.ErrInvalidArgument). A Settler, when
-// both parts have one, settles the part that charged, as Refund refunds it. A
-// ratelimit.Holder, when the primary has one, holds on the primary as AllowN decides on it
-// (the breaker, the denial cache), and while the primary is unavailable decides with the
-// secondary's AllowN, which records no hold: its Charge names the secondary, which Settle
-// settles as any of its charges.
+// both parts have one, settles the part that charged, as Refund refunds it, and holds on
+// the primary as AllowN decides on it (the breaker, the denial cache); while the primary is
+// unavailable it decides a hold with the secondary's AllowN, which records no hold: its
+// Charge names the secondary, which Settle settles as any of its charges.
 func (l *Limiter) As(target any) bool {
 	switch t := target.(type) {
 	case *ratelimit.MultiLimiter:
@@ -63,11 +62,6 @@ func (l *Limiter) As(target any) bool {
 	case *ratelimit.Inspector:
 		if l.parts.primaryIns != nil && (l.secondary == nil || l.parts.secondaryIns != nil) {
 			*t = inspector{l}
-			return true
-		}
-	case *ratelimit.Holder:
-		if l.parts.primaryHold != nil {
-			*t = holder{l}
 			return true
 		}
 	case *ratelimit.Settler:

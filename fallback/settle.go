@@ -71,23 +71,20 @@ func (s settler) Settle(ctx context.Context, key string, limit ratelimit.Limit, 
 	return ratelimit.Result{Limit: limit}, fmt.Errorf("fallback: Settle: nothing settled on the primary, which charged the tokens: %w", cause)
 }
 
-// holder is a Limiter's ratelimit.Holder, given by As when the primary holds; it says
-// which limiter decided each hold (observe.HoldOriginReporter).
-type holder struct{ l *Limiter }
-
-var _ observe.HoldOriginReporter = holder{}
+// The settler says which limiter decided each hold.
+var _ observe.HoldOriginReporter = settler{}
 
 // Hold decides as AllowN does, with the primary's Hold for the primary's decision.
-func (h holder) Hold(ctx context.Context, key string, limit ratelimit.Limit, n int, ttl time.Duration) (ratelimit.Result, error) {
-	res, _, err := h.HoldOrigin(ctx, key, limit, n, ttl)
+func (s settler) Hold(ctx context.Context, key string, limit ratelimit.Limit, n int, ttl time.Duration) (ratelimit.Result, error) {
+	res, _, err := s.HoldOrigin(ctx, key, limit, n, ttl)
 	return res, err
 }
 
 // HoldOrigin is Hold, and also says which limiter decided, as AllowNOrigin does. ttl is
 // checked here, so that a degraded decision refuses what the primary would.
-func (h holder) HoldOrigin(ctx context.Context, key string, limit ratelimit.Limit, n int, ttl time.Duration) (ratelimit.Result, observe.Origin, error) {
+func (s settler) HoldOrigin(ctx context.Context, key string, limit ratelimit.Limit, n int, ttl time.Duration) (ratelimit.Result, observe.Origin, error) {
 	if ttl < time.Microsecond {
-		return ratelimit.Result{Limit: limit}, h.l.origins.self, fmt.Errorf("%w: fallback: Hold: ttl = %v, want 1µs or more", args.ErrInvalidRequest, ttl)
+		return ratelimit.Result{Limit: limit}, s.l.origins.self, fmt.Errorf("%w: fallback: Hold: ttl = %v, want 1µs or more", args.ErrInvalidRequest, ttl)
 	}
-	return h.l.decide(ctx, key, limit, n, ttl)
+	return s.l.decide(ctx, key, limit, n, ttl)
 }

@@ -103,10 +103,10 @@ func WithRefundIf(f func(c *gin.Context) bool) Option {
 // which later requests wait out (a denial's Retry-After counts it). ok false settles
 // nothing. A request refunded by [WithRefundIf] is not settled. Errors go to the error
 // handler. It needs a limiter that implements [ratelimit.Settler] (New panics otherwise).
-// Under one limit, on a limiter that holds ([ratelimit.Holder]: the Redis backend), the
-// estimate is held as a reservation in flight, counted by every other request, until the
-// settle (ok false then keeps the estimate charged), or for 5 minutes when none comes (a
-// crash, a panic). Default: no settling. See
+// Under one limit the estimate is decided with the Settler's Hold: on Redis it is held as a
+// reservation in flight, counted by every other request, until the settle (ok false then
+// keeps the estimate charged), or for 5 minutes when none comes (a crash, a panic).
+// Default: no settling. See
 // https://github.com/sluice-go/ratelimit/blob/main/docs/limits.md#settle.
 func WithSettle(f func(c *gin.Context) (actual int, ok bool)) Option {
 	return func(o *options) { o.Settle = f }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/internal/args"
@@ -182,4 +183,15 @@ func (ks *keepState) debit(limit ratelimit.Limit, u int64, d int) bool {
 	}
 	ks.tat, ks.rate = next, limit.Rate
 	return true
+}
+
+// Hold decides n tokens as AllowN does, as ratelimit.Settler says: a bucket of this process
+// is its holder's own, so a hold is a charge, which Settle (or Refund) with the Result's
+// Charge settles, and which no crash of the holder can leave behind. A ttl under 1 µs is
+// refused, as on every backend.
+func (l *Limiter) Hold(ctx context.Context, key string, limit ratelimit.Limit, n int, ttl time.Duration) (ratelimit.Result, error) {
+	if ttl < time.Microsecond {
+		return ratelimit.Result{Limit: limit}, fmt.Errorf("%w: local: Hold: ttl = %v, want 1µs or more", args.ErrInvalidRequest, ttl)
+	}
+	return l.AllowN(ctx, key, limit, n)
 }

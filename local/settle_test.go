@@ -57,3 +57,24 @@ func TestSettleNoDrift(t *testing.T) {
 		}
 	}
 }
+
+// TestHoldIsACharge: a hold in process is a charge, which a settle ends: three of five held,
+// settled to one, leave four; a ttl under 1 µs is refused, charging nothing.
+func TestHoldIsACharge(t *testing.T) {
+	ctx := context.Background()
+	l := local.New(local.WithCleanupInterval(0))
+	t.Cleanup(func() { _ = l.Close() })
+	limit := ratelimit.Limit{Rate: 5.0 / 3600, Burst: 5}
+	res, err := l.Hold(ctx, "k", limit, 3, time.Minute)
+	require.NoError(t, err)
+	require.True(t, res.Allowed)
+	require.Equal(t, 2, res.Remaining)
+	settled, err := l.Settle(ctx, "k", limit, res.Charge, 3, 1)
+	require.NoError(t, err)
+	require.Equal(t, 3, settled.Remaining, "a peek for one after the settle")
+	_, err = l.Hold(ctx, "k", limit, 1, 0)
+	require.ErrorIs(t, err, ratelimit.ErrInvalidArgument)
+	peek, err := l.Peek(ctx, "k", limit, 1)
+	require.NoError(t, err)
+	require.Equal(t, 3, peek.Remaining, "the refused hold charged nothing")
+}

@@ -46,6 +46,11 @@ func (s *stub) Hold(context.Context, string, ratelimit.Limit, int, time.Duration
 	return ratelimit.Result{Allowed: true}, nil
 }
 
+func (s *stub) Settle(context.Context, string, ratelimit.Limit, ratelimit.Charge, int, int) (ratelimit.Result, error) {
+	s.called("Settle")
+	return ratelimit.Result{Allowed: true}, nil
+}
+
 func (s *stub) Peek(context.Context, string, ratelimit.Limit, int) (ratelimit.Result, error) {
 	s.called("Peek")
 	return ratelimit.Result{}, nil
@@ -165,7 +170,7 @@ var capabilityTable = []capabilityRow{
 		require.NoError(t, v.ValidateLimit(limit))
 		return "ValidateLimit", 0
 	}),
-	row(func(t *testing.T, h ratelimit.Holder, _ bool) (string, int) {
+	row(func(t *testing.T, h ratelimit.Settler, _ bool) (string, int) {
 		_, err := h.Hold(ctx, "k", limit, 1, time.Second)
 		require.NoError(t, err)
 		return "Hold", 1 // a hold decides

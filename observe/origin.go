@@ -31,9 +31,9 @@ type OriginReporter interface {
 	AllowAllOrigin(ctx context.Context, reqs []ratelimit.Request) (ratelimit.MultiResult, Origin, error)
 }
 
-// HoldOriginReporter is implemented by the ratelimit.Holder of a limiter made of several
+// HoldOriginReporter is implemented by the ratelimit.Settler of a limiter made of several
 // (fallback.Limiter's), so that reporters can tell which one decided a hold: they call
-// HoldOrigin in place of Hold when the Holder implements it.
+// HoldOrigin in place of Hold when the Settler implements it.
 type HoldOriginReporter interface {
 	// HoldOrigin is Hold, and also returns which limiter decided.
 	HoldOrigin(ctx context.Context, key string, limit ratelimit.Limit, n int, ttl time.Duration) (ratelimit.Result, Origin, error)

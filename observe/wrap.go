@@ -21,7 +21,7 @@ import (
 // others decide nothing.
 //
 // Through ratelimit.As, the Limiter Wrap returns has the capabilities of l and no others:
-// it answers itself for ratelimit.MultiLimiter, ratelimit.Holder, ratelimit.Settler,
+// it answers itself for ratelimit.MultiLimiter, ratelimit.Settler,
 // ratelimit.Reserver and OriginReporter, which it observes, and lends the rest
 // (ratelimit.Inspector, ratelimit.LimitValidator) through its Unwrap method, which returns
 // l. It is a BackendNamer, named as l. It is safe for concurrent use.
@@ -44,7 +44,6 @@ func Wrap(l ratelimit.Limiter, o Observer, policy string) ratelimit.Limiter {
 	}
 	w.multi, _ = ratelimit.As[ratelimit.MultiLimiter](l)
 	w.origins, _ = ratelimit.As[OriginReporter](l)
-	w.holder, _ = ratelimit.As[ratelimit.Holder](l)
 	w.settler, _ = ratelimit.As[ratelimit.Settler](l)
 	w.reserver, _ = ratelimit.As[ratelimit.Reserver](l)
 	return w
@@ -57,7 +56,6 @@ type observed struct {
 	limiter  ratelimit.Limiter
 	multi    ratelimit.MultiLimiter // limiter, if it decides several limits
 	origins  OriginReporter         // limiter, if it reports origins
-	holder   ratelimit.Holder       // limiter's, if it holds
 	settler  ratelimit.Settler      // limiter's, if it settles
 	reserver ratelimit.Reserver     // limiter's, if it books slots ahead
 	obs      Observer               // wrapped by Join: panics recovered
@@ -92,11 +90,6 @@ func (l *observed) As(target any) bool {
 			*t = originsPart{l}
 			return true
 		}
-	case *ratelimit.Holder:
-		if l.holder != nil {
-			*t = holdPart{l}
-			return true
-		}
 	case *ratelimit.Settler:
 		if l.settler != nil {
 			*t = settlePart{l}
@@ -111,21 +104,19 @@ func (l *observed) As(target any) bool {
 	return false
 }
 
-// holdPart is an observed limiter's ratelimit.Holder: each hold reported as a decision,
-// with the origin its Holder tells (HoldOriginReporter).
-type holdPart struct{ o *observed }
-
-func (p holdPart) Hold(ctx context.Context, key string, limit ratelimit.Limit, n int, ttl time.Duration) (ratelimit.Result, error) {
+// Hold is the observed limiter's Settler's: each hold reported as a decision, with the
+// origin the Settler tells (HoldOriginReporter).
+func (p settlePart) Hold(ctx context.Context, key string, limit ratelimit.Limit, n int, ttl time.Duration) (ratelimit.Result, error) {
 	var (
 		res    ratelimit.Result
 		origin Origin
 		err    error
 	)
 	start := p.o.clock.Start()
-	if hr, ok := p.o.holder.(HoldOriginReporter); ok {
+	if hr, ok := p.o.settler.(HoldOriginReporter); ok {
 		res, origin, err = hr.HoldOrigin(ctx, key, limit, n, ttl)
 	} else {
-		res, err = p.o.holder.Hold(ctx, key, limit, n, ttl)
+		res, err = p.o.settler.Hold(ctx, key, limit, n, ttl)
 	}
 	call := Call{Policy: p.o.policy, Backend: p.o.backend, Origin: origin, Duration: p.o.clock.Stop(start)}
 	Report(ctx, p.o.obs, call, limit, n, res, err)

@@ -127,8 +127,7 @@ bucket the decision charged is then settled from the estimate to actual
 which later {{.Req}}s wait out (a denial's Retry-After counts it). ok false settles
 nothing. A {{.Req}} refunded by [WithRefundIf] is not settled. Errors go to the error
 handler. It needs a limiter that implements [ratelimit.Settler] ({{.Panics}} otherwise).
-Under one limit, on a limiter that holds ([ratelimit.Holder]: the Redis backend), the
-estimate is held as a reservation in flight, counted by every other {{.Req}}, until the
+Under one limit the estimate is decided with the Settler's Hold: on Redis it is held as a reservation in flight, counted by every other {{.Req}}, until the
 settle (ok false then keeps the estimate charged), or for 5 minutes when none comes (a
 crash, a panic). Default: no settling. See {{doc "limits.md#settle"}}.`,
 		fn:     "(actual int, ok bool)",

@@ -10,6 +10,7 @@ import (
 	"github.com/sluice-go/ratelimit/internal/bucket"
 	"github.com/sluice-go/ratelimit/internal/wait"
 	"github.com/sluice-go/ratelimit/observe"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // Decide decides whether r, whose context is ctx, may proceed, taking its cost from its
@@ -17,7 +18,7 @@ import (
 //
 // Every request takes the same path: prepare yields its requests of the limiter (one limit,
 // several, or its policy's under the rules in force); decideLimits asks the limiter (AllowN
-// for one, or Hold when WithSettle settles on a ratelimit.Holder; AllowAll for several),
+// for one, or the Settler's Hold when WithSettle settles; AllowAll for several),
 // reports to the observer, and reads the answer: shadow mode, the error policy, the verdict;
 // then a request let through takes its permit to run (WithConcurrency, or its policy's
 // concurrency).
@@ -30,7 +31,7 @@ func (p *Pipeline[R]) Decide(ctx context.Context, r R, d *Decision) {
 	}
 	pctx, pol, ok := p.prepare(ctx, r, d)
 	if ok {
-		d.priority = ratelimit.PriorityFrom(pctx)
+		d.priority = priority.From(pctx)
 		p.decideLimits(pctx, r, d)
 	}
 	p.permit(ctx, r, d, pol)
@@ -79,12 +80,12 @@ func (p *Pipeline[R]) ask(ctx, rctx context.Context, d *Decision) error {
 			d.Multi, err = p.multi.AllowAll(ctx, d.Reqs)
 		}
 		d.bind()
-	case p.holder != nil:
+	case p.settler != nil:
 		// WithSettle's estimate, held until the settle (Settle).
 		if p.holdOrigin != nil {
 			d.Result, origin, err = p.holdOrigin.HoldOrigin(ctx, d.bucket, d.Limit, d.Cost, HoldTTL)
 		} else {
-			d.Result, err = p.holder.Hold(ctx, d.bucket, d.Limit, d.Cost, HoldTTL)
+			d.Result, err = p.settler.Hold(ctx, d.bucket, d.Limit, d.Cost, HoldTTL)
 		}
 		d.held = d.Result.Allowed
 	case p.observer != nil && p.origin != nil:

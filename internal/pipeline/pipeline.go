@@ -16,6 +16,7 @@ import (
 	"github.com/sluice-go/ratelimit/headers"
 	"github.com/sluice-go/ratelimit/internal/nilarg"
 	"github.com/sluice-go/ratelimit/observe"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // UnkeyedKey is the key under which requests are limited when the key function fails or
@@ -91,10 +92,10 @@ type Decision struct {
 
 	// bucket is the bucket key of a request under one limit.
 	bucket string
-	// held reports that the tokens were taken by a hold (ratelimit.Holder, with WithSettle),
+	// held reports that the tokens were taken by a hold (ratelimit.Settler's Hold, with WithSettle),
 	// which Settle ends; priority is the priority the request was decided at.
 	held     bool
-	priority ratelimit.Priority
+	priority priority.Level
 }
 
 // ErrNoLimit is New's error for options that give no limit.
@@ -108,9 +109,8 @@ type Pipeline[R any] struct {
 	multi     ratelimit.MultiLimiter
 	inspector ratelimit.Inspector
 	validator ratelimit.LimitValidator
-	settler   ratelimit.Settler // WithSettle's, when asked for
-	holder    ratelimit.Holder  // WithSettle's, when the limiter holds
-	// holdOrigin is holder when it says which limiter decided, and the observer asks.
+	settler   ratelimit.Settler // WithSettle's, when asked for; it holds each estimate
+	// holdOrigin is settler when it says which limiter decided, and the observer asks.
 	holdOrigin observe.HoldOriginReporter
 	opts       Options[R]
 	onError    func(R, error) error
@@ -219,7 +219,7 @@ func (p *Pipeline[R]) capabilities(o *Options[R]) error {
 		return fmt.Errorf("WithRefundIf: %T cannot refund (ratelimit.Inspector)", l)
 	}
 	var err error
-	if p.settler, p.holder, err = settlerFor(l, o.Settle != nil); err != nil {
+	if p.settler, err = settlerFor(l, o.Settle != nil); err != nil {
 		return err
 	}
 	return o.check(p.validator)
@@ -237,7 +237,7 @@ func (p *Pipeline[R]) observe(o observe.Observer) {
 		p.backend = observe.BackendName(p.limiter)
 	}
 	p.origin, _ = ratelimit.As[observe.OriginReporter](p.limiter)
-	p.holdOrigin, _ = p.holder.(observe.HoldOriginReporter)
+	p.holdOrigin, _ = p.settler.(observe.HoldOriginReporter)
 	if p.opts.Concurrency != nil {
 		p.permitBackend = observe.BackendName(p.opts.Concurrency)
 	}

@@ -8,28 +8,28 @@ import (
 
 	"github.com/sluice-go/ratelimit"
 	"github.com/sluice-go/ratelimit/observe"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // HoldTTL is how long a request's estimate stays held when the middleware settles
-// (WithSettle) on a limiter that holds (ratelimit.Holder): a hold its settle never reaches
+// (WithSettle), holding it (ratelimit.Settler's Hold): a hold its settle never reaches
 // (the process crashed, the handler panicked) is given back after HoldTTL. A request that
 // outlives it is settled all the same, its whole actual cost charged then (see
 // distributed.Limiter.Hold).
 const HoldTTL = 5 * time.Minute
 
-// settlerFor returns l's ratelimit.Settler when the middleware settles (WithSettle), and
-// its ratelimit.Holder if it has one, or an error when l has no Settler: a middleware told
-// to settle refuses to start rather than charge every request its estimate only.
-func settlerFor(l ratelimit.Limiter, settles bool) (ratelimit.Settler, ratelimit.Holder, error) {
+// settlerFor returns l's ratelimit.Settler when the middleware settles (WithSettle), or an
+// error when l has none: a middleware told to settle refuses to start rather than charge
+// every request its estimate only.
+func settlerFor(l ratelimit.Limiter, settles bool) (ratelimit.Settler, error) {
 	if !settles {
-		return nil, nil, nil
+		return nil, nil
 	}
 	s, ok := ratelimit.As[ratelimit.Settler](l)
 	if !ok {
-		return nil, nil, fmt.Errorf("WithSettle: %T cannot settle (ratelimit.Settler)", l)
+		return nil, fmt.Errorf("WithSettle: %T cannot settle (ratelimit.Settler)", l)
 	}
-	h, _ := ratelimit.As[ratelimit.Holder](l)
-	return s, h, nil
+	return s, nil
 }
 
 // Settle settles what d charged to r's actual cost, as the middleware's settle function
@@ -60,8 +60,8 @@ func (p *Pipeline[R]) Settle(ctx context.Context, r R, d *Decision) {
 	}
 	d.Charged = false // settled once
 	ctx = context.WithoutCancel(ctx)
-	if p.observer != nil && ratelimit.PriorityFrom(ctx) != d.priority {
-		ctx = ratelimit.WithPriority(ctx, d.priority)
+	if p.observer != nil && priority.From(ctx) != d.priority {
+		ctx = priority.With(ctx, d.priority)
 	}
 	var err error
 	if d.Reqs == nil {

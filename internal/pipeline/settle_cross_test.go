@@ -34,7 +34,7 @@ type settleStep struct {
 
 // TestSettleCross: WithSettle × WithRefundIf × fallback (healthy: the primary holds and
 // settles; degraded: the secondary decides, and is settled, never the dead primary) × shadow
-// × several limits, on the local backend and on Redis (one limit held: ratelimit.Holder).
+// × several limits, on the local backend and on Redis (one limit held: ratelimit.Settler's Hold).
 // A token an hour, Burst 100 (and 200 for the second limit, never binding), so nothing
 // refills. Enforced: a request estimated at 10 (90 left, the header says) that
 // costs 30 leaves 70; one that costs 5, 65 (60, then 65); a failed one is refunded, not
@@ -60,7 +60,7 @@ func TestSettleCross(t *testing.T) {
 			return l
 		},
 		"fallback healthy": func(t *testing.T) ratelimit.Limiter {
-			// The primary answers, holding each estimate until its settle (ratelimit.Holder).
+			// The primary answers, holding each estimate until its settle (the Settler's Hold).
 			client := redis.NewClient(&redis.Options{Addr: server.Addr()})
 			t.Cleanup(func() { _ = client.Close() })
 			primary, err := distributed.New(client, distributed.WithPrefix(fmt.Sprintf("settle-%s:", t.Name())), distributed.WithTimeout(time.Minute))

@@ -15,6 +15,7 @@ import (
 	"github.com/sluice-go/ratelimit/fallback"
 	"github.com/sluice-go/ratelimit/internal/redistest"
 	"github.com/sluice-go/ratelimit/observe"
+	"github.com/sluice-go/ratelimit/priority"
 )
 
 // recorder is an Observer that keeps every Decision it is told of, in order, without its
@@ -77,7 +78,7 @@ func TestSettleObserved(t *testing.T) {
 				var errs []error
 				do := tg.serve(t, setup{limiter: b.new(t), limit: limit, observer: rec, name: "llm",
 					cost:     func() int { return 10 },
-					priority: func() ratelimit.Priority { return ratelimit.Normal },
+					priority: func() priority.Level { return priority.Normal },
 					settle: func() (int, bool) {
 						if len(actuals) == 0 {
 							return 0, false
@@ -91,7 +92,7 @@ func TestSettleObserved(t *testing.T) {
 				for range 3 {
 					require.Equal(t, "ok", do(context.Background()).kind)
 				}
-				base := observe.Decision{Policy: "llm", Backend: b.name, Priority: ratelimit.Normal, Limit: limit, Cost: 10}
+				base := observe.Decision{Policy: "llm", Backend: b.name, Priority: priority.Normal, Limit: limit, Cost: 10}
 				decided := func(remaining int) observe.Decision {
 					d := base
 					d.Outcome, d.Remaining = observe.OutcomeAllowed, remaining
