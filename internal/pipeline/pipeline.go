@@ -92,8 +92,8 @@ type Decision struct {
 
 	// bucket is the bucket key of a request under one limit.
 	bucket string
-	// held reports that the tokens were taken by a hold (ratelimit.Settler's Hold, with WithSettle),
-	// which Settle ends; priority is the priority the request was decided at.
+	// held reports that the tokens were taken by a hold (ratelimit.Settler's Hold, with
+	// WithSettle), which Settle ends; priority is the priority the request was decided at.
 	held     bool
 	priority priority.Level
 }
