@@ -294,3 +294,57 @@ func TestScheduledAdmissionConcurrent(t *testing.T) {
 		})
 	}
 }
+
+// TestScheduledAdmissionPriority: reserve × priority reserves × warm-up (issue 40's cross-
+// feature rows). 10/s, Burst 10, the default reserves: Normal requests leave 1 token back,
+// Sheddable ones 5. A booking of priority p is decided as on a bucket of usable = Burst less
+// p's reserve: on the token bucket its tokens conform when the TAT less usable has caught up
+// (so a Sheddable slot comes later than a Critical one on the same TAT), and on both buckets
+// the ceiling is usable + Burst tokens ahead (Burst less p's reserve in debt: the reserve is
+// kept in the debt too). More than usable tokens is ErrExceedsBurst. A token bucket with a
+// Warmup books nothing, whatever the priority (ErrNotSupported; n > Burst is refused first).
+func TestScheduledAdmissionPriority(t *testing.T) {
+	const c, n, s = priority.Critical, priority.Normal, priority.Sheddable
+	limit := ratelimit.Limit{Rate: 10, Burst: 10}
+	leaky := ratelimit.Limit{Rate: 10, Burst: 10, Algorithm: ratelimit.LeakyBucket}
+	warm := ratelimit.Limit{Rate: 10, Burst: 10, Warmup: time.Minute}
+	playScheduled(t, []scheduledRow{
+		{"token bucket", limit, []scheduledStep{
+			{prio: s, n: 6, maxWait: time.Hour, err: ratelimit.ErrExceedsBurst},
+			{prio: n, n: 10, maxWait: time.Hour, err: ratelimit.ErrExceedsBurst},
+			{prio: s, n: 5, booked: true},
+			{prio: s, n: 1, retry: 100 * ms},
+			{prio: c, n: 1, booked: true},
+			{prio: s, n: 5, maxWait: time.Hour, booked: true, delay: 600 * ms},
+			{prio: s, n: 4, maxWait: time.Hour, booked: true, delay: time.Second},
+			{prio: s, n: 1, maxWait: time.Hour, retry: 1100 * ms}, // Sheddable's ceiling
+			{prio: s, n: 1, allow: true, retry: 1100 * ms},
+			{prio: n, n: 1, maxWait: 700*ms - us, retry: 700 * ms},
+			{prio: n, n: 4, maxWait: time.Hour, booked: true, delay: 1000 * ms},
+			{prio: n, n: 1, maxWait: time.Hour, retry: 1100 * ms}, // Normal's ceiling
+			{prio: c, n: 1, maxWait: time.Hour, booked: true, delay: time.Second},
+			{prio: c, n: 1, maxWait: time.Hour, retry: 1100 * ms}, // Critical's ceiling
+		}},
+		// The leaky bucket's Delay is the turn, the same for every priority; the priority
+		// bounds how far ahead it may book.
+		{"leaky bucket", leaky, []scheduledStep{
+			{prio: s, n: 6, maxWait: time.Hour, err: ratelimit.ErrExceedsBurst},
+			{prio: s, n: 5, booked: true},
+			{prio: s, n: 1, retry: 500 * ms},
+			{prio: s, n: 5, maxWait: time.Hour, booked: true, delay: 500 * ms},
+			{prio: s, n: 5, maxWait: time.Hour, booked: true, delay: time.Second},
+			{prio: s, n: 1, maxWait: time.Hour, retry: 1500 * ms},
+			{prio: n, n: 4, maxWait: time.Hour, booked: true, delay: 1500 * ms},
+			{prio: n, n: 1, maxWait: time.Hour, retry: 1900 * ms},
+			{prio: c, n: 1, maxWait: time.Hour, booked: true, delay: 1900 * ms},
+			{prio: c, n: 1, maxWait: time.Hour, retry: 2000 * ms},
+		}},
+		{"warm-up", warm, []scheduledStep{
+			{prio: c, n: 1, err: ratelimit.ErrNotSupported},
+			{prio: n, n: 1, err: ratelimit.ErrNotSupported},
+			{prio: s, n: 6, maxWait: time.Hour, err: ratelimit.ErrNotSupported},
+			{prio: s, n: 11, err: ratelimit.ErrExceedsBurst},
+			{prio: c, n: 1, allow: true, booked: true}, // AllowN takes a warm-up as ever
+		}},
+	}, distributed.WithReserves(priority.Reserves{}))
+}
