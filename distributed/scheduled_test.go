@@ -241,6 +241,18 @@ func TestScheduledAdmission(t *testing.T) {
 			{n: 1, allow: true, retry: 100 * ms},
 			{n: 1, maxWait: time.Second, booked: true, delay: 100 * ms},
 		}},
+		// Cancel of an earlier booking (ours alone): the TAT keeps no trace of whose tokens
+		// they were, so the freed time goes to the next caller, whose turn is then that of the
+		// booking after the cancelled one (200 ms, twice); the slots of bookings already made
+		// do not move (docs/limits.md: a refund cannot undo the Delay given meanwhile).
+		{"cancel of an earlier booking, leaky bucket", lb(10, 2), []scheduledStep{
+			{n: 1, booked: true},
+			{n: 1, maxWait: time.Second, booked: true, delay: 100 * ms},
+			{n: 1, maxWait: time.Second, booked: true, delay: 200 * ms},
+			{cancel: 2},
+			{n: 1, maxWait: time.Second, booked: true, delay: 200 * ms},
+			{n: 1, maxWait: time.Second, booked: true, delay: 300 * ms},
+		}},
 		// An idle bucket refills to Burst and no further: no credit to book ahead with.
 		{"idle refills to Burst only", tb(10, 2), []scheduledStep{
 			{n: 2, booked: true},
