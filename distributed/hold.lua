@@ -166,21 +166,7 @@ if actual > reserved then
     if stored then
       local v
       if kept then
-        local t, r0
-        if type(stored) == 'string' then
-          t, r0 = string.match(stored, '^(%S+) (%S+)$')
-        end
-        t, r0 = tonumber(t), tonumber(r0)
-        if t and r0 and r0 > 0 and r0 <= 1000000 then
-          v = t
-          if r0 ~= rate then
-            local a0 = t - now_us * r0 / 1000000
-            v = now
-            if a0 > 0 then
-              v = now + a0
-            end
-          end
-        end
+-- @include keptat
       else
         v = tonumber(stored)
       end

@@ -94,6 +94,30 @@ func TestFragments(t *testing.T) {
 			})
 		}
 	})
+	t.Run("keptat", func(t *testing.T) {
+		// rate 2/s at 1.5 s: now is 3 tokens. A "TAT rate" value at the call's rate is its
+		// TAT; at another rate its deficit carries (7 at 4/s is 1 ahead of 6: 4), and none is a
+		// full bucket (5 at 4/s: now); anything else is none.
+		src := "local rate, now_us = 2, 1500000\nlocal now = now_us * rate / 1000000\n" +
+			"local stored = redis.pcall('GET', KEYS[1])\nlocal v\n" + fragments["keptat"] +
+			"\nreturn v and string.format('%.17g', v) or 'none'"
+		for stored, want := range map[string]string{
+			"": "none", "5 2": "5", "7 4": "4", "5 4": "3", "5 0": "none", "5 2000000": "none",
+			"5": "none", "text": "none",
+		} {
+			t.Run(stored, func(t *testing.T) {
+				_, err := server.Do("DEL", "k")
+				require.NoError(t, err)
+				if stored != "" {
+					_, err := server.Do("SET", "k", stored)
+					require.NoError(t, err)
+				}
+				v, err := server.Do("EVAL", src, "1", "k")
+				require.NoError(t, err)
+				assert.Equal(t, want, v)
+			})
+		}
+	})
 	t.Run("window", func(t *testing.T) {
 		// 2020-01-01 is 1577836800 s after 1970. With W = 7 µs, Unix µs 1577836800000010 is
 		// 3 µs into window 225405257142858 (7 × 225405257142858 = 1577836800000006... + 4).

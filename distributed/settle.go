@@ -25,25 +25,7 @@ var settleScript = newScriptPair(assemble(expand(settleFile), []multiAlgorithm{
 // rate": the deficit read at the rate it was written at carries to the call's, as
 // keepRefundRead carries it (none is a full bucket), and the write keeps the call's rate.
 var keepSettleScript = newScriptPair(assemble(keepVariant(expand(settleFile),
-	"  local v = tonumber(stored)\n", `  local v
-  do
-    local t, r0
-    if type(stored) == 'string' then
-      t, r0 = string.match(stored, '^(%S+) (%S+)$')
-    end
-    t, r0 = tonumber(t), tonumber(r0)
-    if t and r0 and r0 > 0 and r0 <= 1000000 then
-      v = t
-      if r0 ~= rate then
-        local a0 = t - now_us * r0 / 1000000
-        v = now
-        if a0 > 0 then
-          v = now + a0
-        end
-      end
-    end
-  end
-`,
+	"  local v = tonumber(stored)\n", "  local v\n"+fragments["keptat"],
 	"redis.call('SET', KEYS[1], string.format('%.17g', debited), 'PX', ttl)", "redis.call('SET', KEYS[1], "+keepWrite("debited")+", 'PX', ttl)"),
 	[]multiAlgorithm{
 		{keepAlgorithms[ratelimit.TokenBucket].tag, keepGCRASource, keepRefundGCRASource, false},
